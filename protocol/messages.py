@@ -1,0 +1,57 @@
+"""The messages bucketd reads and writes, as frozen value objects.
+
+A request is an `OpMsg` or an `OpQuery`; both carry the command document already
+decoded (`body`, with OP_MSG kind-1 document sequences merged in as arrays) and the
+id of the compressor it arrived with, so the reply can be compressed the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["MsgHeader", "OpMsg", "OpQuery", "Request"]
+
+
+@dataclass(frozen=True, slots=True)
+class MsgHeader:
+    message_length: int
+    request_id: int
+    response_to: int
+    op_code: int
+
+
+@dataclass(frozen=True, slots=True)
+class OpMsg:
+    request_id: int
+    flag_bits: int
+    body: dict[str, Any]
+    compressor_id: int | None = None  # None: arrived uncompressed
+
+    @property
+    def more_to_come(self) -> bool:
+        return bool(self.flag_bits & 0b10)
+
+    @property
+    def exhaust_allowed(self) -> bool:
+        return bool(self.flag_bits & (1 << 16))
+
+
+@dataclass(frozen=True, slots=True)
+class OpQuery:
+    """Legacy OP_QUERY; bucketd accepts it only on ``<db>.$cmd`` for the handshake."""
+
+    request_id: int
+    flags: int
+    full_collection_name: str
+    number_to_skip: int
+    number_to_return: int
+    query: dict[str, Any]
+    compressor_id: int | None = None
+
+    @property
+    def database(self) -> str:
+        return self.full_collection_name.partition(".")[0]
+
+
+Request = OpMsg | OpQuery

@@ -1,0 +1,1 @@
+"""bucketd's server layer: listener, connections, command dispatch, cursors, sessions."""
