@@ -76,6 +76,7 @@ def _decode_doc(buf: memoryview, pos: int, end: int, codec: CodecOptions[Any],
 def parse_message(frame: bytes, codec: CodecOptions[Any] = _DEFAULT_CODEC) -> Request:
     """Parse one complete frame (header included) into a request message."""
     length, request_id, _response_to, op_code = _HEADER.unpack_from(frame, 0)
+    wire_length = length
     compressor_id: int | None = None
     if op_code == OpCode.OP_COMPRESSED:
         if length < HEADER_SIZE + _COMPRESSED_PREFIX.size:
@@ -89,13 +90,13 @@ def parse_message(frame: bytes, codec: CodecOptions[Any] = _DEFAULT_CODEC) -> Re
             compressor_id, memoryview(frame)[HEADER_SIZE + _COMPRESSED_PREFIX.size:], size)
         frame = _HEADER.pack(size + HEADER_SIZE, request_id, _response_to, op_code) + payload
     if op_code == OpCode.OP_MSG:
-        return _parse_op_msg(frame, request_id, compressor_id, codec)
+        return _parse_op_msg(frame, request_id, compressor_id, wire_length, codec)
     if op_code == OpCode.OP_QUERY:
-        return _parse_op_query(frame, request_id, compressor_id, codec)
+        return _parse_op_query(frame, request_id, compressor_id, wire_length, codec)
     raise _fatal(17, "ProtocolError", f"unsupported opCode {op_code}", request_id)
 
 
-def _parse_op_msg(frame: bytes, request_id: int, compressor_id: int | None,
+def _parse_op_msg(frame: bytes, request_id: int, compressor_id: int | None, wire_length: int,
                   codec: CodecOptions[Any]) -> OpMsg:
     buf = memoryview(frame)
     end = len(frame)
@@ -166,11 +167,11 @@ def _parse_op_msg(frame: bytes, request_id: int, compressor_id: int | None,
                                 f"Duplicate field between body and document sequence {name}",
                                 fatal=False, request_id=request_id)
         body[name] = docs
-    return OpMsg(request_id, flags, body, compressor_id)
+    return OpMsg(request_id, flags, body, compressor_id, wire_length, len(frame))
 
 
 def _parse_op_query(frame: bytes, request_id: int, compressor_id: int | None,
-                    codec: CodecOptions[Any]) -> OpQuery:
+                    wire_length: int, codec: CodecOptions[Any]) -> OpQuery:
     buf = memoryview(frame)
     end = len(frame)
     pos = HEADER_SIZE
@@ -191,7 +192,8 @@ def _parse_op_query(frame: bytes, request_id: int, compressor_id: int | None,
     skip, n_return = _QUERY_INTS.unpack_from(buf, pos)
     pos += 8
     query, pos = _decode_doc(buf, pos, end, codec, request_id)
-    return OpQuery(request_id, flags, ns, skip, n_return, query, compressor_id)
+    return OpQuery(request_id, flags, ns, skip, n_return, query, compressor_id, wire_length,
+                   len(frame))
 
 
 def encode_op_msg(body: Any, request_id: int, response_to: int, flags: int = 0,
