@@ -26,7 +26,6 @@ sys.path.insert(0, ROOT)
 from pytest_bucketd import BucketdProcess  # noqa: E402
 
 
-
 def _ping_bytes(request_id: int) -> bytes:
     import bson
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pymongo
@@ -24,8 +26,21 @@ def start_server(tmp_path: Path | None = None, *extra: str) -> BucketdProcess:
     return proc
 
 
+@dataclass
+class ExternalServer:
+    """A server someone else started (``BUCKETD_URI``), e.g. the compose scenario's."""
+
+    uri: str
+    port: int
+
+
 @pytest.fixture(scope="session")
-def server() -> Iterator[BucketdProcess]:
+def server() -> Iterator[BucketdProcess | ExternalServer]:
+    external = os.environ.get("BUCKETD_URI")
+    if external:
+        port = int(external.rstrip("/").rsplit(":", 1)[1].split("/")[0])
+        yield ExternalServer(external, port)
+        return
     proc = start_server()
     try:
         yield proc

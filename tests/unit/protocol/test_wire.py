@@ -213,7 +213,7 @@ def test_op_query_and_op_reply() -> None:
     reply = encode_op_reply({"ok": 1.0}, 3, 9)
     h = parse_header(reply)
     assert (h.op_code, h.response_to, h.message_length) == (1, 9, len(reply))
-    flags, cursor_id, start, n = struct.unpack_from("<iqii", reply, 16)
+    _flags, cursor_id, _start, n = struct.unpack_from("<iqii", reply, 16)
     assert (cursor_id, n) == (0, 1)
     assert bson.decode(reply[36:]) == {"ok": 1.0}
 
