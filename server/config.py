@@ -203,4 +203,12 @@ def parse_args(argv: list[str]) -> Config:
         if not sep or not name:
             raise ConfigError(f"--setParameter expects name=value, got {item!r}")
         cfg.set_parameters[name] = value
+    from .parameters import ServerParameters
+
+    check = ServerParameters()
+    for name, value in cfg.set_parameters.items():
+        try:
+            check.set_startup(name, value)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
     return cfg
