@@ -15,13 +15,13 @@ from bson.codec_options import CodecOptions
 from . import compression
 from .checksum import crc32c
 from .constants import (
+    CHECKSUM_PRESENT,
     HEADER_SIZE,
     KNOWN_REQUIRED_FLAGS,
     MAX_BSON_INTERNAL_SIZE,
     MAX_MESSAGE_SIZE,
     REQUIRED_FLAGS_MASK,
     CompressorId,
-    MsgFlag,
     OpCode,
 )
 from .errors import ProtocolError
@@ -106,7 +106,7 @@ def _parse_op_msg(frame: bytes, request_id: int, compressor_id: int | None, wire
     if flags & ~KNOWN_REQUIRED_FLAGS & REQUIRED_FLAGS_MASK:
         raise _fatal(223, "IllegalOpMsgFlag",
                      f"Message contains illegal flags value: Ob{flags:032b}", request_id)
-    if flags & MsgFlag.CHECKSUM_PRESENT:
+    if flags & CHECKSUM_PRESENT:
         if end < HEADER_SIZE + 8:
             raise _fatal(17, "ProtocolError", "OP_MSG too short for its checksum", request_id)
         end -= 4
@@ -201,11 +201,11 @@ def encode_op_msg(body: Any, request_id: int, response_to: int, flags: int = 0,
     """An OP_MSG with one body section; a checksum is appended when its flag is set."""
     doc = body if isinstance(body, bytes) else bson.encode(body, codec_options=codec)
     length = HEADER_SIZE + 4 + 1 + len(doc)
-    if flags & MsgFlag.CHECKSUM_PRESENT:
+    if flags & CHECKSUM_PRESENT:
         length += 4
     msg = b"".join((_HEADER.pack(length, request_id, response_to, OpCode.OP_MSG),
                     _U32.pack(flags), b"\x00", doc))
-    if flags & MsgFlag.CHECKSUM_PRESENT:
+    if flags & CHECKSUM_PRESENT:
         msg += _U32.pack(crc32c(msg))
     return msg
 

@@ -41,6 +41,7 @@ class Server:
         for name, value in self.config.set_parameters.items():
             state.params.set_startup(name, value)
         state.params.set_runtime({"slowOpThresholdMs": self.config.slowms})
+        LOG.verbosity = state.params.get("logLevel")
         LOG.info("CONTROL", 4615611, "initandlisten", "MongoDB starting", pid=state.pid,
                  port=self.config.port, dbPath=self.config.dbpath, architecture="64-bit",
                  host=state.host)

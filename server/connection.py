@@ -17,7 +17,6 @@ from typing import Any
 from protocol import (
     CompressorId,
     MessageDecoder,
-    MsgFlag,
     OpMsg,
     OpQuery,
     ProtocolError,
@@ -25,6 +24,7 @@ from protocol import (
     encode_op_msg,
     encode_op_reply,
 )
+from protocol.constants import CHECKSUM_PRESENT, MORE_TO_COME
 from storage.bsonutil import CODEC_OPTIONS
 
 from .commands import NEVER_COMPRESS
@@ -148,8 +148,8 @@ async def _handle_op_msg(server: ServerState, conn: ConnectionState, msg: OpMsg,
     if msg.more_to_come:
         return  # fire-and-forget (w: 0): no reply
     flags = 0
-    if msg.flag_bits & MsgFlag.CHECKSUM_PRESENT:
-        flags |= MsgFlag.CHECKSUM_PRESENT
+    if msg.flag_bits & CHECKSUM_PRESENT:
+        flags |= CHECKSUM_PRESENT
     streaming = (msg.exhaust_allowed and cmd is not None and cmd.name in ("hello", "isMaster",
                                                                            "ismaster")
                  and "topologyVersion" in body and "maxAwaitTimeMS" in body
@@ -158,7 +158,7 @@ async def _handle_op_msg(server: ServerState, conn: ConnectionState, msg: OpMsg,
     while True:
         rid = out.request_id()
         data = encode_op_msg(reply, rid, response_to,
-                             flags | (MsgFlag.MORE_TO_COME if streaming else 0),
+                             flags | (MORE_TO_COME if streaming else 0),
                              codec=CODEC_OPTIONS)
         await out.send(_maybe_compress(server, conn, data, msg.compressor_id, name))
         if not streaming:

@@ -80,6 +80,9 @@ async def execute(server: ServerState, conn: ConnectionState, body: dict[str, An
                   trace=traceback.format_exc(limit=12))
         reply = MongoError(ErrorCode.InternalError, f"{type(exc).__name__}: {exc}").to_reply()
     elapsed_ms = (time.perf_counter() - started) * 1000.0
+    if LOG.verbosity > 0:
+        LOG.debug("COMMAND", 21965, f"conn{conn.id}", "Ran command", db=db, command=name, body=_redacted(body),
+                  ok=reply.get("ok"), code=reply.get("code"), durationMillis=elapsed_ms)
     if server.metrics is not None:
         server.metrics.observe_command(cmd.name if cmd else "unknown", elapsed_ms / 1000.0,
                                        reply.get("ok") == 1.0)
