@@ -69,10 +69,16 @@ def _safe_long(v: Any) -> int:
 
 def field_sort_key(doc: Any, parts: tuple[str, ...], ascending: bool) -> tuple[Any, ...]:
     """The BSON-order key of one sort field of `doc` (array min/max rule)."""
-    if len(parts) == 1 and type(doc) is dict:
-        v = doc.get(parts[0], MISSING)
-        if type(v) is not list:
-            return _NULL_KEY if v is MISSING else sort_key(v)
+    cur = doc
+    for part in parts:  # fast path: a walk through documents only
+        if type(cur) is not dict:
+            break
+        cur = cur.get(part, MISSING)
+        if cur is MISSING:
+            return _NULL_KEY
+    else:
+        if type(cur) is not list:
+            return sort_key(cur)
     keys = []
     for v, _ in iter_leaves(doc, parts, False):
         if v is MISSING:

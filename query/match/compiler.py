@@ -134,7 +134,32 @@ def _path_fn(parts: tuple[str, ...], pred: V.Pred, expand: bool) -> DocFn:
                 return pred(v)
             return pred(v)
     else:
-        one = None  # type: ignore[assignment]
+        prefix, last = parts[:-1], parts[-1]
+
+        def one(doc: Any, details: MatchDetails | None) -> bool:
+            # Fast path while the walk only meets documents; arrays go the general way.
+            cur = doc
+            for part in prefix:
+                if type(cur) is dict:
+                    cur = cur.get(part, MISSING)
+                    if cur is MISSING:
+                        return pred(MISSING)
+                elif type(cur) is list:
+                    return general(doc, details)
+                else:
+                    return pred(MISSING) if cur is not doc else general(doc, details)
+            if type(cur) is not dict:
+                return general(doc, details) if type(cur) is list else pred(MISSING)
+            v = cur.get(last, MISSING)
+            if type(v) is list:
+                if expand:
+                    for i, e in enumerate(v):
+                        if pred(e):
+                            if details is not None:
+                                details.pos = i
+                            return True
+                return pred(v)
+            return pred(v)
 
     def general(doc: Any, details: MatchDetails | None) -> bool:
         for v, pos in iter_leaves(doc, parts, expand):
@@ -143,7 +168,7 @@ def _path_fn(parts: tuple[str, ...], pred: V.Pred, expand: bool) -> DocFn:
                     details.pos = pos
                 return True
         return False
-    return one if one is not None else general
+    return one
 
 
 def _elem_match_fn(parts: tuple[str, ...], elem_pred: V.Pred) -> DocFn:

@@ -147,4 +147,4 @@ def test_bounds_never_too_tight(values: list[Any], op: str, x: Any, y: Any) -> N
 
 
 def test_full_range_constant() -> None:
-    assert FULL_RANGE == Interval(MinKey(), True, MaxKey(), True)
+    assert Interval(MinKey(), True, MaxKey(), True) == FULL_RANGE
