@@ -16,8 +16,8 @@ from bson.datetime_ms import DatetimeMS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from storage import keystring as ks
 from storage import bson_order
+from storage import keystring as ks
 from storage.bson_order import compare
 
 
