@@ -101,7 +101,9 @@ T_MAXKEY: Final = 0xF0
 _END: Final = b"\x00"  # end of an object or array, and of a digit string
 _STR_END: Final = b"\x00\x01"
 _INVERT: Final = bytes(255 - i for i in range(256))
-_DBL_MAX: Final = Decimal(sys.float_info.max)  # exact
+# Exact (Decimal(float) is exact; unary minus would round to the context's 28 digits).
+_DBL_MAX: Final = Decimal(sys.float_info.max)
+_NEG_DBL_MAX: Final = Decimal(-sys.float_info.max)
 _MASK64: Final = (1 << 64) - 1
 _pack_d = struct.Struct(">d").pack
 _unpack_q = struct.Struct(">Q").unpack
@@ -224,7 +226,7 @@ def _enc_decimal(v: Decimal128) -> bytes:
         return bytes([T_NUM_POS_INF if d > 0 else T_NUM_NEG_INF])
     if d.is_zero():
         return _FINITE_ZERO
-    if d > _DBL_MAX or d < -_DBL_MAX:
+    if d > _DBL_MAX or d < _NEG_DBL_MAX:
         return _enc_huge(d)
     f = float(d)
     if d == f:  # exact comparison between Decimal and float

@@ -230,7 +230,10 @@ INCREASING = [
     [-0.1, Decimal128("-0.1")],
     [Decimal128("1E-6176"), 5e-324, Decimal128("5E-324")],
     [Decimal128("-5E-324"), -5e-324, Decimal128("-1E-6176"), 0],
-    [Decimal128("-1.8E+308"), -sys.float_info.max, Decimal128("-1.7976931348623157E+308")],
+    [Decimal128("-1.8E+308"), -sys.float_info.max, Decimal128("-1.797693134862315708145274237317043E+308"),
+     Decimal128("-1.7976931348623157E+308")],
+    [Decimal128("1.7976931348623157E+308"), Decimal128("1.797693134862315708145274237317043E+308"),
+     sys.float_info.max, Decimal128("1.797693134862315708145274237317044E+308")],
     ["a", "a\x00", "a\x00\x00", "a\x01", "ab", "b", "\u00e9", "\U0001f600"],
     # field type first, then name, then value
     [{"a": 1}, {"a": 1, "b": 1}, {"a": 2}, {"b": math.nan}, {"a": "x"}],
