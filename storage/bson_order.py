@@ -16,7 +16,6 @@ by length, then subtype, then bytes.
 from __future__ import annotations
 
 import math
-from decimal import Decimal
 from typing import Any, Final
 
 from bson import Code, DBRef, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
