@@ -21,7 +21,7 @@ def tiny_matcher(flt: dict[str, Any]):
     """Test-only partial filter: equality and $gt/$gte/$lt/$lte/$exists on fields."""
     ops = {"$gt": lambda a, b: compare(a, b) > 0, "$gte": lambda a, b: compare(a, b) >= 0,
            "$lt": lambda a, b: compare(a, b) < 0, "$lte": lambda a, b: compare(a, b) <= 0}
-    for f, cond in flt.items():
+    for cond in flt.values():
         if isinstance(cond, dict) and any(k.startswith("$") and k not in (*ops, "$exists")
                                           for k in cond):
             raise MongoError(ErrorCode.CannotCreateIndex,
