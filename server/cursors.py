@@ -20,7 +20,7 @@ from typing import Any
 from bson import Int64
 from bson.raw_bson import RawBSONDocument
 
-from storage.bsonutil import CODEC_OPTIONS, encode
+from storage.bsonutil import encode
 from storage.errors import ErrorCode, MongoError
 
 __all__ = ["Cursor", "CursorManager", "Runner", "DEFAULT_FIRST_BATCH"]
@@ -54,7 +54,7 @@ class Cursor:
 def _raw(doc: Any) -> RawBSONDocument:
     if isinstance(doc, RawBSONDocument):
         return doc
-    return RawBSONDocument(encode(doc), CODEC_OPTIONS)
+    return RawBSONDocument(encode(doc))
 
 
 def take_batch(source: Iterator[Any], limit: int | None, max_bytes: int = MAX_BATCH_BYTES

@@ -15,7 +15,7 @@ def run_mongosh(uri: str, script: str, timeout: float = 60.0) -> tuple[dict, str
     exe = mongosh_path()
     if exe is None:
         pytest.fail("mongosh is not installed (the README test command installs it)")
-    res = subprocess.run([exe, "--nodb" if not uri else uri, "--quiet", "--eval", script],
+    res = subprocess.run([exe, uri if uri else "--nodb", "--quiet", "--eval", script],
                          capture_output=True, text=True, timeout=timeout)
     output = res.stdout + res.stderr
     assert res.returncode == 0, output

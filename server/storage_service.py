@@ -1,0 +1,112 @@
+"""The server's handle on storage: one worker thread that owns the engine.
+
+Storage is synchronous and single-threaded (SQLite connections belong to the thread
+that opened them), so every storage call goes through `StorageService.run`, which
+executes it on the dedicated storage thread and awaits the result without blocking
+the event loop (aiosqlite's model). Because there is exactly one such thread,
+operations on storage — including the time-series bucket catalog — are serialised:
+two connections can never open two buckets for one meta value.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from prometheus_client.core import GaugeMetricFamily
+
+from storage.catalog import Catalog
+
+from .log import LOG
+
+if TYPE_CHECKING:
+    from .context import ServerState
+
+__all__ = ["StorageService"]
+
+T = TypeVar("T")
+
+
+def _compile_partial_filter(spec: dict[str, Any]) -> Callable[[Any], bool]:
+    from query.match import compile_filter
+
+    return compile_filter(spec).matches
+
+
+class StorageService:
+    def __init__(self, catalog: Catalog, executor: ThreadPoolExecutor, dbpath: str) -> None:
+        self.catalog = catalog
+        self.dbpath = dbpath
+        self._executor = executor
+        self._closed = False
+        self.timeseries: Any = None  # the bucket catalog, set up by the time-series layer
+
+    @classmethod
+    async def open(cls, dbpath: str, state: ServerState) -> StorageService:
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="storage")
+        loop = asyncio.get_running_loop()
+        try:
+            catalog = await loop.run_in_executor(
+                executor, lambda: Catalog.open(dbpath, engine="sqlite",
+                                               compile_filter=_compile_partial_filter))
+        except BaseException:
+            executor.shutdown(wait=True)
+            raise
+        service = cls(catalog, executor, dbpath)
+        LOG.info("STORAGE", 22315, "initandlisten", "Opening storage engine",
+                 engine="sqlite", dbPath=os.path.abspath(dbpath),
+                 collections=sum(len(catalog.list_collections(db))
+                                 for db in catalog.list_databases()))
+        return service
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run `fn(*args)` on the storage thread."""
+        if self._closed:
+            from storage.errors import ErrorCode, MongoError
+
+            raise MongoError(ErrorCode.InterruptedAtShutdown, "interrupted at shutdown")
+        return await asyncio.wrap_future(self._executor.submit(fn, *args))
+
+    def on_storage_thread(self) -> bool:
+        return threading.current_thread().name.startswith("storage")
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        await asyncio.wrap_future(self._executor.submit(self.catalog.close))
+        self._closed = True
+        self._executor.shutdown(wait=True)
+
+    # -- status -----------------------------------------------------------------------------
+    def engine_status(self) -> dict[str, Any]:
+        return {"name": "sqlite", "supportsCommittedReads": True,
+                "persistent": True, "dbPath": os.path.abspath(self.dbpath)}
+
+    def bucket_catalog_status(self) -> dict[str, Any] | None:
+        if self.timeseries is None:
+            return None
+        return self.timeseries.server_status()
+
+    def disk_bytes(self) -> int:
+        total = 0
+        for root, _dirs, files in os.walk(self.dbpath):
+            for f in files:
+                with contextlib.suppress(OSError):
+                    total += os.path.getsize(os.path.join(root, f))
+        return total
+
+    def metric_families(self) -> Iterator[Any]:
+        yield GaugeMetricFamily("bucketd_storage_size_bytes", "Bytes of the data directory",
+                                value=self.disk_bytes())
+        if self.timeseries is not None:
+            yield from self.timeseries.metric_families()
+
+    def background_tasks(self, state: ServerState) -> list[asyncio.Task[None]]:
+        from .ttl import ttl_monitor
+
+        return [asyncio.create_task(ttl_monitor(state, self))]
