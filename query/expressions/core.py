@@ -35,6 +35,8 @@ Compiler = Callable[[Any, "Scope", str], Fn]
 OPERATORS: dict[str, Compiler] = {}
 # Operators whose value is not a function of their arguments alone (never folded).
 IMPURE_OPERATORS: set[str] = {"$rand", "$meta"}
+# Operators that read $$CURRENT implicitly (never folded even with constant arguments).
+IMPLICIT_DOC_OPERATORS: set[str] = {"$getField"}
 
 EMPTY_VARS: Final[dict[str, Any]] = {}
 
@@ -167,7 +169,7 @@ def _is_constant_spec(spec: Any) -> bool:
             k = next(iter(spec))
             if k == "$literal":
                 return True
-            if k in IMPURE_OPERATORS:
+            if k in IMPURE_OPERATORS or k in IMPLICIT_DOC_OPERATORS:
                 return False
         return all(_is_constant_spec(v) for v in spec.values())
     if t is list:

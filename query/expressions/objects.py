@@ -182,12 +182,13 @@ def _set_or_unset(unset: bool) -> Any:
         if not unset and "value" not in spec:
             raise MongoError(4161104, f"{name} requires 'value' to be specified")
         fspec = spec["field"]
-        if type(fspec) is dict and list(fspec) == ["$literal"]:
+        literal = type(fspec) is dict and list(fspec) == ["$literal"]
+        if literal:
             fspec = fspec["$literal"]
         if type(fspec) is not str:
             raise MongoError(4161106, f"{name} requires 'field' to evaluate to type String, "
                              f"but got {type_name(fspec)}")
-        if fspec.startswith("$"):
+        if fspec.startswith("$") and not literal:
             raise MongoError(4161108, "A field path reference which is not allowed in this "
                              "context. Did you mean {$literal: '" + fspec + "'}?")
         field = fspec
