@@ -74,7 +74,7 @@ def index_specs(coll: Any) -> list[dict[str, Any]]:
     """listIndexes-shaped specs plus the multikey flag the planner needs."""
     out = []
     for ix in coll.entry.indexes:
-        spec = ix.spec.to_doc() if hasattr(ix.spec, "to_doc") else dict(ix.spec)
+        spec = dict(ix.spec.document)
         spec["multikey"] = bool(ix.multikey)
         out.append(spec)
     return out

@@ -113,6 +113,8 @@ class Server:
         self._conn_tasks.add(task)  # type: ignore[arg-type]
         try:
             await serve_connection(state, reader, writer)
+        except asyncio.CancelledError:
+            pass  # shutdown cancelled an idle connection; the task simply ends
         finally:
             self._conn_tasks.discard(task)  # type: ignore[arg-type]
 

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from ..context import CommandRequest
 from . import (
+    aggregate,
     buildinfo,
     collstats,
     connectionstatus,
@@ -82,6 +83,7 @@ NEVER_COMPRESS: Final = frozenset({
 })
 
 COMMANDS: Final[Mapping[str, Command]] = _table(
+    Command("aggregate", aggregate.handle, "Runs an aggregation pipeline.", opcounter="query"),
     Command("buildInfo", buildinfo.handle, "Returns build information.", requires_auth=False),
     Command("buildinfo", buildinfo.handle, "Returns build information.", requires_auth=False),
     Command("collStats", collstats.handle, "Returns a collection's statistics."),
