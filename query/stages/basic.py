@@ -71,7 +71,8 @@ def compile_matcher(spec: dict, ctx: PipelineContext) -> Callable[[dict, dict], 
     m = call_flexible(compile_filter, rest, variables=static_vars) if rest else None
     matches = m.matches if m is not None else None
     if expr_fn is None:
-        assert matches is not None
+        if matches is None:  # {$match: {}} matches everything
+            return lambda doc, variables: True
         return lambda doc, variables: matches(doc)
     from query.expressions.values import truthy
     if matches is None:

@@ -16,6 +16,7 @@ from ..context import CommandRequest
 from . import (
     aggregate,
     buildinfo,
+    bulkwrite,
     collstats,
     connectionstatus,
     count,
@@ -86,6 +87,8 @@ COMMANDS: Final[Mapping[str, Command]] = _table(
     Command("aggregate", aggregate.handle, "Runs an aggregation pipeline.", opcounter="query"),
     Command("buildInfo", buildinfo.handle, "Returns build information.", requires_auth=False),
     Command("buildinfo", buildinfo.handle, "Returns build information.", requires_auth=False),
+    Command("bulkWrite", bulkwrite.handle, "Writes across namespaces in one command.",
+            admin_only=True),
     Command("collStats", collstats.handle, "Returns a collection's statistics."),
     Command("connectionStatus", connectionstatus.handle,
             "Returns the connection's authentication information.", requires_auth=False),
