@@ -137,17 +137,20 @@ def _sorted(items: Iterable[Any], key: Callable[[Any], Any], size_of: Callable[[
     return buf
 
 
-def run_find(coll: Any, prepared: PreparedFind) -> Iterator[Any]:
-    """The documents a find returns, lazily, in order (skip, limit and projection applied)."""
+def run_find(coll: Any, prepared: PreparedFind, *, raw_ok: bool = False) -> Iterator[Any]:
+    """The documents a find returns, lazily, in order (skip, limit and projection applied).
+
+    With `raw_ok`, documents that need no evaluation come back as `RawBSONDocument`s
+    (their stored bytes, not decoded): for replies, not for further processing."""
     spec = prepared.spec
     plan = prepared.plan
     projection = prepared.projection
     stats = prepared.stats
-    fast = (prepared.matcher.is_trivial and projection is None and prepared.sort is None)
+    fast = (raw_ok and prepared.matcher.is_trivial and projection is None
+            and prepared.sort is None)
     if fast:
         # Nothing to evaluate: hand the stored bytes to the reply as they are.
-        source: Iterator[Any] = (RawBSONDocument(raw)
-                                 for _rid, raw in candidates(coll, plan))
+        source: Iterator[Any] = (RawBSONDocument(raw) for _rid, raw in candidates(coll, plan))
     else:
         rows: Iterator[tuple[int, bytes, dict[str, Any]]] = matching(coll, prepared)
         if prepared.sort is not None and not plan.provides_sort:

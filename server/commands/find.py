@@ -71,7 +71,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     def open_query() -> Any:
         coll = _collection(req, db, name)
         prepared = prepare_find(coll, spec)
-        return run_find(coll, prepared)
+        return run_find(coll, prepared, raw_ok=True)
 
     source = await req.storage.run(open_query)
     cursor = await req.cursors.first_batch(ns, source, batch_size=first,

@@ -306,6 +306,9 @@ def test_aggregate_basic(coll) -> None:
     assert out == [{"_id": 0, "total": sum(v for v in range(3, 30) if v % 3 == 0)},
                    {"_id": 1, "total": sum(v for v in range(3, 30) if v % 3 == 1)},
                    {"_id": 2, "total": sum(v for v in range(3, 30) if v % 3 == 2)}]
+    # Without a leading $match the pipeline reads the whole collection.
+    assert list(coll.aggregate([{"$group": {"_id": None, "s": {"$sum": "$v"}}}])) == \
+        [{"_id": None, "s": sum(range(30))}]
     with pytest.raises(OperationFailure) as exc:
         list(coll.aggregate([{"$bogus": {}}]))
     assert exc.value.code == 40324
