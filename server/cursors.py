@@ -57,6 +57,10 @@ def _raw(doc: Any) -> RawBSONDocument:
     return RawBSONDocument(encode(doc))
 
 
+def first_batch_limit(batch_size: int | None) -> int:
+    return DEFAULT_FIRST_BATCH if batch_size is None else batch_size
+
+
 def take_batch(source: Iterator[Any], limit: int | None, max_bytes: int = MAX_BATCH_BYTES
                ) -> tuple[list[RawBSONDocument], bool]:
     """Up to `limit` documents (None: only the byte bound); (batch, exhausted)."""
@@ -89,8 +93,17 @@ class CursorManager:
                           conn_id: int | None = None,
                           on_close: Callable[[], None] | None = None) -> dict[str, Any]:
         """Run the first batch and open a cursor if more remain: the `cursor` reply field."""
-        limit = DEFAULT_FIRST_BATCH if batch_size is None else batch_size
+        limit = first_batch_limit(batch_size)
         batch, exhausted = await run(lambda: take_batch(source, limit))
+        return self.adopt(ns, source, batch, exhausted, single_batch=single_batch, run=run,
+                          conn_id=conn_id, on_close=on_close)
+
+    def adopt(self, ns: str, source: Iterator[Any], batch: list[RawBSONDocument],
+              exhausted: bool, *, single_batch: bool = False, run: Runner = run_inline,
+              conn_id: int | None = None,
+              on_close: Callable[[], None] | None = None) -> dict[str, Any]:
+        """Open a cursor for a first batch already taken (on the storage thread, in the
+        same hop as the query itself): the `cursor` reply field."""
         cursor_id = 0
         if exhausted or single_batch:
             if on_close is not None:

@@ -8,7 +8,7 @@ from query.executor import FindSpec, explain_find, prepare_find, run_find
 from storage.errors import ErrorCode, MongoError
 
 from ..context import CommandRequest
-from ..cursors import DEFAULT_FIRST_BATCH
+from ..cursors import DEFAULT_FIRST_BATCH, first_batch_limit, take_batch
 from ..namespaces import namespace_kind
 from ._args import check_fields, get_bool, get_doc, get_int, namespace_arg
 
@@ -61,22 +61,25 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     spec, first, single_batch = parse_find(body, req.server.params.get("allowDiskUseByDefault"))
     ns = f"{req.db}.{name}"
     db = req.db
-    if body.get("rawData") is not True:
-        kind = await req.storage.run(namespace_kind, req.storage.catalog, db, name)
-        if kind == "timeseries":
-            from ..timeseries_service import find_measurements
-
-            return await find_measurements(req, name, spec, first, single_batch)
+    raw_data = body.get("rawData") is True
+    limit = first_batch_limit(first)
 
     def open_query() -> Any:
+        # One hop to the storage thread: resolve, plan, and take the first batch.
+        if not raw_data and namespace_kind(req.storage.catalog, db, name) == "timeseries":
+            return None
         coll = _collection(req, db, name)
-        prepared = prepare_find(coll, spec)
-        return run_find(coll, prepared, raw_ok=True)
+        source = run_find(coll, prepare_find(coll, spec), raw_ok=True)
+        return (source, *take_batch(source, limit))
 
-    source = await req.storage.run(open_query)
-    cursor = await req.cursors.first_batch(ns, source, batch_size=first,
-                                           single_batch=single_batch, run=req.storage.run,
-                                           conn_id=req.conn.id)
+    opened = await req.storage.run(open_query)
+    if opened is None:
+        from ..timeseries_service import find_measurements
+
+        return await find_measurements(req, name, spec, first, single_batch)
+    source, batch, exhausted = opened
+    cursor = req.cursors.adopt(ns, source, batch, exhausted, single_batch=single_batch,
+                               run=req.storage.run, conn_id=req.conn.id)
     return {"cursor": cursor}
 
 

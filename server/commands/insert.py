@@ -32,8 +32,9 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
             name not in ("system.js", "system.profile"):
         raise MongoError(ErrorCode.InvalidNamespace, f"Invalid system namespace: {db}.{name}")
 
-    kind = await req.storage.run(namespace_kind, req.storage.catalog, db, name)
-    if kind == "timeseries":
+    if namespace_kind(req.storage.catalog, db, name) == "timeseries":
+        # The catalog's in-memory table is read-only here; writes to it happen on the
+        # storage thread, and a namespace's kind never changes while it exists.
         from ..timeseries_service import insert_measurements
 
         return await insert_measurements(req, name, docs, ordered=ordered, durable=wc.j)

@@ -63,7 +63,7 @@ print(EJSON.stringify(out, {relaxed: true}));
 
 
 def test_mongosh_crud_round(uri: str, client) -> None:
-    result, output = run_mongosh(uri, CRUD_SCRIPT)
+    result, _output = run_mongosh(uri, CRUD_SCRIPT)
     assert result["inserted"] == 3
     assert result["upsert"] == 4
     assert result["found"] == [{"_id": 3, "n": 30}, {"_id": 1, "n": 11}, {"_id": 4, "n": 4},
