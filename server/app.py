@@ -49,6 +49,11 @@ class Server:
                  options=self.config.parsed())
         state.cursors = CursorManager()
         await self._open_storage()
+        if self.config.metrics_port is not None:
+            from .metrics import start_metrics_server
+
+            state.metrics = await start_metrics_server(state, self.config.metrics_port,
+                                                       self.config.bind_ip)
         for addr in self.config.bind_ip:
             family = socket.AF_INET6 if ":" in addr else socket.AF_INET
             try:
@@ -75,11 +80,6 @@ class Server:
         self._background.append(asyncio.create_task(self._reap_cursors()))
         if state.storage is not None:
             self._background.extend(state.storage.background_tasks(state))
-        if self.config.metrics_port is not None:
-            from .metrics import start_metrics_server
-
-            state.metrics = await start_metrics_server(state, self.config.metrics_port,
-                                                       self.config.bind_ip)
         # The collector is a quarter of insert throughput on this workload: objects made
         # at start-up never die, so move them out of its way and collect less often.
         gc.collect()
