@@ -1,0 +1,710 @@
+"""One collection: documents by RecordId plus every index kept in step, each
+operation one transaction (a savepoint when the caller already holds one).
+
+Get a `Collection` from the `Catalog` (``catalog.get_collection(db, name)`` or
+``catalog.get_or_create_collection``). Documents go in as dicts (optionally with their
+BSON bytes already encoded) and come out as BSON bytes with their RecordId; decode
+with ``storage.bsonutil.decode``.
+
+Writes
+    `insert_many(docs, ordered=...)` -> `InsertResult` (per-document RecordId or error;
+    ordered stops at the first error, earlier documents stay written; unordered goes on),
+    `update(rid, new_doc)`, `delete(rid)`, `truncate()`. Errors are MongoErrors with
+    MongoDB's codes: DuplicateKey 11000 (message ``E11000 duplicate key error collection:
+    db.c index: a_1 dup key: { a: 1 }``, extra fields ``keyPattern`` and ``keyValue``),
+    BSONObjectTooLarge 10334, CannotIndexParallelArrays 171.
+
+Reads
+    `get(rid)`, `get_many(rids)`, `find_id(value)`, `scan(reverse=...)` (RecordId order),
+    `index_scan(name, bounds, reverse=...)` (index order; bounds as in `storage.bounds`),
+    `index_entries(...)` (RecordIds and key bytes without fetching), `count()`.
+    Scans are lazy and may interleave with writes (see `storage.engine.base`); an index
+    scan over a multikey index returns each document once.
+
+Indexes and upkeep
+    `create_indexes(specs)`, `drop_indexes(target)`, `list_indexes()`, `index(name)`,
+    `stats()`, `validate()`.
+"""
+
+from __future__ import annotations
+
+import uuid as uuid_mod
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Final
+
+import bson.errors
+
+from storage import bsonutil
+from storage.bounds import IndexBounds, plan_ranges
+from storage.bson_order import values_equal
+from storage.bsontext import to_mongo_string
+from storage.engine.base import DuplicateKeyInIndex, KeyRange, RecordId, RecordStore
+from storage.errors import ErrorCode, MongoError
+from storage.indexes import (
+    ID_INDEX_NAME,
+    MAX_INDEXES,
+    IndexSpec,
+    KeySet,
+    compare_index_specs,
+    validate_index_spec,
+)
+from storage.keystring import UNDEFINED, encode_key
+
+if TYPE_CHECKING:
+    from storage.catalog import Catalog, CollectionEntry, IndexEntry, _IndexRuntime
+
+__all__ = [
+    "Collection",
+    "InsertResult",
+    "CreateIndexesResult",
+    "CollectionStats",
+    "ValidateResult",
+    "ScanStats",
+]
+
+_BUILD_CHUNK: Final = 10_000
+_EMPTY_KEYS: Final = KeySet([], ())
+
+
+@dataclass
+class InsertResult:
+    """Per input document: its RecordId, or None if it was not inserted."""
+
+    record_ids: list[RecordId | None]
+    #: (position in the batch, error) in batch order
+    errors: list[tuple[int, MongoError]] = field(default_factory=list)
+
+    @property
+    def n_inserted(self) -> int:
+        return sum(1 for r in self.record_ids if r is not None)
+
+
+@dataclass
+class CreateIndexesResult:
+    created: list[str]
+    num_indexes_before: int
+    num_indexes_after: int
+
+    @property
+    def all_existed(self) -> bool:
+        """MongoDB replies with the note "all indexes already exist" then."""
+        return not self.created
+
+
+@dataclass(frozen=True)
+class CollectionStats:
+    """collStats figures in bytes (scale them in the command)."""
+
+    ns: str
+    count: int
+    size: int
+    storage_size: int
+    nindexes: int
+    total_index_size: int
+    index_sizes: dict[str, int]
+
+    @property
+    def avg_obj_size(self) -> int:
+        return self.size // self.count if self.count else 0
+
+
+@dataclass
+class ValidateResult:
+    ns: str
+    valid: bool
+    errors: list[str]
+    warnings: list[str]
+    n_records: int
+    n_invalid_documents: int
+    keys_per_index: dict[str, int]
+    index_details: dict[str, dict[str, Any]]
+
+
+@dataclass
+class ScanStats:
+    """Counters an index scan fills in (for explain)."""
+
+    keys_examined: int = 0
+    docs_examined: int = 0
+    dups_dropped: int = 0
+
+
+def _key_value(spec: IndexSpec, values: Sequence[Any]) -> dict[str, Any]:
+    return {f: (None if v is UNDEFINED else v) for f, v in zip(spec.fields, values)}
+
+
+class Collection:
+    """A handle on one collection; stays valid across renames, fails with
+    NamespaceNotFound once the collection is dropped."""
+
+    def __init__(self, catalog: Catalog, uuid: bytes) -> None:
+        self._catalog = catalog
+        self._uuid = uuid
+
+    # --- identity -----------------------------------------------------------------------
+
+    @property
+    def entry(self) -> CollectionEntry:
+        return self._catalog._entry_by_uuid(self._uuid)
+
+    @property
+    def db(self) -> str:
+        return self.entry.db
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+    @property
+    def ns(self) -> str:
+        return self.entry.ns
+
+    @property
+    def uuid(self) -> bytes:
+        return self._uuid
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return self.entry.options
+
+    def _rs(self) -> RecordStore:
+        entry = self.entry
+        assert entry.ident is not None
+        return self._catalog.engine.record_store(entry.ident)
+
+    def _runtimes(self, entry: CollectionEntry) -> list[_IndexRuntime]:
+        return [self._catalog._index_runtime(ix) for ix in entry.indexes]
+
+    @staticmethod
+    def _keys(rt: _IndexRuntime, doc: Mapping[str, Any]) -> KeySet:
+        if rt.filter is not None and not rt.filter(doc):
+            return _EMPTY_KEYS
+        return rt.generator.keys(doc)
+
+    def _dup_error(self, ix: IndexEntry, values: Sequence[Any]) -> MongoError:
+        kv = {f: v for f, v in zip(ix.spec.fields, values)}
+        return MongoError(
+            ErrorCode.DuplicateKey,
+            f"E11000 duplicate key error collection: {self.ns} index: {ix.name} dup key: "
+            f"{to_mongo_string(kv)}",
+            keyPattern=dict(ix.spec.key), keyValue=_key_value(ix.spec, values))
+
+    # --- reads --------------------------------------------------------------------------------
+
+    def count(self) -> int:
+        return self._rs().count()
+
+    def data_size(self) -> int:
+        return self._rs().data_size()
+
+    def get(self, rid: RecordId) -> bytes | None:
+        return self._rs().get(rid)
+
+    def get_many(self, rids: Sequence[RecordId]) -> list[bytes | None]:
+        return self._rs().get_many(rids)
+
+    def scan(self, *, reverse: bool = False, start: RecordId | None = None
+             ) -> Iterator[tuple[RecordId, bytes]]:
+        """Every document in RecordId (insertion) order, MongoDB's natural order."""
+        return self._rs().scan(start=start, reverse=reverse)
+
+    def find_id(self, value: Any) -> tuple[RecordId, bytes] | None:
+        """The document whose ``_id`` equals `value` (BSON equality), if any."""
+        entry = self.entry
+        ix = entry.index(ID_INDEX_NAME)
+        if ix is None:
+            for rid, raw in self.scan():
+                if values_equal(bsonutil.decode(raw).get("_id"), value):
+                    return rid, raw
+            return None
+        store = self._catalog._index_runtime(ix).store
+        key = encode_key((value,), (1,))
+        rids = store.lookup([key]).get(key)
+        if not rids:
+            return None
+        raw = self._rs().get(rids[0])
+        return None if raw is None else (rids[0], raw)
+
+    def index(self, name: str) -> IndexEntry | None:
+        return self.entry.index(name)
+
+    def _require_index(self, name: str) -> IndexEntry:
+        ix = self.entry.index(name)
+        if ix is None:
+            raise MongoError(ErrorCode.IndexNotFound, f"index not found with name [{name}]")
+        return ix
+
+    def index_entries(self, name: str, bounds: IndexBounds | None = None, *,
+                      reverse: bool = False, stats: ScanStats | None = None
+                      ) -> Iterator[tuple[RecordId, bytes]]:
+        """(RecordId, key bytes) in index order within `bounds` (None: whole index),
+        each RecordId once even on a multikey index."""
+        ix = self._require_index(name)
+        rt = self._catalog._index_runtime(ix)
+        if bounds is None:
+            ranges, flt = [KeyRange()], None
+        else:
+            ranges, flt = plan_ranges(bounds, ix.spec.directions)
+        seen: set[RecordId] | None = set() if ix.multikey else None
+        for rng in (reversed(ranges) if reverse else ranges):
+            for key, rid in rt.store.scan(rng, reverse=reverse):
+                if stats is not None:
+                    stats.keys_examined += 1
+                if flt is not None and not flt(key):
+                    continue
+                if seen is not None:
+                    if rid in seen:
+                        if stats is not None:
+                            stats.dups_dropped += 1
+                        continue
+                    seen.add(rid)
+                yield rid, key
+
+    def index_scan(self, name: str, bounds: IndexBounds | None = None, *,
+                   reverse: bool = False, stats: ScanStats | None = None
+                   ) -> Iterator[tuple[RecordId, bytes]]:
+        """(RecordId, document bytes) in index order within `bounds`."""
+        rs = self._rs()
+        batch: list[RecordId] = []
+        size = 16
+        for rid, _key in self.index_entries(name, bounds, reverse=reverse, stats=stats):
+            batch.append(rid)
+            if len(batch) >= size:
+                yield from self._fetch(rs, batch, stats)
+                batch = []
+                size = min(size * 4, 1024)
+        if batch:
+            yield from self._fetch(rs, batch, stats)
+
+    @staticmethod
+    def _fetch(rs: RecordStore, rids: list[RecordId], stats: ScanStats | None
+               ) -> Iterator[tuple[RecordId, bytes]]:
+        for rid, raw in zip(rids, rs.get_many(rids)):
+            if raw is not None:  # deleted since the key was read
+                if stats is not None:
+                    stats.docs_examined += 1
+                yield rid, raw
+
+    # --- writes --------------------------------------------------------------------------------
+
+    def insert_many(self, docs: Sequence[Mapping[str, Any]], *, ordered: bool = True,
+                    encoded: Sequence[bytes] | None = None, durable: bool = False
+                    ) -> InsertResult:
+        """Insert a batch in one transaction, maintaining every index.
+
+        `encoded` (optional) are the documents' BSON bytes, to save re-encoding. The
+        caller has already put ``_id`` first (generating it when missing). A document
+        that fails (too large, duplicate key, unindexable) is reported in `errors`;
+        ordered inserts stop there, unordered ones skip it."""
+        entry = self.entry
+        n = len(docs)
+        result = InsertResult([None] * n)
+        raws: list[bytes] = [b""] * n
+        failed: dict[int, MongoError] = {}
+        for i, doc in enumerate(docs):
+            try:
+                raw = encoded[i] if encoded is not None else bsonutil.encode(doc)
+            except (bson.errors.InvalidDocument, TypeError, ValueError, OverflowError) as e:
+                failed[i] = MongoError(ErrorCode.BadValue, f"cannot encode document: {e}")
+                continue
+            if len(raw) > bsonutil.MAX_BSON_SIZE:
+                failed[i] = MongoError(ErrorCode.BSONObjectTooLarge,
+                                       f"object to insert too large. size in bytes: {len(raw)},"
+                                       f" max size: {bsonutil.MAX_BSON_SIZE}")
+            raws[i] = raw
+        runtimes = self._runtimes(entry)
+        nix = len(runtimes)
+        # keys[j][i]: the keys of document i for index j
+        keys: list[list[KeySet]] = [[_EMPTY_KEYS] * n for _ in range(nix)]
+        keygen_error: dict[int, tuple[int, MongoError]] = {}
+        for i, doc in enumerate(docs):
+            if i in failed:
+                continue
+            for j, rt in enumerate(runtimes):
+                try:
+                    keys[j][i] = self._keys(rt, doc)
+                except MongoError as e:
+                    keygen_error[i] = (j, e)
+                    break
+        unique = [j for j, ix in enumerate(entry.indexes) if ix.spec.unique]
+        existing: dict[int, dict[bytes, list[RecordId]]] = {}
+        for j in unique:
+            wanted = list({kb for ks in keys[j] for kb, _ in ks.entries})
+            existing[j] = runtimes[j].store.lookup(wanted) if wanted else {}
+        seen: dict[int, set[bytes]] = {j: set() for j in unique}
+        accepted: list[int] = []
+        for i in range(n):
+            err = failed.get(i)
+            if err is None:
+                bad_j, bad_err = keygen_error.get(i, (nix, None))
+                for j in unique:
+                    if j >= bad_j:
+                        break
+                    for kb, values in keys[j][i].entries:
+                        if kb in existing[j] or kb in seen[j]:
+                            err = self._dup_error(entry.indexes[j], values)
+                            break
+                    if err is not None:
+                        break
+                if err is None and bad_err is not None:
+                    err = bad_err
+            if err is not None:
+                result.errors.append((i, err))
+                if ordered:
+                    break
+                continue
+            accepted.append(i)
+            for j in unique:
+                seen[j].update(kb for kb, _ in keys[j][i].entries)
+        if not accepted:
+            return result
+        with self._catalog.engine.transaction(durable=durable):
+            rids = self._rs().insert([raws[i] for i in accepted])
+            for j, rt in enumerate(runtimes):
+                col = keys[j]
+                entries = [(kb, rid) for i, rid in zip(accepted, rids) for kb, _ in col[i].entries]
+                if entries:
+                    try:
+                        rt.store.insert(entries)
+                    except DuplicateKeyInIndex as e:  # not expected after the checks above
+                        raise self._dup_error(entry.indexes[j], self._values_for(
+                            col, accepted, e.key)) from None
+            self._note_multikey(entry, [[keys[j][i] for i in accepted] for j in range(nix)])
+        for i, rid in zip(accepted, rids):
+            result.record_ids[i] = rid
+        return result
+
+    @staticmethod
+    def _values_for(col: list[KeySet], accepted: list[int], key: bytes) -> tuple[Any, ...]:
+        for i in accepted:
+            for kb, values in col[i].entries:
+                if kb == key:
+                    return values
+        return ()
+
+    def insert_one(self, doc: Mapping[str, Any], *, encoded: bytes | None = None,
+                   durable: bool = False) -> RecordId:
+        """Insert one document; raises its MongoError."""
+        res = self.insert_many([doc], encoded=None if encoded is None else [encoded],
+                               durable=durable)
+        if res.errors:
+            raise res.errors[0][1]
+        rid = res.record_ids[0]
+        assert rid is not None
+        return rid
+
+    def _note_multikey(self, entry: CollectionEntry, keysets: list[list[KeySet]]) -> None:
+        """Mark indexes multikey (with their multikey paths) when new keys call for it;
+        the change is persisted in the caller's transaction."""
+        changed = False
+        new_indexes = []
+        for ix, sets in zip(entry.indexes, keysets):
+            flag = ix.multikey
+            paths = [set(p) for p in ix.multikey_paths] or [set() for _ in ix.spec.fields]
+            for ks in sets:
+                if ks.is_multikey:
+                    flag = True
+                    for p, extra in zip(paths, ks.multikey_paths):
+                        p |= extra
+            new_paths = tuple(frozenset(p) for p in paths)
+            if flag != ix.multikey or new_paths != ix.multikey_paths:
+                changed = True
+                ix = replace(ix, multikey=flag, multikey_paths=new_paths)
+            new_indexes.append(ix)
+        if changed:
+            self._catalog._update_entry(entry, replace(entry, indexes=tuple(new_indexes)))
+
+    def update(self, rid: RecordId, new_doc: Mapping[str, Any], *, encoded: bytes | None = None,
+               old_doc: Mapping[str, Any] | None = None, durable: bool = False) -> None:
+        """Replace the document at `rid` (KeyError if none), re-indexing what changed.
+        `old_doc`, when the caller has it decoded, saves a read."""
+        entry = self.entry
+        rs = self._rs()
+        if old_doc is None:
+            raw_old = rs.get(rid)
+            if raw_old is None:
+                raise KeyError(rid)
+            old_doc = bsonutil.decode(raw_old)
+        raw = encoded if encoded is not None else bsonutil.encode(new_doc)
+        if len(raw) > bsonutil.MAX_BSON_SIZE:
+            raise MongoError(ErrorCode.BSONObjectTooLarge,
+                             f"Resulting document after update is larger than "
+                             f"{bsonutil.MAX_BSON_SIZE}")
+        runtimes = self._runtimes(entry)
+        changes = []
+        new_sets = []
+        for ix, rt in zip(entry.indexes, runtimes):
+            old_keys = {kb for kb, _ in self._keys(rt, old_doc).entries}
+            new_ks = self._keys(rt, new_doc)
+            new_sets.append([new_ks])
+            new_keys = dict(new_ks.entries)
+            removed = [kb for kb in old_keys if kb not in new_keys]
+            added = [kb for kb in new_keys if kb not in old_keys]
+            if ix.spec.unique and added:
+                found = rt.store.lookup(added)
+                for kb in added:
+                    if any(r != rid for r in found.get(kb, ())):
+                        raise self._dup_error(ix, new_keys[kb])
+            changes.append((rt, removed, added))
+        with self._catalog.engine.transaction(durable=durable):
+            for rt, removed, added in changes:
+                if removed:
+                    rt.store.delete([(kb, rid) for kb in removed])
+                if added:
+                    rt.store.insert([(kb, rid) for kb in added])
+            rs.update(rid, raw)
+            self._note_multikey(entry, new_sets)
+
+    def delete(self, rid: RecordId, *, old_doc: Mapping[str, Any] | None = None,
+               durable: bool = False) -> bool:
+        """Remove the document at `rid` and its index entries; False if none."""
+        entry = self.entry
+        rs = self._rs()
+        if old_doc is None:
+            raw_old = rs.get(rid)
+            if raw_old is None:
+                return False
+            old_doc = bsonutil.decode(raw_old)
+        with self._catalog.engine.transaction(durable=durable):
+            for rt in self._runtimes(entry):
+                entries = [(kb, rid) for kb, _ in self._keys(rt, old_doc).entries]
+                if entries:
+                    rt.store.delete(entries)
+            rs.delete(rid)
+        return True
+
+    def truncate(self, *, durable: bool = False) -> int:
+        """Remove every document (indexes and their specs stay); returns how many."""
+        entry = self.entry
+        rs = self._rs()
+        n = rs.count()
+        with self._catalog.engine.transaction(durable=durable):
+            rs.truncate()
+            for rt in self._runtimes(entry):
+                rt.store.truncate()
+        return n
+
+    # --- indexes ---------------------------------------------------------------------------------
+
+    def list_indexes(self) -> list[dict[str, Any]]:
+        """The index specs as listIndexes returns them, in creation order."""
+        return [dict(ix.spec.document) for ix in self.entry.indexes]
+
+    def create_indexes(self, specs: Sequence[Mapping[str, Any]]) -> CreateIndexesResult:
+        """Validate and build `specs` (all or nothing). Specs identical to an existing
+        index are skipped; conflicts raise IndexOptionsConflict (85) or
+        IndexKeySpecsConflict (86); a unique index over duplicate data raises
+        DuplicateKey (11000)."""
+        entry = self.entry
+        before = len(entry.indexes)
+        validated = [validate_index_spec(s, compile_filter=self._catalog.compile_filter)
+                     for s in specs]
+        current: list[IndexSpec] = [ix.spec for ix in entry.indexes]
+        to_build: list[IndexSpec] = []
+        for spec in validated:
+            if self._check_conflicts(spec, current):
+                continue
+            to_build.append(spec)
+            current.append(spec)
+        if before + len(to_build) > MAX_INDEXES:
+            raise MongoError(ErrorCode.CannotCreateIndex,
+                             f"add index fails, too many indexes for {self.ns} "
+                             f"key:{to_mongo_string(to_build[-1].key)}")
+        if not to_build:
+            return CreateIndexesResult([], before, before)
+        with self._catalog.engine.transaction():
+            new_entries = self._build_indexes(entry, to_build)
+            self._catalog._update_entry(entry, replace(entry,
+                                                       indexes=entry.indexes + new_entries))
+        return CreateIndexesResult([s.name for s in to_build], before, before + len(to_build))
+
+    def _check_conflicts(self, spec: IndexSpec, current: list[IndexSpec]) -> bool:
+        """True if an identical index exists; raises on a conflict."""
+        shown = to_mongo_string(spec.document)
+        for other in current:
+            if other.name != spec.name:
+                continue
+            cmp = compare_index_specs(spec, other)
+            if cmp == "identical":
+                return True
+            if cmp == "different":
+                raise MongoError(ErrorCode.IndexKeySpecsConflict,
+                                 f"An existing index has the same name as the requested index. "
+                                 f"Requested index: {shown}, existing index: "
+                                 f"{to_mongo_string(other.document)}")
+            raise MongoError(ErrorCode.IndexOptionsConflict,
+                             f"An equivalent index already exists with the same name but "
+                             f"different options. Requested index: {shown}, existing index: "
+                             f"{to_mongo_string(other.document)}")
+        for other in current:
+            cmp = compare_index_specs(spec, other)
+            if cmp == "equivalent":
+                raise MongoError(ErrorCode.IndexOptionsConflict,
+                                 f"An equivalent index already exists with a different name and "
+                                 f"options. Requested index: {shown}, existing index: "
+                                 f"{to_mongo_string(other.document)}")
+            if cmp == "identical":
+                raise MongoError(ErrorCode.IndexOptionsConflict,
+                                 f"Index already exists with a different name: {other.name}")
+        return False
+
+    def _build_indexes(self, entry: CollectionEntry, specs: list[IndexSpec]
+                       ) -> tuple[IndexEntry, ...]:
+        from storage.catalog import IndexEntry
+
+        engine = self._catalog.engine
+        new = []
+        for spec in specs:
+            ident = f"index-{uuid_mod.uuid4().hex}"
+            engine.create_index_store(ident, unique=spec.unique)
+            new.append(IndexEntry(spec, ident, False, tuple(frozenset() for _ in spec.fields)))
+        runtimes = [self._catalog._index_runtime(ix) for ix in new]
+        for ix in new:
+            self._catalog._forget_on_rollback(ix.ident)
+        pending: list[list[tuple[bytes, RecordId]]] = [[] for _ in new]
+        values: list[dict[bytes, tuple[Any, ...]]] = [{} for _ in new]
+        multikey = [False] * len(new)
+        paths: list[list[set[int]]] = [[set() for _ in s.fields] for s in specs]
+
+        def flush(j: int) -> None:
+            try:
+                runtimes[j].store.insert(pending[j])
+            except DuplicateKeyInIndex as e:
+                err = self._dup_error(new[j], values[j].get(e.key, ()))
+                raise self._build_failed(err) from None
+            pending[j].clear()
+            values[j].clear()
+
+        for rid, raw in self._rs().scan():
+            doc = bsonutil.decode(raw)
+            for j, rt in enumerate(runtimes):
+                try:
+                    ks = self._keys(rt, doc)
+                except MongoError as e:
+                    raise self._build_failed(e) from None
+                if ks.is_multikey:
+                    multikey[j] = True
+                    for p, extra in zip(paths[j], ks.multikey_paths):
+                        p |= extra
+                for kb, vals in ks.entries:
+                    pending[j].append((kb, rid))
+                    if new[j].spec.unique:
+                        values[j][kb] = vals
+                if len(pending[j]) >= _BUILD_CHUNK:
+                    flush(j)
+        for j in range(len(new)):
+            if pending[j]:
+                flush(j)
+        return tuple(replace(ix, multikey=multikey[j],
+                             multikey_paths=tuple(frozenset(p) for p in paths[j]))
+                     for j, ix in enumerate(new))
+
+    def _build_failed(self, err: MongoError) -> MongoError:
+        build = uuid_mod.uuid4()
+        coll_uuid = uuid_mod.UUID(bytes=self._uuid)
+        return MongoError(err.code, f"Index build failed: {build}: Collection {self.ns} "
+                                    f"( {coll_uuid} ) :: caused by :: {err.errmsg}", **err.extra)
+
+    def drop_indexes(self, target: str | Sequence[str] | Mapping[str, Any]) -> int:
+        """dropIndexes: ``"*"`` (all but ``_id_``), a name, a list of names, or a key
+        pattern. Returns the number of indexes before (nIndexesWas)."""
+        entry = self.entry
+        before = len(entry.indexes)
+        if isinstance(target, str):
+            names = ([ix.name for ix in entry.indexes if ix.name != ID_INDEX_NAME]
+                     if target == "*" else [target])
+        elif isinstance(target, Mapping):
+            found = [ix for ix in entry.indexes if list(ix.spec.key) == list(target)
+                     and all(values_equal(ix.spec.key[k], target[k]) for k in target)]
+            if not found:
+                raise MongoError(ErrorCode.IndexNotFound,
+                                 f"can't find index with key: {to_mongo_string(dict(target))}")
+            if len(found) > 1:
+                raise MongoError(ErrorCode.AmbiguousIndexKeyPattern,
+                                 f"{len(found)} indexes found for key: "
+                                 f"{to_mongo_string(dict(target))}, identify by name instead. "
+                                 f"Conflicting indexes: "
+                                 f"{', '.join(to_mongo_string(ix.spec.document) for ix in found)}")
+            names = [found[0].name]
+        else:
+            names = list(target)
+        for name in names:
+            if name == ID_INDEX_NAME:
+                raise MongoError(ErrorCode.InvalidOptions, "cannot drop _id index")
+            if entry.index(name) is None:
+                raise MongoError(ErrorCode.IndexNotFound, f"index not found with name [{name}]")
+        if names:
+            with self._catalog.engine.transaction():
+                for name in names:
+                    ix = entry.index(name)
+                    assert ix is not None
+                    self._catalog.engine.drop_index_store(ix.ident)
+                    self._catalog._forget_runtime(ix.ident)
+                kept = tuple(ix for ix in entry.indexes if ix.name not in names)
+                self._catalog._update_entry(entry, replace(entry, indexes=kept))
+        return before
+
+    # --- stats and validation ------------------------------------------------------------------------
+
+    def stats(self) -> CollectionStats:
+        entry = self.entry
+        rs = self._rs()
+        sizes = {ix.name: self._catalog._index_runtime(ix).store.storage_size()
+                 for ix in entry.indexes}
+        return CollectionStats(entry.ns, rs.count(), rs.data_size(), rs.storage_size(),
+                               len(entry.indexes), sum(sizes.values()), sizes)
+
+    def validate(self) -> ValidateResult:
+        """Check every document decodes and every index holds exactly the entries its
+        documents produce (MongoDB's validate, foreground, full)."""
+        entry = self.entry
+        rs = self._rs()
+        runtimes = self._runtimes(entry)
+        errors: list[str] = []
+        warnings: list[str] = []
+        expected: list[set[int]] = [set() for _ in runtimes]
+        keygen_failures = [0] * len(runtimes)
+        n_records = n_invalid = 0
+        for rid, raw in rs.scan():
+            n_records += 1
+            try:
+                doc = bsonutil.decode(raw)
+            except Exception:  # any decoding failure is corruption
+                n_invalid += 1
+                errors.append(f"Detected one or more invalid documents (RecordId {rid})")
+                continue
+            for j, rt in enumerate(runtimes):
+                try:
+                    for kb, _ in self._keys(rt, doc).entries:
+                        expected[j].add(hash((kb, rid)))
+                except MongoError:
+                    keygen_failures[j] += 1
+        keys_per_index: dict[str, int] = {}
+        details: dict[str, dict[str, Any]] = {}
+        for j, (ix, rt) in enumerate(zip(entry.indexes, runtimes)):
+            want = expected[j]
+            extra = n_keys = 0
+            for kb, rid in rt.store.scan():
+                n_keys += 1
+                h = hash((kb, rid))
+                if h in want:
+                    want.discard(h)
+                else:
+                    extra += 1
+            missing = len(want)
+            keys_per_index[ix.name] = n_keys
+            ok = extra == 0 and missing == 0 and keygen_failures[j] == 0
+            details[ix.name] = {"valid": ok}
+            if extra:
+                errors.append(f"Index {ix.name} has {extra} entries that match no document")
+            if missing:
+                errors.append(f"Index {ix.name} is missing {missing} entries for documents")
+            if keygen_failures[j]:
+                errors.append(f"Index {ix.name}: {keygen_failures[j]} documents cannot be "
+                              f"indexed")
+        if rs.count() != n_records:
+            errors.append(f"Collection count {rs.count()} does not match the {n_records} "
+                          f"records found")
+        return ValidateResult(entry.ns, not errors, errors, warnings, n_records, n_invalid,
+                              keys_per_index, details)

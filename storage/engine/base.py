@@ -1,0 +1,357 @@
+"""The storage engine contract, shaped like MongoDB's: record stores, sorted index
+stores and a transaction that spans both.
+
+Everything above this module (catalog, collections, commands) talks to an engine
+only through these classes, so another engine (PostgreSQL, ...) can be added without
+touching them. Engines in this package: `memory.MemoryEngine` (pure Python, for unit
+tests) and `sqlite.SQLiteEngine` (the embedded default, durable).
+
+Record store (`RecordStore`, one per collection): RecordId (a positive int the store
+assigns, increasing) -> BSON bytes. Insert, update, delete, get, and a scan in
+RecordId order (either direction).
+
+Index store (`IndexStore`, one per index): entries ``(key bytes, RecordId)`` kept in
+byte order of the key, then RecordId. A unique store admits a key once (inserting a
+present key under another RecordId raises `DuplicateKeyInIndex`); a non-unique store
+admits the same key with many RecordIds. Keys are opaque bytes here; the catalog
+layer makes them with `storage.keystring`, whose byte order is BSON order.
+
+Scans never hold an engine cursor between items: they fetch chunks and resume after
+the last item seen (like MongoDB's saveState/restoreState), so writes may happen
+between two `next()` calls of a live scan; an item changed behind the scan may or may
+not be seen, but a scan never fails because of it.
+
+Transactions (`StorageEngine.transaction()`): all-or-nothing over every store of the
+engine, catalog included. Nested use opens a savepoint: an error inside the inner
+block rolls back only that block. `on_rollback`/`on_commit` register callbacks that
+run when the innermost open scope rolls back, or when the outermost one commits;
+layers above use them to keep in-memory caches consistent. With
+``transaction(durable=True)`` the commit is on stable storage when it returns
+(`j: true`); otherwise an engine that `is_durable` may lose at most the last
+`group_commit_ms` of commits on power loss and nothing on a process crash.
+
+Threading: an engine and everything it returns belong to the thread that opened it
+(the server's single storage worker thread); none of it is thread-safe.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Final
+
+__all__ = [
+    "RecordId",
+    "RecordStore",
+    "IndexStore",
+    "StorageEngine",
+    "DuplicateKeyInIndex",
+    "KeyRange",
+    "FULL_RANGE",
+    "check_ident",
+]
+
+RecordId = int
+
+_IDENT_RE: Final = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
+
+
+def check_ident(ident: str) -> str:
+    """Idents name stores on disk: letters, digits, '_', '.', '-' only."""
+    if not _IDENT_RE.match(ident):
+        raise ValueError(f"invalid storage ident {ident!r}")
+    return ident
+
+
+class DuplicateKeyInIndex(Exception):
+    """A unique index store already holds `key` for another RecordId."""
+
+    def __init__(self, ident: str, key: bytes, existing: RecordId) -> None:
+        super().__init__(f"duplicate key in index store {ident}")
+        self.ident = ident
+        self.key = key
+        self.existing = existing
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRange:
+    """Keys K with lo <= K (or lo < K) and K <= hi (or K < hi); None = unbounded.
+
+    Bounds are compared as bytes with the stored key (without its RecordId)."""
+
+    lo: bytes | None = None
+    lo_inclusive: bool = True
+    hi: bytes | None = None
+    hi_inclusive: bool = True
+
+    def contains(self, key: bytes) -> bool:
+        if self.lo is not None and (key < self.lo or (key == self.lo and not self.lo_inclusive)):
+            return False
+        return not (self.hi is not None
+                    and (key > self.hi or (key == self.hi and not self.hi_inclusive)))
+
+
+FULL_RANGE: Final = KeyRange()
+
+
+class RecordStore(ABC):
+    """RecordId -> BSON bytes for one collection."""
+
+    ident: str
+
+    @abstractmethod
+    def insert(self, datas: Sequence[bytes]) -> list[RecordId]:
+        """Store each record under a new RecordId (increasing) and return the ids."""
+
+    @abstractmethod
+    def update(self, rid: RecordId, data: bytes) -> None:
+        """Replace the record; KeyError if there is none."""
+
+    @abstractmethod
+    def delete(self, rid: RecordId) -> None:
+        """Remove the record; KeyError if there is none."""
+
+    @abstractmethod
+    def get(self, rid: RecordId) -> bytes | None: ...
+
+    @abstractmethod
+    def get_many(self, rids: Sequence[RecordId]) -> list[bytes | None]:
+        """The records for `rids`, in that order (None where missing)."""
+
+    @abstractmethod
+    def scan(self, *, start: RecordId | None = None, reverse: bool = False
+             ) -> Iterator[tuple[RecordId, bytes]]:
+        """Records in RecordId order from `start` (inclusive) on; descending if reverse."""
+
+    @abstractmethod
+    def count(self) -> int: ...
+
+    @abstractmethod
+    def data_size(self) -> int:
+        """Sum of the record sizes in bytes."""
+
+    @abstractmethod
+    def storage_size(self) -> int:
+        """Bytes the store occupies in the engine (an estimate where unknown)."""
+
+    @abstractmethod
+    def truncate(self) -> None:
+        """Remove every record."""
+
+
+class IndexStore(ABC):
+    """Sorted (key bytes, RecordId) entries for one index."""
+
+    ident: str
+    unique: bool
+
+    @abstractmethod
+    def insert(self, entries: Sequence[tuple[bytes, RecordId]]) -> None:
+        """Add entries. Unique store: `DuplicateKeyInIndex` if a key is present for
+        another RecordId (entries before it may have been added; roll back the scope).
+        Adding an entry that is already present is a no-op."""
+
+    @abstractmethod
+    def delete(self, entries: Sequence[tuple[bytes, RecordId]]) -> None:
+        """Remove entries; absent ones are ignored."""
+
+    @abstractmethod
+    def lookup(self, keys: Sequence[bytes]) -> dict[bytes, list[RecordId]]:
+        """For each of `keys` that is present, the RecordIds stored under it."""
+
+    @abstractmethod
+    def scan(self, rng: KeyRange = FULL_RANGE, *, reverse: bool = False
+             ) -> Iterator[tuple[bytes, RecordId]]:
+        """Entries with keys in `rng`, in (key, RecordId) order or its reverse."""
+
+    @abstractmethod
+    def count(self) -> int:
+        """Number of entries (may cost a scan)."""
+
+    @abstractmethod
+    def storage_size(self) -> int: ...
+
+    @abstractmethod
+    def truncate(self) -> None: ...
+
+
+@dataclass
+class _Scope:
+    rollbacks: list[Callable[[], None]] = field(default_factory=list)
+    commits: list[Callable[[], None]] = field(default_factory=list)
+
+
+class StorageEngine(ABC):
+    """Owns the stores and the transaction. Subclasses implement the `_txn_*` hooks
+    and the store factories; scope bookkeeping and callbacks live here."""
+
+    name: str = "abstract"
+    #: commits survive a process crash (and, when durable=True, power loss)
+    is_durable: bool = False
+
+    def __init__(self) -> None:
+        self._scopes: list[_Scope] = []
+        self._durable_requested = False
+
+    # --- stores ---------------------------------------------------------------------
+
+    @abstractmethod
+    def create_record_store(self, ident: str) -> RecordStore: ...
+
+    @abstractmethod
+    def drop_record_store(self, ident: str) -> None: ...
+
+    @abstractmethod
+    def record_store(self, ident: str) -> RecordStore:
+        """KeyError if there is no such store."""
+
+    @abstractmethod
+    def create_index_store(self, ident: str, *, unique: bool) -> IndexStore: ...
+
+    @abstractmethod
+    def drop_index_store(self, ident: str) -> None: ...
+
+    @abstractmethod
+    def index_store(self, ident: str) -> IndexStore:
+        """KeyError if there is no such store."""
+
+    @abstractmethod
+    def list_idents(self) -> list[str]:
+        """Idents of every record and index store."""
+
+    def has_record_store(self, ident: str) -> bool:
+        try:
+            self.record_store(ident)
+        except KeyError:
+            return False
+        return True
+
+    # --- durability and lifetime ----------------------------------------------------------
+
+    def flush(self) -> None:  # noqa: B027 - optional hook
+        """Make every committed transaction durable now (fsync)."""
+
+    def checkpoint(self) -> None:  # noqa: B027 - optional hook
+        """Fold the log into the main data files (may be slow)."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def stats(self) -> dict[str, object]:
+        """Engine-level figures for serverStatus-like reports."""
+        return {"name": self.name, "durable": self.is_durable}
+
+    # --- transactions -------------------------------------------------------------------
+
+    @property
+    def in_transaction(self) -> bool:
+        return bool(self._scopes)
+
+    @contextmanager
+    def transaction(self, *, durable: bool = False) -> Iterator[None]:
+        """All-or-nothing block; nests as a savepoint inside an open transaction."""
+        if not self._scopes:
+            self.begin()
+            try:
+                yield
+            except BaseException:
+                self.abort()
+                raise
+            self.commit(durable=durable)
+        else:
+            if durable:
+                self._durable_requested = True
+            self._push_savepoint()
+            try:
+                yield
+            except BaseException:
+                self._rollback_savepoint()
+                raise
+            self._release_savepoint()
+
+    def begin(self) -> None:
+        if self._scopes:
+            raise RuntimeError("transaction already open")
+        self._txn_begin()
+        self._scopes = [_Scope()]
+        self._durable_requested = False
+
+    def commit(self, *, durable: bool = False) -> None:
+        if len(self._scopes) != 1:
+            raise RuntimeError("commit outside the outermost transaction scope")
+        durable = durable or self._durable_requested
+        try:
+            self._txn_commit(durable)
+        except BaseException:
+            self.abort()
+            raise
+        scope = self._scopes.pop()
+        for fn in scope.commits:
+            fn()
+
+    def abort(self) -> None:
+        if not self._scopes:
+            return
+        try:
+            self._txn_abort()
+        finally:
+            scopes, self._scopes = self._scopes, []
+            for scope in reversed(scopes):
+                for fn in reversed(scope.rollbacks):
+                    fn()
+
+    def on_rollback(self, fn: Callable[[], None]) -> None:
+        """Run `fn` if the innermost open scope rolls back (no-op outside a txn)."""
+        if self._scopes:
+            self._scopes[-1].rollbacks.append(fn)
+
+    def on_commit(self, fn: Callable[[], None]) -> None:
+        """Run `fn` after the outermost commit (at once outside a transaction)."""
+        if self._scopes:
+            self._scopes[-1].commits.append(fn)
+        else:
+            fn()
+
+    def _push_savepoint(self) -> None:
+        self._txn_savepoint(len(self._scopes))
+        self._scopes.append(_Scope())
+
+    def _release_savepoint(self) -> None:
+        scope = self._scopes.pop()
+        self._txn_release(len(self._scopes))
+        parent = self._scopes[-1]
+        parent.rollbacks.extend(scope.rollbacks)
+        parent.commits.extend(scope.commits)
+
+    def _rollback_savepoint(self) -> None:
+        scope = self._scopes.pop()
+        try:
+            self._txn_rollback_to(len(self._scopes))
+        finally:
+            for fn in reversed(scope.rollbacks):
+                fn()
+
+    @abstractmethod
+    def _txn_begin(self) -> None: ...
+
+    @abstractmethod
+    def _txn_commit(self, durable: bool) -> None: ...
+
+    @abstractmethod
+    def _txn_abort(self) -> None: ...
+
+    @abstractmethod
+    def _txn_savepoint(self, level: int) -> None: ...
+
+    @abstractmethod
+    def _txn_release(self, level: int) -> None: ...
+
+    @abstractmethod
+    def _txn_rollback_to(self, level: int) -> None: ...
+
+    def _require_txn(self) -> None:
+        if not self._scopes:
+            raise RuntimeError("writes need an open transaction (engine.transaction())")

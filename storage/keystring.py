@@ -1,0 +1,454 @@
+"""Index keys as bytes whose plain byte order is MongoDB's BSON order.
+
+`encode_value(v)` maps one BSON value to bytes such that, for any two values,
+``encode_value(a) < encode_value(b)`` exactly when ``bson_order.compare(a, b) < 0``
+and the encodings are equal exactly when the values compare equal (so
+``1 == 1.0 == Int64(1) == Decimal128("1.0")`` all encode to the same bytes and
+``-0.0`` encodes like ``0``). Every encoding is prefix-free (no encoding is a proper
+prefix of another), which is what makes the two composite forms work:
+
+- `encode_key(values, directions)` concatenates the components of a compound key;
+  a descending component (direction < 0) is stored with every byte inverted, which
+  reverses its order and keeps it prefix-free.
+- `component_spans(key, directions)` splits a key back into its components, so a
+  scan can test each field against its own bounds with byte comparisons only.
+
+An index range scan is therefore a plain byte-range scan over the index store.
+
+Layout (first byte = type tag, in canonical type order):
+
+=====================  =====================================================
+MinKey 0x0A            tag only
+undefined 0x0C         tag only (empty-array keys; see `UNDEFINED`)
+null 0x0E              tag only
+number                 NaN 0x10, -inf 0x11, below -DBL_MAX 0x12 (decimal only),
+                       finite 0x13, above DBL_MAX 0x14 (decimal only), +inf 0x15
+string/symbol 0x1E     UTF-8 with 0x00 escaped as 00 FF, ended by 00 01
+object 0x28            per element: type-rank byte, field name (as a string
+                       body), value encoding; then 0x00
+array 0x32             element encodings, then 0x00
+binData 0x3C           4-byte length, subtype, bytes
+ObjectId 0x46          12 bytes
+false 0x50, true 0x51  tag only
+date 0x5A              int64 + 2**63, 8 bytes big-endian
+timestamp 0x64         time (4 bytes), increment (4 bytes)
+regex 0x6E             pattern, flags (string bodies)
+code 0x78              string body
+code w/ scope 0x82     string body, object body
+MaxKey 0xF0            tag only
+=====================  =====================================================
+
+Numbers are exact across int32, int64, double and decimal128. A finite number v
+is written as D, the largest double <= v (8 bytes, order-preserving bit pattern),
+then 0x00 when v == D, or 0x01 followed by the decimal digits of the fraction
+(v - D) / (next double after D - D), two digits per byte (value + 1), ended by
+0x00. Doubles and int64 values up to 2**53 therefore take 10 bytes; larger int64
+values and decimals that are not doubles carry the exact remainder. Decimals beyond
+the double range are written as a decimal exponent and digits.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import sys
+from collections.abc import Callable, Sequence
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any, Final
+
+from bson import Code, DBRef, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
+from bson.binary import Binary
+from bson.datetime_ms import DatetimeMS
+
+from storage.bson_order import regex_flags_str
+
+__all__ = [
+    "UNDEFINED",
+    "Undefined",
+    "encode_value",
+    "encode_key",
+    "invert",
+    "component_spans",
+    "prefix_successor",
+    "MIN_KEY_BYTES",
+    "MAX_KEY_BYTES",
+]
+
+T_MINKEY: Final = 0x0A
+T_UNDEFINED: Final = 0x0C
+T_NULL: Final = 0x0E
+T_NUM_NAN: Final = 0x10
+T_NUM_NEG_INF: Final = 0x11
+T_NUM_NEG_HUGE: Final = 0x12
+T_NUM_FINITE: Final = 0x13
+T_NUM_POS_HUGE: Final = 0x14
+T_NUM_POS_INF: Final = 0x15
+T_STRING: Final = 0x1E
+T_OBJECT: Final = 0x28
+T_ARRAY: Final = 0x32
+T_BINDATA: Final = 0x3C
+T_OID: Final = 0x46
+T_FALSE: Final = 0x50
+T_TRUE: Final = 0x51
+T_DATE: Final = 0x5A
+T_TIMESTAMP: Final = 0x64
+T_REGEX: Final = 0x6E
+T_CODE: Final = 0x78
+T_CODE_W_SCOPE: Final = 0x82
+T_MAXKEY: Final = 0xF0
+
+_END: Final = b"\x00"  # end of an object or array, and of a digit string
+_STR_END: Final = b"\x00\x01"
+_INVERT: Final = bytes(255 - i for i in range(256))
+# Exact (Decimal(float) is exact; unary minus would round to the context's 28 digits).
+_DBL_MAX: Final = Decimal(sys.float_info.max)
+_NEG_DBL_MAX: Final = Decimal(-sys.float_info.max)
+_MASK64: Final = (1 << 64) - 1
+_pack_d = struct.Struct(">d").pack
+_unpack_q = struct.Struct(">Q").unpack
+_pack_q = struct.Struct(">Q").pack
+_pack_i = struct.Struct(">I").pack
+_pack_h = struct.Struct(">H").pack
+
+
+class Undefined:
+    """BSON undefined: the key MongoDB stores for an empty array (below null)."""
+
+    _instance: Undefined | None = None
+
+    def __new__(cls) -> Undefined:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNDEFINED"
+
+    def __reduce__(self) -> str:
+        return "UNDEFINED"
+
+
+UNDEFINED: Final = Undefined()
+
+MIN_KEY_BYTES: Final = bytes([T_MINKEY])
+MAX_KEY_BYTES: Final = bytes([T_MAXKEY])
+
+
+def invert(b: bytes) -> bytes:
+    """Every byte complemented: the order of a descending key component."""
+    return b.translate(_INVERT)
+
+
+# --- numbers -------------------------------------------------------------------------
+
+
+def _double_bits(d: float) -> bytes:
+    """8 bytes whose unsigned order is the numeric order of finite doubles (-0.0 -> 0)."""
+    (u,) = _unpack_q(_pack_d(d + 0.0))
+    if u >> 63:
+        u = ~u & _MASK64
+    else:
+        u |= 1 << 63
+    return _pack_q(u)
+
+
+def _pack_digits(digits: str) -> bytes:
+    """Decimal digits two per byte (value + 1, so 1..100), ended by 0x00."""
+    if len(digits) & 1:
+        digits += "0"
+    return bytes(int(digits[i : i + 2]) + 1 for i in range(0, len(digits), 2)) + _END
+
+
+def _fraction_digits(num: int, den: int) -> str:
+    """Digits after the point of num/den (0 < num/den < 1, den = 2**a * 5**b), no
+    trailing zeros."""
+    a = (den & -den).bit_length() - 1
+    rest = den >> a
+    b = 0
+    while rest > 1:
+        rest //= 5
+        b += 1
+    n = max(a, b)
+    # Decimal(int) converts without the int->str digit limit (keys of tiny decimals
+    # can have thousands of digits).
+    digits = "".join(map(str, Decimal(num * 10**n // den).as_tuple().digits))
+    return digits.rjust(n, "0").rstrip("0")
+
+
+def _finite(d_floor: float, frac_num: int = 0, frac_den: int = 1) -> bytes:
+    head = bytes([T_NUM_FINITE]) + _double_bits(d_floor)
+    if frac_num == 0:
+        return head + b"\x00"
+    return head + b"\x01" + _pack_digits(_fraction_digits(frac_num, frac_den))
+
+
+_FINITE_ZERO: Final = _finite(0.0)
+
+
+def _enc_float(v: float) -> bytes:
+    if v != v:
+        return bytes([T_NUM_NAN])
+    if v == math.inf:
+        return bytes([T_NUM_POS_INF])
+    if v == -math.inf:
+        return bytes([T_NUM_NEG_INF])
+    return _finite(v)
+
+
+def _enc_int(v: int) -> bytes:
+    if -(1 << 53) <= v <= (1 << 53):
+        return _finite(float(v))
+    f = float(v)
+    if f == v:
+        return _finite(f)
+    d = f if f < v else math.nextafter(f, -math.inf)
+    lo = int(d)
+    gap = int(math.nextafter(d, math.inf)) - lo
+    return _finite(d, v - lo, gap)
+
+
+def _enc_huge(d: Decimal) -> bytes:
+    sign, digits, exp = d.as_tuple()
+    ds = "".join(map(str, digits)).rstrip("0")
+    adj = int(exp) + len(digits)  # value = 0.ds * 10**adj
+    body = _pack_h(adj) + _pack_digits(ds)
+    if sign:
+        return bytes([T_NUM_NEG_HUGE]) + invert(body)
+    return bytes([T_NUM_POS_HUGE]) + body
+
+
+def _enc_decimal(v: Decimal128) -> bytes:
+    d = v.to_decimal()
+    if d.is_nan():
+        return bytes([T_NUM_NAN])
+    if d.is_infinite():
+        return bytes([T_NUM_POS_INF if d > 0 else T_NUM_NEG_INF])
+    if d.is_zero():
+        return _FINITE_ZERO
+    if d > _DBL_MAX or d < _NEG_DBL_MAX:
+        return _enc_huge(d)
+    f = float(d)
+    if d == f:  # exact comparison between Decimal and float
+        return _finite(f)
+    lower = f if f < d else math.nextafter(f, -math.inf)
+    gap = Fraction(math.nextafter(lower, math.inf)) - Fraction(lower)
+    frac = (Fraction(d) - Fraction(lower)) / gap
+    return _finite(lower, frac.numerator, frac.denominator)
+
+
+# --- other types ---------------------------------------------------------------------
+
+
+def _str_body(s: str) -> bytes:
+    b = s.encode("utf-8")
+    if b"\x00" in b:
+        b = b.replace(b"\x00", b"\x00\xff")
+    return b + _STR_END
+
+
+def _enc_str(v: str) -> bytes:
+    return bytes([T_STRING]) + _str_body(v)
+
+
+_RANK_BYTE_BY_TAG: Final = {
+    T_NUM_NAN: T_NUM_FINITE,
+    T_NUM_NEG_INF: T_NUM_FINITE,
+    T_NUM_NEG_HUGE: T_NUM_FINITE,
+    T_NUM_POS_HUGE: T_NUM_FINITE,
+    T_NUM_POS_INF: T_NUM_FINITE,
+    T_TRUE: T_FALSE,
+}
+
+
+def _obj_body(doc: Any) -> bytes:
+    parts = []
+    for name, value in doc.items():
+        enc = encode_value(value)
+        tag = enc[0]
+        parts.append(bytes([_RANK_BYTE_BY_TAG.get(tag, tag)]))
+        parts.append(_str_body(name))
+        parts.append(enc)
+    parts.append(_END)
+    return b"".join(parts)
+
+
+def _enc_obj(v: Any) -> bytes:
+    if isinstance(v, DBRef):
+        v = v.as_doc()
+    return bytes([T_OBJECT]) + _obj_body(v)
+
+
+def _enc_array(v: Sequence[Any]) -> bytes:
+    return bytes([T_ARRAY]) + b"".join(encode_value(x) for x in v) + _END
+
+
+def _enc_bin(v: bytes) -> bytes:
+    sub = v.subtype if isinstance(v, Binary) else 0
+    return bytes([T_BINDATA]) + _pack_i(len(v)) + bytes([sub]) + bytes(v)
+
+
+def _enc_oid(v: ObjectId) -> bytes:
+    return bytes([T_OID]) + v.binary
+
+
+def _enc_bool(v: bool) -> bytes:
+    return bytes([T_TRUE if v else T_FALSE])
+
+
+def _enc_date(v: DatetimeMS) -> bytes:
+    return bytes([T_DATE]) + _pack_q((int(v) + (1 << 63)) & _MASK64)
+
+
+def _enc_ts(v: Timestamp) -> bytes:
+    return bytes([T_TIMESTAMP]) + _pack_i(v.time) + _pack_i(v.inc)
+
+
+def _enc_regex(v: Regex) -> bytes:
+    return bytes([T_REGEX]) + _str_body(v.pattern) + _str_body(regex_flags_str(v.flags))
+
+
+def _enc_code(v: Code) -> bytes:
+    if v.scope is not None:
+        return bytes([T_CODE_W_SCOPE]) + _str_body(str(v)) + _obj_body(v.scope)
+    return bytes([T_CODE]) + _str_body(str(v))
+
+
+_NULL_BYTES: Final = bytes([T_NULL])
+_ENCODERS: Final[dict[type, Callable[[Any], bytes]]] = {
+    type(None): lambda _v: _NULL_BYTES,
+    bool: _enc_bool,
+    int: _enc_int,
+    Int64: _enc_int,
+    float: _enc_float,
+    Decimal128: _enc_decimal,
+    str: _enc_str,
+    dict: _enc_obj,
+    list: _enc_array,
+    tuple: _enc_array,
+    bytes: _enc_bin,
+    Binary: _enc_bin,
+    ObjectId: _enc_oid,
+    DatetimeMS: _enc_date,
+    Timestamp: _enc_ts,
+    Regex: _enc_regex,
+    Code: _enc_code,
+    DBRef: _enc_obj,
+    MinKey: lambda _v: MIN_KEY_BYTES,
+    MaxKey: lambda _v: MAX_KEY_BYTES,
+    Undefined: lambda _v: bytes([T_UNDEFINED]),
+}
+
+
+def encode_value(v: Any) -> bytes:
+    """The order-preserving encoding of one BSON value (ascending)."""
+    enc = _ENCODERS.get(type(v))
+    if enc is not None:
+        return enc(v)
+    # Subclasses (e.g. SON, OrderedDict, RawBSONDocument-like mappings).
+    if isinstance(v, bool):
+        return _enc_bool(v)
+    if isinstance(v, int):
+        return _enc_int(v)
+    if isinstance(v, float):
+        return _enc_float(v)
+    if isinstance(v, str):
+        return _enc_str(v)
+    if isinstance(v, dict):
+        return _enc_obj(v)
+    if isinstance(v, list | tuple):
+        return _enc_array(v)
+    if isinstance(v, bytes | Binary):
+        return _enc_bin(v)
+    if isinstance(v, Code):
+        return _enc_code(v)
+    raise TypeError(f"cannot encode {type(v).__name__} as an index key")
+
+
+def encode_key(values: Sequence[Any], directions: Sequence[int]) -> bytes:
+    """A compound key: components concatenated, descending ones inverted."""
+    parts = []
+    for v, d in zip(values, directions, strict=True):
+        enc = encode_value(v)
+        parts.append(enc if d >= 0 else enc.translate(_INVERT))
+    return b"".join(parts)
+
+
+def prefix_successor(prefix: bytes) -> bytes | None:
+    """The smallest byte string greater than every string starting with `prefix`
+    (None when there is none: the prefix is all 0xFF)."""
+    p = prefix.rstrip(b"\xff")
+    if not p:
+        return None
+    return p[:-1] + bytes([p[-1] + 1])
+
+
+# --- splitting keys into components ----------------------------------------------------
+
+_FIXED_BODY: Final = {
+    T_MINKEY: 0, T_UNDEFINED: 0, T_NULL: 0, T_NUM_NAN: 0, T_NUM_NEG_INF: 0,
+    T_NUM_POS_INF: 0, T_OID: 12, T_FALSE: 0, T_TRUE: 0, T_DATE: 8, T_TIMESTAMP: 8,
+    T_MAXKEY: 0,
+}
+
+
+def _skip_str(b: bytes, pos: int) -> int:
+    while True:
+        i = b.index(0, pos)
+        if b[i + 1] == 0x01:
+            return i + 2
+        pos = i + 2  # 00 FF: an escaped NUL
+
+
+def _skip_obj_body(b: bytes, pos: int) -> int:
+    while b[pos] != 0:
+        pos = _skip_str(b, pos + 1)
+        pos = _skip_value(b, pos)
+    return pos + 1
+
+
+def _skip_value(b: bytes, pos: int) -> int:
+    tag = b[pos]
+    fixed = _FIXED_BODY.get(tag)
+    if fixed is not None:
+        return pos + 1 + fixed
+    if tag == T_NUM_FINITE:
+        pos += 9
+        if b[pos] == 0:
+            return pos + 1
+        return b.index(0, pos + 1) + 1
+    if tag == T_NUM_POS_HUGE:
+        return b.index(0, pos + 3) + 1
+    if tag == T_NUM_NEG_HUGE:
+        return b.index(0xFF, pos + 3) + 1
+    if tag in (T_STRING, T_CODE):
+        return _skip_str(b, pos + 1)
+    if tag == T_OBJECT:
+        return _skip_obj_body(b, pos + 1)
+    if tag == T_ARRAY:
+        pos += 1
+        while b[pos] != 0:
+            pos = _skip_value(b, pos)
+        return pos + 1
+    if tag == T_BINDATA:
+        n = int.from_bytes(b[pos + 1 : pos + 5], "big")
+        return pos + 6 + n
+    if tag == T_REGEX:
+        return _skip_str(b, _skip_str(b, pos + 1))
+    if tag == T_CODE_W_SCOPE:
+        return _skip_obj_body(b, _skip_str(b, pos + 1))
+    raise ValueError(f"bad key tag 0x{tag:02x} at {pos}")
+
+
+def component_spans(key: bytes, directions: Sequence[int]) -> list[bytes]:
+    """The stored bytes of each component of `key` (descending ones still inverted)."""
+    out = []
+    pos = 0
+    for d in directions:
+        if d >= 0:
+            end = _skip_value(key, pos)
+        else:
+            end = pos + _skip_value(key[pos:].translate(_INVERT), 0)
+        out.append(key[pos:end])
+        pos = end
+    return out
