@@ -50,6 +50,8 @@ class BucketdProcess:
         self.output: list[bytes] = []
         self._reader: threading.Thread | None = None
 
+    host = "127.0.0.1"
+
     @property
     def uri(self) -> str:
         return f"mongodb://127.0.0.1:{self.port}/"

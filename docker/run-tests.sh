@@ -32,6 +32,7 @@ while True:
 print(f"bucketd-run-tests: {uri} answers ping", flush=True)
 PY
 
-echo "bucketd-run-tests: python -m pytest -q -p no:cacheprovider $BUCKETD_TESTS"
+markers="${BUCKETD_TEST_MARKERS:-not mongosh and not slow}"
+echo "bucketd-run-tests: python -m pytest -q -p no:cacheprovider -m \"$markers\" $BUCKETD_TESTS"
 # shellcheck disable=SC2086  # word splitting of the test list is wanted
-exec python -m pytest -q -p no:cacheprovider $BUCKETD_TESTS
+exec python -m pytest -q -p no:cacheprovider -m "$markers" $BUCKETD_TESTS

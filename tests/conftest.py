@@ -32,14 +32,16 @@ class ExternalServer:
 
     uri: str
     port: int
+    host: str
 
 
 @pytest.fixture(scope="session")
 def server() -> Iterator[BucketdProcess | ExternalServer]:
     external = os.environ.get("BUCKETD_URI")
     if external:
-        port = int(external.rstrip("/").rsplit(":", 1)[1].split("/")[0])
-        yield ExternalServer(external, port)
+        hostport = external.split("://", 1)[1].split("/", 1)[0]
+        host, _, port = hostport.rpartition(":")
+        yield ExternalServer(external, int(port), host)
         return
     proc = start_server()
     try:

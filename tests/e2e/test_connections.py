@@ -14,8 +14,8 @@ from ..conftest import start_server
 from .wire_client import RawConnection
 
 
-async def _pinger(port: int, n: int) -> int:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+async def _pinger(host: str, port: int, n: int) -> int:
+    reader, writer = await asyncio.open_connection(host, port)
     ok = 0
     try:
         for i in range(n):
@@ -34,7 +34,7 @@ async def _pinger(port: int, n: int) -> int:
 
 def test_200_connections_times_100_pings(server) -> None:
     async def main() -> list[int]:
-        return await asyncio.gather(*(_pinger(server.port, 100) for _ in range(200)))
+        return await asyncio.gather(*(_pinger(server.host, server.port, 100) for _ in range(200)))
 
     results = asyncio.run(main())
     assert results == [100] * 200

@@ -236,7 +236,7 @@ def test_oversized_document_over_the_wire(server) -> None:
     size = len(bson.encode(doc))
     doc["x"] += "a" * (16 * 1024 * 1024 + 1 - size)
     assert len(bson.encode(doc)) == 16 * 1024 * 1024 + 1
-    raw = RawConnection(server.port, timeout=60)
+    raw = RawConnection(server.port, timeout=60, host=server.host)
     body = {"insert": "too_large", "documents": [doc], "$db": "crud_e2e"}
     raw.send(encode_op_msg(body, 1, 0))
     reply = raw.recv_reply_doc()

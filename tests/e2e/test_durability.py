@@ -7,9 +7,12 @@ import threading
 import time
 
 import pymongo
+import pytest
 from pymongo.write_concern import WriteConcern
 
 from ..conftest import start_server
+
+pytestmark = pytest.mark.slow
 
 
 def test_restart_keeps_everything(tmp_path) -> None:

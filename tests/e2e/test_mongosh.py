@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from .mongosh_util import run_mongosh
+
+pytestmark = pytest.mark.mongosh
 
 SCRIPT = r"""
 const out = {};

@@ -9,8 +9,8 @@ import bson
 
 
 class RawConnection:
-    def __init__(self, port: int, timeout: float = 10.0) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    def __init__(self, port: int, timeout: float = 10.0, host: str = "127.0.0.1") -> None:
+        self.sock = socket.create_connection((host, port), timeout=timeout)
 
     def send(self, data: bytes) -> None:
         self.sock.sendall(data)
