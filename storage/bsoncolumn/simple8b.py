@@ -1,0 +1,524 @@
+"""Simple-8b blocks as MongoDB writes them: selector tables, the greedy builder, decoders.
+
+A block is a little-endian uint64. Its low 4 bits are the selector:
+
+    selector        0 | 1  2  3  4  5  6 7 8 9 10 11 12 13 14 | 15
+    values          - |60 30 20 15 12 10 8 7 6  5  4  3  2  1 | RLE
+    bits per value  - | 1  2  3  4  5  6 7 8 10 12 15 20 30 60 |
+
+Selectors 7 and 8 leave 4 bits unused; bits 4-7 then hold an *extension*: 0 keeps the
+plain meaning, otherwise the block is "seven" (extension 1-9: each slot is a 4-bit
+trailing-zero count + value bits), "eight small" (1-7: 4-bit count of trailing zero
+nibbles) or "eight large" (8-13: 5-bit count of nibbles). Selector 15 repeats the last
+value of the previous block (ext+1)*120 times. A slot of all ones is a missing value.
+
+`Simple8bBuilder` is a faithful port of MongoDB's greedy `Simple8bBuilder` (pending
+values are buffered until the next one no longer fits, then the largest block without
+unused slots is written; runs of one value after a written block become RLE). Its
+output decides byte-identity, so it follows the original's order of checks exactly.
+
+Decoding: `decode_block` (one block, pure Python) and `decode_blocks_np` (many blocks
+at once with numpy: selector-wise unpacking with shifts and masks, RLE by forward fill).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Final
+
+import numpy as np
+
+from .errors import BSONColumnError
+from .type_util import MASK64, MASK128
+
+__all__ = [
+    "RLE_SELECTOR",
+    "Simple8bBuilder",
+    "block_count",
+    "decode_block",
+    "decode_blocks_np",
+    "DECODE_INFO",
+]
+
+RLE_SELECTOR: Final = 15
+RLE_MULTIPLIER: Final = 120
+MAX_RLE_COUNT: Final = 16
+
+# Extension types, in the priority order the builder tries them.
+BASE, SEVEN, EIGHT_SMALL, EIGHT_LARGE = 0, 1, 2, 3
+_DATA_BITS: Final = (60, 56, 56, 56)
+_TZ_BITS: Final = (0, 4, 4, 5)
+_MIN_DATA_BITS: Final = (1, 2, 4, 4)
+_MIN_SELECTOR: Final = (1, 1, 1, 8)
+_MAX_SELECTOR: Final = (14, 9, 7, 13)
+_INTS: Final = (
+    (0, 60, 30, 20, 15, 12, 10, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+    (0, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0, 0, 0, 0, 0),
+    (0, 7, 6, 5, 4, 3, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0),
+    (0, 0, 0, 0, 0, 0, 0, 0, 6, 5, 4, 3, 2, 1, 0, 0),
+)
+_BITS: Final = (
+    (64, 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 15, 20, 30, 60, 64),
+    (64, 2, 3, 4, 5, 7, 10, 14, 24, 52, 64, 64, 64, 64, 64, 64),
+    (64, 4, 5, 7, 10, 14, 24, 52, 0, 0, 64, 64, 64, 64, 64, 64),
+    (64, 0, 0, 0, 0, 0, 0, 0, 4, 6, 9, 13, 23, 51, 64, 64),
+)
+
+
+def _selector_for_count(n: int, ext: int) -> int:
+    ints = _INTS[ext]
+    for idx in range(_MIN_SELECTOR[ext], _MAX_SELECTOR[ext]):
+        if n >= ints[idx]:
+            return idx
+    return _MAX_SELECTOR[ext]
+
+
+# _SEL_FOR_COUNT[ext][n]: selector index of the largest block without unused slots for n
+# pending values.
+_SEL_FOR_COUNT: Final = tuple(
+    tuple(_selector_for_count(n, ext) for n in range(61)) for ext in range(4)
+)
+
+
+def _word_layout(ext: int, idx: int) -> tuple[int, int, int, int, int]:
+    """(base selector, values, slot width, first shift, word header) for writing a block."""
+    base_sel = idx if ext == BASE else (7 if ext == SEVEN else 8)
+    first = 4 + (4 if base_sel in (7, 8) else 0)
+    width = _BITS[ext][idx] + _TZ_BITS[ext]
+    header = base_sel | ((idx << 4) if ext != BASE else 0)
+    return base_sel, _INTS[ext][idx], width, first, header
+
+
+_LAYOUT: Final = tuple(tuple(_word_layout(ext, idx) for idx in range(16)) for ext in range(4))
+
+# A pending value: (value or None for a skip, bits for base/seven/eight-small/eight-large,
+# trailing zeros stored for seven/eight-small/eight-large).
+Pending = tuple[int | None, int, int, int, int, int, int, int]
+_SKIP: Final[Pending] = (None, 0, 0, 0, 0, 0, 0, 0)
+_SKIP_FIT_BITS: Final = _MIN_DATA_BITS
+
+BlockWriter = Callable[[int], None]
+
+
+def _count_bits(v: int, is128: bool) -> int:
+    # Bits needed so that the value is not all ones (all ones marks a skip). For 128-bit
+    # values with a non-zero high half MongoDB counts the plain bit length.
+    if is128 and v >> 64:
+        return v.bit_length()
+    return (v + 1).bit_length()
+
+
+def _pending_value(v: int, is128: bool) -> Pending | None:
+    if v == (MASK128 if is128 else MASK64):
+        return None
+    tz = (v & -v).bit_length() - 1 if v else 0
+    bits = _count_bits(v, is128)
+    t7 = tz if tz < 15 else 15
+    m7 = bits - t7
+    t8s = (tz if tz < 60 else 60) & ~3
+    m8s = bits - t8s
+    t8l = (tz if tz < 124 else 124) & ~3
+    m8l = bits - t8l
+    # A value whose stored bits and zero count would both be all ones looks like a skip.
+    if tz == 15:
+        m7 = _count_bits(v >> tz, is128)
+    elif tz == 60:
+        m8s = _count_bits(v >> tz, is128)
+    if is128 and tz == 124:
+        m8l = _count_bits(v >> tz, is128)
+    if bits > 60 and m7 + 4 > 56 and m8s + 4 > 56 and m8l + 5 > 56:
+        return None
+    return (v, bits, m7, m8s, m8l, t7, t8s, t8l)
+
+
+class Simple8bBuilder:
+    """Greedy Simple-8b encoder with RLE (port of MongoDB's `Simple8bBuilder`)."""
+
+    __slots__ = (
+        "curr_max",
+        "is128",
+        "last",
+        "last_valid_ext",
+        "pending",
+        "possible",
+        "rle_count",
+    )
+
+    def __init__(self, is128: bool = False) -> None:
+        self.is128 = is128
+        self.rle_count = 0
+        # Last value of the previous block for RLE; None means "skip". Starts at 0.
+        self.last: int | None = 0
+        self.curr_max = list(_MIN_DATA_BITS)
+        self.last_valid_ext = BASE
+        self.possible = [True, True, True, True]
+        self.pending: list[Pending] = []
+
+    def clone(self) -> Simple8bBuilder:
+        c = Simple8bBuilder.__new__(Simple8bBuilder)
+        c.is128 = self.is128
+        c.rle_count = self.rle_count
+        c.last = self.last
+        c.curr_max = self.curr_max[:]
+        c.last_valid_ext = self.last_valid_ext
+        c.possible = self.possible[:]
+        c.pending = self.pending[:]
+        return c
+
+    def state_key(self) -> tuple:
+        """Everything that influences future output (for equality checks in tests)."""
+        return (
+            self.rle_count,
+            self.last,
+            tuple(self.curr_max),
+            self.last_valid_ext,
+            tuple(self.possible),
+            tuple(self.pending),
+        )
+
+    # -- public operations ------------------------------------------------------------
+
+    def rle_possible(self) -> bool:
+        return not self.pending or self.rle_count != 0
+
+    def append(self, value: int, write: BlockWriter) -> bool:
+        """Append a value; False (and no change) when it cannot be stored in Simple-8b."""
+        if not self.pending or self.rle_count:
+            if self.last == value:
+                self.rle_count += 1
+                self.last_valid_ext = BASE
+                self.possible = [True, True, True, True]
+                return True
+            self._rle_terminate(write)
+        return self._append_value(value, True, write)
+
+    def skip(self, write: BlockWriter) -> None:
+        if not self.pending or self.rle_count:
+            if self.last is None:
+                self.rle_count += 1
+                self.last_valid_ext = BASE
+                self.possible = [True, True, True, True]
+                return
+            self._rle_terminate(write)
+        self._append_skip(True, write)
+
+    def flush(self, write: BlockWriter) -> None:
+        self._rle_terminate(write)
+        if self.pending:
+            while self.pending:
+                write(self._encode_largest(self.last_valid_ext))
+            self.rle_count = 0
+
+    def initialize_rle_from(self, other: Simple8bBuilder) -> None:
+        if other.rle_possible():
+            self.last = other.last
+
+    def pending_values(self) -> list[int | None]:
+        """Values not yet written, in order (an ongoing RLE run first)."""
+        out: list[int | None] = [self.last] * self.rle_count
+        out.extend(p[0] for p in self.pending)
+        return out
+
+    # -- internals --------------------------------------------------------------------
+
+    def _fits(self, b0: int, b1: int, b2: int, b3: int) -> bool:
+        n = len(self.pending) + 1
+        possible = self.possible
+        cm = self.curr_max
+        if possible[0]:
+            if (cm[0] if cm[0] > b0 else b0) * n <= 60:
+                self.last_valid_ext = 0
+                return True
+            possible[0] = False
+        if possible[1]:
+            if ((cm[1] if cm[1] > b1 else b1) + 4) * n <= 56:
+                self.last_valid_ext = 1
+                return True
+            possible[1] = False
+        if possible[2]:
+            if ((cm[2] if cm[2] > b2 else b2) + 4) * n <= 56:
+                self.last_valid_ext = 2
+                return True
+            possible[2] = False
+        if possible[3]:
+            if ((cm[3] if cm[3] > b3 else b3) + 5) * n <= 56:
+                self.last_valid_ext = 3
+                return True
+            possible[3] = False
+        return False
+
+    def _push(self, pv: Pending) -> None:
+        self.pending.append(pv)
+        cm = self.curr_max
+        if pv[1] > cm[0]:
+            cm[0] = pv[1]
+        if pv[2] > cm[1]:
+            cm[1] = pv[2]
+        if pv[3] > cm[2]:
+            cm[2] = pv[3]
+        if pv[4] > cm[3]:
+            cm[3] = pv[4]
+
+    def _append_value(self, value: int, try_rle: bool, write: BlockWriter) -> bool:
+        pv = _pending_value(value, self.is128)
+        if pv is None:
+            return False
+        if self._fits(pv[1], pv[2], pv[3], pv[4]):
+            self._push(pv)
+            return True
+        last_pending = self.pending[-1][0]
+        while True:
+            write(self._encode_largest(self.last_valid_ext))
+            if self._fits(pv[1], pv[2], pv[3], pv[4]):
+                break
+        if try_rle and not self.pending and last_pending == value:
+            self.rle_count = 1
+            self.last = last_pending
+            self.last_valid_ext = BASE
+            self.possible = [True, True, True, True]
+        else:
+            self._push(pv)
+        return True
+
+    def _append_skip(self, try_rle: bool, write: BlockWriter) -> None:
+        if self.pending:
+            last_is_skip = self.pending[-1][0] is None
+            if not self._fits(*_SKIP_FIT_BITS):
+                write(self._encode_largest(self.last_valid_ext))
+                self.last_valid_ext = BASE
+            if not self.pending and last_is_skip and try_rle:
+                self.rle_count = 1
+                self.last = None
+                return
+        self.pending.append(_SKIP)
+
+    def _rle_terminate(self, write: BlockWriter) -> None:
+        count = self.rle_count // RLE_MULTIPLIER
+        if count >= 1:
+            while count > MAX_RLE_COUNT:
+                write(RLE_SELECTOR | ((MAX_RLE_COUNT - 1) << 4))
+                self.rle_count -= RLE_MULTIPLIER * MAX_RLE_COUNT
+                count -= MAX_RLE_COUNT
+            write(RLE_SELECTOR | ((count - 1) << 4))
+            self.rle_count -= RLE_MULTIPLIER * count
+        while self.rle_count > 0:
+            if self.last is None:
+                self._append_skip(False, write)
+            else:
+                self._append_value(self.last, False, write)
+            self.rle_count -= 1
+        self.last = 0
+        if not self.pending:
+            self.last_valid_ext = BASE
+            self.possible = [True, True, True, True]
+
+    def _encode_largest(self, ext: int) -> int:
+        pending = self.pending
+        idx = _SEL_FOR_COUNT[ext][len(pending) if len(pending) < 60 else 60]
+        _base, ints, width, shift, word = _LAYOUT[ext][idx]
+        mask = (1 << width) - 1
+        if ext == BASE:
+            for i in range(ints):
+                v = pending[i][0]
+                word |= (mask if v is None else v) << shift
+                shift += width
+        elif ext == SEVEN:
+            for i in range(ints):
+                p = pending[i]
+                v = p[0]
+                if v is None:
+                    slot = mask
+                else:
+                    tz = p[5]
+                    slot = tz | ((v >> tz) << 4)
+                word |= slot << shift
+                shift += width
+        else:
+            tzbits = _TZ_BITS[ext]
+            for i in range(ints):
+                p = pending[i]
+                v = p[0]
+                if v is None:
+                    slot = mask
+                else:
+                    nib = p[4 + ext] >> 2
+                    slot = nib | ((v >> (nib << 2)) << tzbits)
+                word |= slot << shift
+                shift += width
+        del pending[:ints]
+        cm = list(_MIN_DATA_BITS)
+        for p in pending:
+            if p[1] > cm[0]:
+                cm[0] = p[1]
+            if p[2] > cm[1]:
+                cm[1] = p[2]
+            if p[3] > cm[2]:
+                cm[2] = p[3]
+            if p[4] > cm[3]:
+                cm[3] = p[4]
+        self.curr_max = cm
+        self.possible = [True, True, True, True]
+        return word & MASK64
+
+
+# -- decoding ---------------------------------------------------------------------------
+
+# For each low byte of a block (selector + extension nibble): None when invalid, "rle" for
+# RLE, else (values, slot width, first shift, slot mask, count bits, count mask, count
+# multiplier). Slots are read while the next one fits in 64 bits, like MongoDB's iterator.
+_RLE: Final = "rle"
+
+
+def _decode_info(low: int) -> tuple[int, int, int, int, int, int, int] | str | None:
+    selector = low & 0xF
+    nibble = low >> 4
+    if selector == 0:
+        return None
+    if selector == RLE_SELECTOR:
+        return _RLE
+    ext = BASE
+    ext_bits = 0
+    if selector in (7, 8):
+        table = (
+            (0, 1, 1, 1, 1, 1, 1, 1, 1, 1, None, None, None, None, None, None),
+            (0, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, None, None),
+        )[selector - 7]
+        e = table[nibble]
+        if e is None:
+            return None
+        ext = e
+        if ext != BASE:
+            selector = nibble
+        ext_bits = 4
+    cbits = _TZ_BITS[ext]
+    width = _BITS[ext][selector] + cbits
+    mask = (1 << width) - 1
+    cmask = (1 << cbits) - 1
+    mult = (0, 1, 4, 4)[ext]
+    shift = 4 + ext_bits
+    n = 0
+    s = shift
+    while True:
+        n += 1
+        s += width
+        if s + width > 64:
+            break
+    return (n, width, shift, mask, cbits, cmask, mult)
+
+
+DECODE_INFO: Final = tuple(_decode_info(low) for low in range(256))
+
+
+def block_count(block: int) -> int:
+    """Number of values (skips included) in one block; raises on an invalid selector."""
+    info = DECODE_INFO[block & 0xFF]
+    if info is None:
+        raise BSONColumnError("Invalid Simple-8b selector in BSON Column")
+    if info is _RLE:
+        return (((block >> 4) & 0xF) + 1) * RLE_MULTIPLIER
+    return info[0]  # type: ignore[index]
+
+
+def decode_block(block: int, prev: int | None, is128: bool) -> list[int | None]:
+    """Values of one block; `prev` is the value an RLE block repeats."""
+    info = DECODE_INFO[block & 0xFF]
+    if info is None:
+        raise BSONColumnError("Invalid Simple-8b selector in BSON Column")
+    if info is _RLE:
+        return [prev] * ((((block >> 4) & 0xF) + 1) * RLE_MULTIPLIER)
+    n, width, shift, mask, cbits, cmask, mult = info  # type: ignore[misc]
+    out: list[int | None] = []
+    append = out.append
+    if not cbits:
+        for _ in range(n):
+            slot = (block >> shift) & mask
+            append(None if slot == mask else slot)
+            shift += width
+        return out
+    vmask = MASK128 if is128 else MASK64
+    for _ in range(n):
+        slot = (block >> shift) & mask
+        if slot == mask:
+            append(None)
+        else:
+            zeros = (slot & cmask) * mult
+            if not is128:
+                zeros &= 63
+            append(((slot >> cbits) << zeros) & vmask)
+        shift += width
+    return out
+
+
+def iter_blocks(data: bytes | memoryview, start: int, nblocks: int) -> Iterator[int]:
+    for i in range(nblocks):
+        p = start + 8 * i
+        yield int.from_bytes(data[p : p + 8], "little")
+
+
+# -- vectorised decoding -------------------------------------------------------------------
+
+_NP_VALID = np.array([info is not None for info in DECODE_INFO], dtype=bool)
+_NP_RLE = np.array([info is _RLE for info in DECODE_INFO], dtype=bool)
+_NP_NSLOTS = np.array(
+    [info[0] if isinstance(info, tuple) else 0 for info in DECODE_INFO], dtype=np.int64
+)
+
+
+def decode_blocks_np(
+    blocks: np.ndarray, prev: int | None, max_values: int
+) -> tuple[np.ndarray, np.ndarray, int | None]:
+    """Decode 64-bit Simple-8b blocks at once.
+
+    Returns (values uint64, missing bool, last value for a following RLE). `prev` is what a
+    leading RLE block repeats (None = missing). Raises BSONColumnError on an invalid
+    selector or when more than `max_values` values would be produced.
+    """
+    low = (blocks & np.uint64(0xFF)).astype(np.intp)
+    if not _NP_VALID[low].all():
+        raise BSONColumnError("Invalid Simple-8b selector in BSON Column")
+    is_rle = _NP_RLE[low]
+    counts = _NP_NSLOTS[low]
+    if is_rle.any():
+        rle_counts = (((blocks >> np.uint64(4)) & np.uint64(0xF)).astype(np.int64) + 1) * 120
+        counts = np.where(is_rle, rle_counts, counts)
+    total = int(counts.sum())
+    if total > max_values:
+        raise BSONColumnError("BSON Column decodes to too many values")
+    starts = np.cumsum(counts) - counts
+    values = np.zeros(total, dtype=np.uint64)
+    missing = np.zeros(total, dtype=bool)
+    for key in np.unique(low[~is_rle]) if is_rle.any() else np.unique(low):
+        info = DECODE_INFO[int(key)]
+        n, width, shift, mask, cbits, cmask, mult = info  # type: ignore[misc]
+        sel = np.nonzero(low == key)[0]
+        shifts = np.arange(n, dtype=np.uint64) * np.uint64(width) + np.uint64(shift)
+        slots = (blocks[sel][:, None] >> shifts[None, :]) & np.uint64(mask)
+        skip = slots == np.uint64(mask)
+        if cbits:
+            zeros = ((slots & np.uint64(cmask)) * np.uint64(mult)) & np.uint64(63)
+            vals = (slots >> np.uint64(cbits)) << zeros
+        else:
+            vals = slots
+        pos = (starts[sel][:, None] + np.arange(n)[None, :]).ravel()
+        values[pos] = vals.ravel()
+        missing[pos] = skip.ravel()
+    last: int | None = prev
+    if is_rle.any():
+        # Each RLE block repeats the last slot of the nearest earlier non-RLE block.
+        rle_idx = np.nonzero(is_rle)[0]
+        idx = np.arange(len(blocks))
+        src = np.maximum.accumulate(np.where(is_rle, -1, idx))
+        for i in rle_idx:  # few RLE blocks per column; each fills a whole range
+            j = src[i]
+            if j < 0:
+                if prev is None:
+                    missing[starts[i] : starts[i] + counts[i]] = True
+                else:
+                    values[starts[i] : starts[i] + counts[i]] = prev
+            else:
+                end = starts[j] + counts[j] - 1
+                values[starts[i] : starts[i] + counts[i]] = values[end]
+                missing[starts[i] : starts[i] + counts[i]] = missing[end]
+    if total:
+        last = None if missing[-1] else int(values[-1])
+    return values, missing, last
