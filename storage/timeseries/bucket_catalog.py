@@ -65,6 +65,7 @@ from .columns import ColumnChange, Columns
 from .constants import (
     LARGE_MEASUREMENTS_MAX_BUCKET_SIZE,
     MAX_BUCKET_DOCUMENT_SIZE,
+    META,
     VERSION_COMPRESSED_SORTED,
     VERSION_COMPRESSED_UNSORTED,
     VERSION_UNCOMPRESSED,
@@ -305,6 +306,11 @@ class BucketCatalog:
         doc = stats.to_document()
         doc.update(stats.compression_document())
         return doc
+
+    def merge_stats(self, coll: Any, other: ExecutionStats) -> None:
+        """Fold a side catalog's statistics for `coll` into this catalog (updates)."""
+        self._coll_stats(coll).add(other)
+        self._global.add(other)
 
     def execution_stats(self, coll: Any) -> ExecutionStats:
         return self._stats.get(coll) or ExecutionStats()
@@ -614,6 +620,12 @@ class BucketCatalog:
         if isinstance(doc, bytes | bytearray | memoryview):
             doc = decode(bytes(doc))
         oid = doc.get("_id")
+        meta = doc.get(META, MISSING)
+        if series_key(normalize_meta(meta) if meta is not MISSING else MISSING) != m.key:
+            # Equal under query semantics (1 == 1.0) but another series: MongoDB's
+            # "hash collision" check refuses it.
+            self._inc(ctx.stats, "numBucketReopeningsFailed")
+            return None
         existing = self._open_by_id.get(oid) if isinstance(oid, ObjectId) else None
         if existing is not None:
             if existing.coll != ctx.coll:
