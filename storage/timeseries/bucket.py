@@ -39,6 +39,9 @@ class Measurement:
     key: bytes                 # series key of the normalized meta value
     meta: Any                  # normalized meta value, or metadata.MISSING
     meta_value_size: int = 0   # bytes of the meta value (type byte + value)
+    names: tuple[str, ...] = ()  # names of `elems`
+    max_value_len: int = 0     # longest value in `elems`
+    signature: tuple | None = None  # ((name, type), ...) when no value is an object/array
 
 
 @dataclass(slots=True)
@@ -69,6 +72,8 @@ def size_change(bucket: Bucket, m: Measurement, large_threshold: int) -> SizeCha
         sc.verified += 4 + m.meta_value_size  # "meta" + type byte + value
     digits = _num_digits(bucket.num_measurements)
     committed = bucket.field_names
+    if committed.issuperset(m.names) and m.max_value_len + digits + 2 <= large_threshold:
+        return sc  # the common case: known fields, small values
     uncommitted = bucket.uncommitted_field_names
     for name, _t, v in m.elems:
         name_len = len(name) if name.isascii() else len(name.encode("utf-8"))
@@ -90,7 +95,8 @@ class Bucket:
         "bucket_id", "coll", "columns", "committed_doc_size", "field_names", "kept_open_large",
         "key", "last_time_ms", "memory_usage", "meta", "min_time_ms", "minmax",
         "num_committed", "num_measurements", "opened_due_to_metadata", "reopened",
-        "rollover_action", "schema", "size", "sorted_by_time", "staged", "staged_estimate",
+        "rollover_action", "schema", "schema_signatures", "size", "sorted_by_time", "staged",
+        "staged_estimate",
         "time_field", "uncommitted_field_names", "uncompressed_size", "version",
     )
 
@@ -104,6 +110,8 @@ class Bucket:
         self.min_time_ms = min_time_ms
         self.minmax = MinMax()
         self.schema = Schema()
+        # Top-level signatures already folded into `schema` (see Measurement.signature).
+        self.schema_signatures: set[tuple] = set()
         self.columns = Columns(time_field)
         self.num_measurements = 0          # committed + staged
         self.num_committed = 0

@@ -49,12 +49,11 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 import bson
-from bson import ObjectId
+from bson import Int64, ObjectId
 from bson.datetime_ms import DatetimeMS
 
 from storage.bsoncolumn import BSONColumnError
 from storage.bsoncolumn.decoder import decode_elements
-from storage.bsoncolumn.rawbson import iter_elements
 from storage.bsonutil import CODEC_OPTIONS, decode, encode
 from storage.errors import ErrorCode, MongoError
 
@@ -71,6 +70,7 @@ from .constants import (
     VERSION_UNCOMPRESSED,
     TimeseriesParameters,
 )
+from .elements import _D, _PACK, _Q, to_element
 from .metadata import MISSING, normalize_meta, series_key
 from .minmax import MinMax, Schema, SchemaChange
 from .options import TimeseriesOptions, round_timestamp_ms
@@ -162,7 +162,7 @@ class BucketCatalog:
         self._global = ExecutionStats()
         self._memory = 0
         self._pending: BatchResult | None = None
-        self._meta_cache: dict[bytes, tuple[bytes, Any]] = {}
+        self._meta_cache: dict[Any, tuple[bytes, Any, int]] = {}
 
     # -- public: insert protocol -------------------------------------------------------------
 
@@ -355,14 +355,11 @@ class BucketCatalog:
     def _prepare_measurement(self, index: int, m: Mapping[str, Any] | bytes,
                              options: TimeseriesOptions) -> Measurement:
         if isinstance(m, bytes | bytearray | memoryview):
-            raw = bytes(m)
-            doc = decode(raw)
+            doc = decode(bytes(m))
         else:
             doc = m if type(m) is dict else dict(m)
-            raw = None
         if "_id" not in doc:
             doc = {"_id": ObjectId(), **doc}
-            raw = None
         tf = options.time_field
         t = doc.get(tf)
         if type(t) is not DatetimeMS:
@@ -370,36 +367,58 @@ class BucketCatalog:
                 t = DatetimeMS(t)
                 doc = dict(doc)
                 doc[tf] = t
-                raw = None
             else:
                 raise MongoError(ErrorCode.BadValue,
                                  f"'{tf}' must be present and contain a valid BSON UTC "
                                  "datetime value")
-        if raw is None:
-            raw = encode(doc)
         mf = options.meta_field
-        elems = []
-        meta_raw: bytes | None = None
-        for etype, name_b, vs, ve in iter_elements(raw, 0, len(raw)):
-            name = name_b.decode("utf-8")
+        elems: list[tuple[str, int, bytes]] = []
+        append = elems.append
+        max_len = 0
+        meta_v: Any = MISSING
+        pack = _PACK
+        qpack, dpack = _Q.pack, _D.pack
+        for name, v in doc.items():
             if name == mf:
-                meta_raw = bytes((etype,)) + raw[vs:ve]
+                meta_v = v
                 continue
-            elems.append((name, etype, raw[vs:ve]))
-        if meta_raw is None:
+            tv = type(v)
+            if tv is Int64:
+                append((name, 0x12, qpack(v)))
+                continue
+            if tv is float:
+                append((name, 0x01, dpack(v)))
+                continue
+            f = pack.get(tv)
+            t_, b_ = f(v) if f is not None else to_element(v)
+            append((name, t_, b_))
+            n = len(b_)
+            if n > max_len:
+                max_len = n
+        if max_len < 8 and elems:
+            max_len = 8
+        types = tuple(map(type, doc.values()))
+        nested = types.count(dict) + types.count(list)
+        if meta_v is not MISSING and type(meta_v) in (dict, list):
+            nested -= 1
+        sig = (tuple(doc), types) if nested == 0 else None
+        if meta_v is MISSING:
             key, meta, meta_size = b"", MISSING, 0
         else:
-            cached = self._meta_cache.get(meta_raw)
+            ck = _meta_cache_key(meta_v)
+            cached = self._meta_cache.get(ck) if ck is not None else None
             if cached is None:
-                meta = normalize_meta(doc[mf])
+                meta = normalize_meta(meta_v)
                 key = series_key(meta)
-                if len(self._meta_cache) >= _META_CACHE_MAX:
-                    self._meta_cache.clear()
-                self._meta_cache[meta_raw] = (key, meta)
-            else:
-                key, meta = cached
-            meta_size = len(meta_raw)
-        return Measurement(index, int(t), doc, elems, key, meta, meta_size)
+                meta_el = to_element(meta_v)
+                cached = (key, meta, 1 + len(meta_el[1]))
+                if ck is not None:
+                    if len(self._meta_cache) >= _META_CACHE_MAX:
+                        self._meta_cache.clear()
+                    self._meta_cache[ck] = cached
+            key, meta, meta_size = cached
+        return Measurement(index, int(t), doc, elems, key, meta, meta_size,
+                           tuple(e[0] for e in elems), max_len, sig)
 
     # -- staging (tryInsert / insertWithReopeningContext / insertIntoBucket) ---------------------
 
@@ -454,6 +473,8 @@ class BucketCatalog:
         if newly_opened:
             sizes = size_change(bucket, m, self.params.timeseriesLargeMeasurementThreshold)
             bucket.schema.update(m.doc, ctx.options.meta_field)
+            if m.signature is not None:
+                bucket.schema_signatures.add(m.signature)
             if due_to_meta:
                 bucket.opened_due_to_metadata = True
         assert sizes is not None
@@ -505,9 +526,13 @@ class BucketCatalog:
                     return RolloverAction.kHardClose, RolloverReason.kSize, None
                 self._inc(ctx.stats, "numBucketsClosedDueToCachePressure")
                 return RolloverAction.kHardClose, RolloverReason.kCachePressure, None
-        if not bucket.schema.compatible(m.doc, opts.meta_field):
-            self._inc(ctx.stats, "numBucketsClosedDueToSchemaChange")
-            return RolloverAction.kHardClose, RolloverReason.kSchemaChange, None
+        sig = m.signature
+        if sig is None or sig not in bucket.schema_signatures:
+            if not bucket.schema.compatible(m.doc, opts.meta_field):
+                self._inc(ctx.stats, "numBucketsClosedDueToSchemaChange")
+                return RolloverAction.kHardClose, RolloverReason.kSchemaChange, None
+            if sig is not None:
+                bucket.schema_signatures.add(sig)
         return RolloverAction.kNone, RolloverReason.kNone, sizes
 
     def _cache_derived_max_size(self) -> tuple[int, int]:
@@ -749,12 +774,9 @@ class BucketCatalog:
             b.version = VERSION_COMPRESSED_UNSORTED
             changed_to_unsorted = True
             self._inc(ctx.stats, "numCompressedBucketsConvertedToUnsorted")
-        meta_field = ctx.options.meta_field
-        for m in ms:
-            b.minmax.update(m.doc, meta_field)
-        new_fields = [f for f in dict.fromkeys(e[0] for m in ms for e in m.elems)
-                      if f not in b.field_names]
+        b.minmax.update_many([m.doc for m in ms], ctx.options.meta_field)
         changes, delta = b.columns.append([m.elems for m in ms])
+        new_fields = [f for f in b.columns.names() if f not in b.field_names]
         count = prev + len(ms)
         doc = build_bucket_document(b.bucket_id, version=b.version, min_doc=b.minmax.min(),
                                     max_doc=b.minmax.max(), count=count, meta=b.meta,
@@ -877,6 +899,26 @@ class BucketCatalog:
 
 def _time_of(m: Measurement) -> int:
     return m.time_ms
+
+
+_SCALAR_META: Final = frozenset((str, int, float, Int64, bool, type(None), DatetimeMS, ObjectId))
+
+
+def _meta_cache_key(v: Any) -> Any:
+    """A hashable key that tells apart every meta value the cache may see (types included,
+    so 1 and 1.0 differ), or None to skip the cache (nested values)."""
+    tv = type(v)
+    if tv in _SCALAR_META:
+        return (tv, _D.pack(v)) if tv is float else (tv, v)   # -0.0 is not 0.0 here
+    if tv is dict:
+        items = []
+        for k, x in v.items():
+            tx = type(x)
+            if tx not in _SCALAR_META:
+                return None
+            items.append((k, tx, _D.pack(x) if tx is float else x))
+        return (dict, tuple(items))
+    return None
 
 
 # keep a reference to CODEC_OPTIONS users (decode of stored buckets) explicit

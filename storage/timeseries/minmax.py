@@ -24,10 +24,10 @@ storage.bson_order.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from bson import Int64
+from bson import Int64, ObjectId
 from bson.datetime_ms import DatetimeMS
 
 from storage.bson_order import RANK_ARRAY, RANK_OBJECT, sort_key, type_rank
@@ -53,10 +53,30 @@ def _compare(a: Any, b: Any) -> int:
     if ta in _NUMERIC_FAST and tb in _NUMERIC_FAST:
         if a == a and b == b:  # NaN is below every number: leave it to sort_key
             return (a > b) - (a < b)
-    elif ta is tb and (ta is str or ta is DatetimeMS):
+    elif ta is tb and (ta is str or ta is DatetimeMS or ta is ObjectId):
         return (a > b) - (a < b)
     ka, kb = sort_key(a), sort_key(b)
     return (ka > kb) - (ka < kb)
+
+
+_NUMBERS: Final = frozenset((int, float, Int64))
+
+
+def _family(vals: list[Any]) -> bool:
+    """True when all values are scalars Python orders exactly like BSON does."""
+    t0 = type(vals[0])
+    if t0 in _NUMBERS:
+        for v in vals:
+            tv = type(v)
+            if tv is float:
+                if v != v:
+                    return False
+            elif tv is not int and tv is not Int64:
+                return False
+        return True
+    if t0 is str or t0 is DatetimeMS or t0 is bool or t0 is ObjectId:
+        return all(type(v) is t0 for v in vals)
+    return False
 
 
 def _is_object(v: Any) -> bool:
@@ -155,6 +175,45 @@ class MinMax:
     def update(self, doc: Mapping[str, Any], skip_field: str | None = None) -> None:
         """Fold one measurement (or a control.min/max document) in; `skip_field` is the meta."""
         self._update_obj(self._root, doc.items(), True, True, skip_field)
+
+    def update_many(self, docs: Sequence[Mapping[str, Any]], skip_field: str | None = None
+                    ) -> None:
+        """`update` for each doc in turn, with top-level scalar fields folded in bulk.
+
+        Same result as the loop: the root's fields are inserted document by document
+        (only documents bringing a new name change the structure), and each field's
+        node sees its values in order, which for a run of scalars of one comparable
+        family reduces to its first minimum and first maximum.
+        """
+        root = self._root
+        children = root.children
+        known = {c.name for c in children}
+        per_field: dict[str, list[Any]] = {}
+        for d in docs:
+            new = False
+            for k, v in d.items():
+                if k == skip_field:
+                    continue
+                lst = per_field.get(k)
+                if lst is None:
+                    lst = per_field[k] = []
+                lst.append(v)
+                if k not in known:
+                    new = True
+            if new:
+                for _child, _v in _locate(children, _Node, d.items(), skip_field):
+                    pass
+                known = {c.name for c in children}
+        nodes = {c.name: c for c in children}
+        for name, vals in per_field.items():
+            node = nodes[name]
+            family = _family(vals)
+            if family:
+                self._update(node, min(vals), True, False)
+                self._update(node, max(vals), False, True)
+            else:
+                for v in vals:
+                    self._update(node, v, True, True)
 
     @classmethod
     def from_control(cls, min_doc: Mapping[str, Any], max_doc: Mapping[str, Any]) -> MinMax:
