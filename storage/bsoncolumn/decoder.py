@@ -9,7 +9,8 @@ on types that only allow repeats, scale bytes that do not fit the value type,
 interleaved sub-streams that run out unevenly, a missing or early final 0x00.
 
 Work is linear in the input and output; the output is bounded: at most `max_values`
-rows (default 2**22), since an 8-byte RLE block alone stands for up to 1920 rows.
+rows (default 2**22), since an 8-byte RLE block alone stands for up to 1920 rows, and at
+most 64 MiB of objects rebuilt from interleaved sections.
 """
 
 from __future__ import annotations
@@ -72,6 +73,8 @@ __all__ = [
 ]
 
 DEFAULT_MAX_VALUES: Final = 1 << 22
+# Objects rebuilt from interleaved sections are new bytes (repeated scalars are shared).
+DEFAULT_MAX_OBJECT_BYTES: Final = 64 << 20
 
 Element = tuple[int, bytes]
 
@@ -222,15 +225,21 @@ class _Stream:
 
 
 class _Budget:
-    __slots__ = ("left",)
+    __slots__ = ("bytes_left", "left")
 
     def __init__(self, max_values: int) -> None:
         self.left = max_values
+        self.bytes_left = DEFAULT_MAX_OBJECT_BYTES
 
     def take(self, n: int) -> None:
         self.left -= n
         if self.left < 0:
             raise _err("BSON Column decodes to too many values")
+
+    def take_bytes(self, n: int) -> None:
+        self.bytes_left -= n
+        if self.bytes_left < 0:
+            raise _err("BSON Column decodes to too much data")
 
 
 def _control_values(
@@ -387,6 +396,7 @@ class _InterleavedSection:
                     body = b"".join(parts)
                     value = _I.pack(len(body) + 5) + body + b"\x00"
                     if not stack:
+                        self.budget.take_bytes(len(value))
                         return (t, value)
                     parent.append(bytes((t,)) + name + b"\x00" + value)
                 elif not stack:
