@@ -456,12 +456,76 @@ def iter_blocks(data: bytes | memoryview, start: int, nblocks: int) -> Iterator[
 
 
 # -- vectorised decoding -------------------------------------------------------------------
+#
+# Every block is unpacked into a row of 60 candidate slots using per-low-byte tables of
+# shifts, masks and trailing-zero parameters; the valid slots are then taken in row-major
+# order. RLE blocks contribute no slots and are filled afterwards from the last slot of
+# the nearest earlier non-RLE block.
 
-_NP_VALID = np.array([info is not None for info in DECODE_INFO], dtype=bool)
-_NP_RLE = np.array([info is _RLE for info in DECODE_INFO], dtype=bool)
-_NP_NSLOTS = np.array(
-    [info[0] if isinstance(info, tuple) else 0 for info in DECODE_INFO], dtype=np.int64
-)
+_MAX_SLOTS: Final = 60
+
+
+def _np_tables() -> tuple[np.ndarray, ...]:
+    valid = np.zeros(256, dtype=bool)
+    rle = np.zeros(256, dtype=bool)
+    nslots = np.zeros(256, dtype=np.int64)
+    shifts = np.full((256, _MAX_SLOTS), 64, dtype=np.uint64)
+    masks = np.zeros(256, dtype=np.uint64)
+    cbits = np.zeros(256, dtype=np.uint64)
+    cmask = np.zeros(256, dtype=np.uint64)
+    mult = np.zeros(256, dtype=np.uint64)
+    for low, info in enumerate(DECODE_INFO):
+        if info is None:
+            continue
+        valid[low] = True
+        if info is _RLE:
+            rle[low] = True
+            continue
+        n, width, shift, mask, cb, cm, mu = info  # type: ignore[misc]
+        nslots[low] = n
+        shifts[low, :n] = [shift + i * width for i in range(n)]
+        shifts[low, n:] = 0
+        masks[low] = mask
+        cbits[low] = cb
+        cmask[low] = cm
+        mult[low] = mu
+    return valid, rle, nslots, shifts, masks, cbits, cmask, mult
+
+
+_NP_VALID, _NP_RLE, _NP_NSLOTS, _NP_SHIFTS, _NP_MASK, _NP_CBITS, _NP_CMASK, _NP_MULT = _np_tables()
+_SLOT_INDEX = np.arange(_MAX_SLOTS)
+_U63 = np.uint64(63)
+_U4 = np.uint64(4)
+_U15 = np.uint64(15)
+_UFF = np.uint64(0xFF)
+
+
+def block_counts_np(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(low bytes, is RLE, values per block); raises on an invalid selector."""
+    low = (blocks & _UFF).astype(np.intp)
+    if not _NP_VALID[low].all():
+        raise BSONColumnError("Invalid Simple-8b selector in BSON Column")
+    is_rle = _NP_RLE[low]
+    counts = _NP_NSLOTS[low]
+    if is_rle.any():
+        rle_counts = (((blocks >> _U4) & _U15).astype(np.int64) + 1) * RLE_MULTIPLIER
+        counts = np.where(is_rle, rle_counts, counts)
+    return low, is_rle, counts
+
+
+def unpack_np(blocks: np.ndarray, low: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Values and missing flags of the non-RLE blocks, in order (RLE blocks give none)."""
+    slots = (blocks[:, None] >> _NP_SHIFTS[low]) & _NP_MASK[low][:, None]
+    valid = _SLOT_INDEX[None, :] < _NP_NSLOTS[low][:, None]
+    vals = slots[valid]
+    rows = np.nonzero(valid)[0]
+    mask = _NP_MASK[low][rows]
+    missing = vals == mask
+    cb = _NP_CBITS[low][rows]
+    if cb.any():
+        zeros = ((vals & _NP_CMASK[low][rows]) * _NP_MULT[low][rows]) & _U63
+        vals = (vals >> cb) << zeros
+    return vals, missing
 
 
 def decode_blocks_np(
@@ -473,52 +537,37 @@ def decode_blocks_np(
     leading RLE block repeats (None = missing). Raises BSONColumnError on an invalid
     selector or when more than `max_values` values would be produced.
     """
-    low = (blocks & np.uint64(0xFF)).astype(np.intp)
-    if not _NP_VALID[low].all():
-        raise BSONColumnError("Invalid Simple-8b selector in BSON Column")
-    is_rle = _NP_RLE[low]
-    counts = _NP_NSLOTS[low]
-    if is_rle.any():
-        rle_counts = (((blocks >> np.uint64(4)) & np.uint64(0xF)).astype(np.int64) + 1) * 120
-        counts = np.where(is_rle, rle_counts, counts)
+    low, is_rle, counts = block_counts_np(blocks)
     total = int(counts.sum())
     if total > max_values:
         raise BSONColumnError("BSON Column decodes to too many values")
-    starts = np.cumsum(counts) - counts
-    values = np.zeros(total, dtype=np.uint64)
-    missing = np.zeros(total, dtype=bool)
-    for key in np.unique(low[~is_rle]) if is_rle.any() else np.unique(low):
-        info = DECODE_INFO[int(key)]
-        n, width, shift, mask, cbits, cmask, mult = info  # type: ignore[misc]
-        sel = np.nonzero(low == key)[0]
-        shifts = np.arange(n, dtype=np.uint64) * np.uint64(width) + np.uint64(shift)
-        slots = (blocks[sel][:, None] >> shifts[None, :]) & np.uint64(mask)
-        skip = slots == np.uint64(mask)
-        if cbits:
-            zeros = ((slots & np.uint64(cmask)) * np.uint64(mult)) & np.uint64(63)
-            vals = (slots >> np.uint64(cbits)) << zeros
-        else:
-            vals = slots
-        pos = (starts[sel][:, None] + np.arange(n)[None, :]).ravel()
-        values[pos] = vals.ravel()
-        missing[pos] = skip.ravel()
-    last: int | None = prev
+    vals, missing = unpack_np(blocks, low)
     if is_rle.any():
-        # Each RLE block repeats the last slot of the nearest earlier non-RLE block.
-        rle_idx = np.nonzero(is_rle)[0]
-        idx = np.arange(len(blocks))
-        src = np.maximum.accumulate(np.where(is_rle, -1, idx))
-        for i in rle_idx:  # few RLE blocks per column; each fills a whole range
-            j = src[i]
-            if j < 0:
-                if prev is None:
-                    missing[starts[i] : starts[i] + counts[i]] = True
-                else:
-                    values[starts[i] : starts[i] + counts[i]] = prev
-            else:
-                end = starts[j] + counts[j] - 1
-                values[starts[i] : starts[i] + counts[i]] = values[end]
-                missing[starts[i] : starts[i] + counts[i]] = missing[end]
-    if total:
-        last = None if missing[-1] else int(values[-1])
-    return values, missing, last
+        vals, missing = _fill_rle(vals, missing, is_rle, counts, prev)
+    if total == 0:
+        return vals, missing, prev
+    return vals, missing, (None if missing[-1] else int(vals[-1]))
+
+
+def _fill_rle(
+    vals: np.ndarray,
+    missing: np.ndarray,
+    is_rle: np.ndarray,
+    counts: np.ndarray,
+    prev: int | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    # Index into `vals` for every output value; -1 stands for `prev`.
+    pieces = []
+    pos = 0  # next unread position in vals
+    last = -1
+    for rle, n in zip(is_rle.tolist(), counts.tolist()):
+        if rle:
+            pieces.append(np.full(n, last, dtype=np.int64))
+        else:
+            pieces.append(np.arange(pos, pos + n, dtype=np.int64))
+            pos += n
+            last = pos - 1
+    idx = np.concatenate(pieces)
+    ext_vals = np.append(vals, np.uint64(prev or 0))
+    ext_missing = np.append(missing, prev is None)
+    return ext_vals[idx], ext_missing[idx]
