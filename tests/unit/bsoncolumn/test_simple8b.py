@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storage.bsoncolumn import BSONColumnError
+from storage.bsoncolumn import BSONColumnError, simple8b
 from storage.bsoncolumn.simple8b import (
     Simple8bBuilder,
     block_count,
@@ -155,11 +155,19 @@ def test_roundtrip_128(values: list) -> None:
     assert all(v is None for v in decoded[len(kept) :])
 
 
-@settings(max_examples=300, deadline=None)
-@given(
-    st.lists(st.integers(0, (1 << 64) - 1), min_size=1, max_size=20), st.none() | st.integers(0, 99)
+_blocks = st.lists(
+    st.integers(0, (1 << 64) - 1)
+    | st.sampled_from([15, 15 | 3 << 4, 15 | 15 << 4, 14, 0xE | 5 << 4, 7 | 3 << 4, 8 | 9 << 4]),
+    min_size=1,
+    max_size=90,
 )
-def test_numpy_decoder_matches_scalar_on_any_blocks(blocks: list[int], prev: int | None) -> None:
+
+
+@settings(max_examples=300, deadline=None)
+@given(_blocks, st.none() | st.integers(0, 99), st.sampled_from([0, 40]))
+def test_numpy_decoder_matches_scalar_on_any_blocks(
+    blocks: list[int], prev: int | None, small: int
+) -> None:
     try:
         expected = []
         p = prev
@@ -168,10 +176,18 @@ def test_numpy_decoder_matches_scalar_on_any_blocks(blocks: list[int], prev: int
             p = vals[-1]
             expected += vals
     except BSONColumnError:
-        with pytest.raises(BSONColumnError):
-            decode_blocks_np(np.array(blocks, dtype=np.uint64), prev, 10**6)
-        return
-    arr, missing, last = decode_blocks_np(np.array(blocks, dtype=np.uint64), prev, 10**6)
+        expected = None
+    # small=0 forces the whole-array path, 40 per-block bookkeeping for short inputs
+    saved = simple8b._SMALL_BLOCKS
+    simple8b._SMALL_BLOCKS = small
+    try:
+        if expected is None:
+            with pytest.raises(BSONColumnError):
+                decode_blocks_np(np.array(blocks, dtype=np.uint64), prev, 10**6)
+            return
+        arr, missing, last = decode_blocks_np(np.array(blocks, dtype=np.uint64), prev, 10**6)
+    finally:
+        simple8b._SMALL_BLOCKS = saved
     assert [None if m else int(v) for v, m in zip(arr, missing)] == expected
     assert last == expected[-1]
     assert sum(block_count(b) for b in blocks) == len(expected)
