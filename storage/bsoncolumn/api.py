@@ -15,21 +15,20 @@ from .decoder import DEFAULT_MAX_VALUES, decode_elements
 from .errors import BSONColumnError
 from .rawbson import validate_value
 
-__all__ = ["compress", "decompress", "MAX_DECOMPRESSED_SIZE"]
+__all__ = ["MAX_DECOMPRESSED_SIZE", "compress", "decompress", "rows_to_document"]
 
 # A decompressed column is a BSON document: at most MongoDB's internal object size.
 MAX_DECOMPRESSED_SIZE: Final = 16 * 1024 * 1024 + 16 * 1024
 
 _I32 = struct.Struct("<i")
-_KEYS: list[bytes] = []
+_TYPE_BYTES: Final = [bytes((t,)) for t in range(256)]
+_KEYS: list[bytes] = [b"%d\x00" % i for i in range(1024)]  # "<row>\0", grown on demand
 
 
-def _key(i: int) -> bytes:
-    if i < len(_KEYS):
-        return _KEYS[i]
-    while len(_KEYS) <= i and len(_KEYS) < 100_000:
-        _KEYS.append(str(len(_KEYS)).encode())
-    return _KEYS[i] if i < len(_KEYS) else str(i).encode()
+def _keys(n: int) -> list[bytes]:
+    if len(_KEYS) < n and n <= 1 << 20:
+        _KEYS.extend(b"%d\x00" % i for i in range(len(_KEYS), n))
+    return _KEYS if len(_KEYS) >= n else [b"%d\x00" % i for i in range(n)]
 
 
 def _row_index(name: bytes) -> int:
@@ -82,17 +81,26 @@ def decompress(column: bytes, max_values: int = DEFAULT_MAX_VALUES) -> bytes:
 
     Raises BSONColumnError for any malformed column.
     """
-    rows = decode_elements(column, max_values)
+    return rows_to_document(decode_elements(column, max_values))
+
+
+def rows_to_document(rows: list[tuple[int, bytes] | None]) -> bytes:
+    """`{"<row>": value}` for the present rows (raises past the size limit)."""
+    keys = _keys(len(rows))
+    types = _TYPE_BYTES
     parts: list[bytes] = []
+    append = parts.append
     size = 5
     for i, elem in enumerate(rows):
         if elem is None:
             continue
         t, v = elem
-        part = bytes((t,)) + _key(i) + b"\x00" + v
-        size += len(part)
+        key = keys[i]
+        size += 1 + len(key) + len(v)
         if size > MAX_DECOMPRESSED_SIZE:
             raise BSONColumnError("Decompressed BSON Column exceeds the BSON size limit")
-        parts.append(part)
+        append(types[t])
+        append(key)
+        append(v)
     body = b"".join(parts)
     return _I32.pack(len(body) + 5) + body + b"\x00"

@@ -9,7 +9,8 @@ on types that only allow repeats, scale bytes that do not fit the value type,
 interleaved sub-streams that run out unevenly, a missing or early final 0x00.
 
 Work is linear in the input and output; the output is bounded: at most `max_values`
-rows (default 2**22), since an 8-byte RLE block alone stands for up to 1920 rows.
+rows (default 2**22), since an 8-byte RLE block alone stands for up to 1920 rows, and at
+most 64 MiB of objects rebuilt from interleaved sections.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from typing import Final
+
+import numpy as np
 
 from .control import (
     DELTA_OF_DELTA_TYPES,
@@ -29,6 +32,7 @@ from .control import (
     scale_index_for_control,
 )
 from .errors import BSONColumnError
+from .numeric import NUMERIC_64, expand, unzigzag, value_bytes
 from .rawbson import (
     T_ARRAY,
     T_BINARY,
@@ -43,12 +47,14 @@ from .rawbson import (
     T_OID,
     T_STRING,
     T_TIMESTAMP,
+    check_old_binary,
     iter_elements,
     validate_value,
 )
-from .simple8b import DECODE_INFO, RLE_MULTIPLIER, decode_block
+from .simple8b import DECODE_INFO, decode_block, decode_blocks_np
 from .type_util import (
     MEMORY_AS_INTEGER,
+    SCALE_MULTIPLIER,
     decode_binary,
     decode_double,
     decode_int64,
@@ -72,13 +78,34 @@ __all__ = [
 ]
 
 DEFAULT_MAX_VALUES: Final = 1 << 22
+# Objects rebuilt from interleaved sections are new bytes (repeated scalars are shared).
+DEFAULT_MAX_OBJECT_BYTES: Final = 64 << 20
 
 Element = tuple[int, bytes]
 
 _D = struct.Struct("<d")
 _I = struct.Struct("<i")
 _Q = struct.Struct("<q")
-_LITERAL: Final = object()  # queue entry standing for a literal control
+
+
+_MIN64: Final = -(1 << 63)
+_MAX64: Final = (1 << 63) - 1
+
+
+def _pack_int32(v: int) -> bytes:
+    return _I.pack(((v + 0x80000000) & 0xFFFFFFFF) - 0x80000000)
+
+
+def _pack_bool(v: int) -> bytes:
+    return b"\x01" if v else b"\x00"
+
+
+def _double_packer(scale: int) -> Callable[[int], bytes]:
+    if scale == MEMORY_AS_INTEGER:
+        return lambda v: _Q.pack(v)
+    mult = SCALE_MULTIPLIER[scale]
+    pack = _D.pack
+    return lambda v: pack(v / mult)
 
 
 def _err(msg: str) -> BSONColumnError:
@@ -194,6 +221,8 @@ class _Stream:
                 if size > 16:
                     raise _err("BinData length should not exceed 16 in a delta encoding")
                 v = lv[:5] + decode_binary(enc, size)
+                if v[4] == 2:
+                    check_old_binary(v)
             elif lt == T_DECIMAL:
                 v = (enc & ((1 << 128) - 1)).to_bytes(16, "little")
             else:
@@ -220,46 +249,139 @@ class _Stream:
         self.lv = v
         return (lt, v)
 
+    def values_py(self, values: list[int | None]) -> list[Element | None]:
+        """`value` for every entry of a 64-bit numeric control (one tight loop)."""
+        lt = self.lt
+        enc = self.enc
+        denc = self.dod_enc
+        dod = self.dod
+        last = (lt, self.lv)
+        if lt in (T_INT64, T_DATE, T_TIMESTAMP):
+            pack = _Q.pack
+        elif lt == T_INT32:
+            pack = _pack_int32
+        elif lt == T_DOUBLE:
+            pack = _double_packer(self.scale)
+        elif lt == T_BOOL:
+            pack = _pack_bool
+        else:
+            unique = self.lv[4:9]
+
+            def pack(v: int) -> bytes:
+                return decode_object_id(v, unique)
+
+        out: list[Element | None] = []
+        append = out.append
+        for d in values:
+            if d is None:
+                append(None)
+                continue
+            if d == 0 and not dod:
+                append(last)
+                continue
+            enc += (d >> 1) ^ -(d & 1)
+            if not _MIN64 <= enc <= _MAX64:
+                enc = wrap64(enc)
+            if dod:
+                denc += enc
+                if not _MIN64 <= denc <= _MAX64:
+                    denc = wrap64(denc)
+                last = (lt, pack(denc))
+            else:
+                last = (lt, pack(enc))
+            append(last)
+        self.enc = enc
+        self.dod_enc = denc
+        self.lv = last[1]
+        return out
+
+    def values_np(self, zz: np.ndarray, missing: np.ndarray) -> list[Element | None]:
+        """Like `value` for every entry of a decoded 64-bit control, vectorised."""
+        n = len(zz)
+        present = ~missing
+        npres = int(np.count_nonzero(present))
+        if npres == 0:
+            return [None] * n
+        lt = self.lt
+        if lt == 0:
+            raise _err("Delta in BSON Column without a preceding value")
+        pz = zz[present] if npres != n else zz
+        if lt in NUMERIC_64:
+            deltas = unzigzag(pz)
+            if not self.dod and not deltas.any():
+                elems = [(lt, self.lv)] * npres
+            else:
+                vals, self.enc, self.dod_enc = expand(deltas, self.enc, self.dod_enc, self.dod)
+                chunks = value_bytes(lt, vals, self.scale, self.lv[4:9])
+                self.lv = chunks[-1]
+                elems = [(lt, c) for c in chunks]
+        else:
+            if pz.any():
+                raise _err("Invalid delta in 64-bit BSON Column encoding")
+            elems = [(lt, self.lv)] * npres
+        if npres == n:
+            return elems  # type: ignore[return-value]
+        out: list[Element | None] = [None] * n
+        for i, e in zip(np.flatnonzero(present).tolist(), elems):
+            out[i] = e
+        return out
+
 
 class _Budget:
-    __slots__ = ("left",)
+    __slots__ = ("bytes_left", "left")
 
     def __init__(self, max_values: int) -> None:
         self.left = max_values
+        self.bytes_left = DEFAULT_MAX_OBJECT_BYTES
 
     def take(self, n: int) -> None:
         self.left -= n
         if self.left < 0:
             raise _err("BSON Column decodes to too many values")
 
+    def take_bytes(self, n: int) -> None:
+        self.bytes_left -= n
+        if self.bytes_left < 0:
+            raise _err("BSON Column decodes to too much data")
 
-def _control_values(
+
+_NUMPY_MIN_VALUES: Final = 128  # below this, plain Python decoding is faster
+
+
+def _control_elements(
     data: bytes, pos: int, end: int, stream: _Stream, budget: _Budget
-) -> tuple[list[int | None], int]:
-    """Decode the Simple-8b control at `pos` for `stream`: (values, next position)."""
+) -> tuple[list[Element | None], int]:
+    """Rows of the Simple-8b control at `pos` for `stream`: (elements, next position)."""
     control = data[pos]
     nblocks = (control & 0x0F) + 1
     size = 8 * nblocks
     if pos + size + 1 >= end:
         raise _err("Control block would overflow buffer")
     stream.check_control(control)
-    prev = stream.s8b_last
-    is128 = stream.is128
-    values: list[int | None] = []
     p = pos + 1
-    for _ in range(nblocks):
-        block = int.from_bytes(data[p : p + 8], "little")
+    blocks = [int.from_bytes(data[q : q + 8], "little") for q in range(p, p + size, 8)]
+    total = 0
+    for block in blocks:
         info = DECODE_INFO[block & 0xFF]
         if info is None:
             raise _err("Invalid Simple-8b selector in BSON Column")
-        n = info[0] if isinstance(info, tuple) else (((block >> 4) & 0xF) + 1) * RLE_MULTIPLIER
-        budget.take(n)
-        vals = decode_block(block, prev, is128)
+        total += info[0] if isinstance(info, tuple) else (((block >> 4) & 0xF) + 1) * 120
+    budget.take(total)
+    if not stream.is128 and total >= _NUMPY_MIN_VALUES:
+        arr = np.frombuffer(data, dtype="<u8", count=nblocks, offset=p)
+        zz, missing, stream.s8b_last = decode_blocks_np(arr, stream.s8b_last, total)
+        return stream.values_np(zz, missing), p + size
+    prev = stream.s8b_last
+    values: list[int | None] = []
+    for block in blocks:
+        vals = decode_block(block, prev, stream.is128)
         prev = vals[-1]
         values += vals
-        p += 8
     stream.s8b_last = prev
-    return values, p
+    if not stream.is128 and stream.lt in NUMERIC_64:
+        return stream.values_py(values), p + size
+    value = stream.value
+    return [value(d) for d in values], p + size
 
 
 def _literal(data: bytes, pos: int, end: int) -> tuple[Element, int]:
@@ -331,9 +453,9 @@ class _InterleavedSection:
         """Next value of stream i; False when the section ends (only legal for stream 0)."""
         s = self.streams[i]
         if s.qpos < len(s.queue):
-            d = s.queue[s.qpos]
+            e = s.queue[s.qpos]
             s.qpos += 1
-            return s.value(d)
+            return e
         data = self.data
         pos = self.pos
         if pos >= self.end:
@@ -351,16 +473,16 @@ class _InterleavedSection:
         if is_literal(control):
             (t, v), self.pos = _literal(data, pos, self.end)
             s.load_literal(t, v)
-            s.queue = [_LITERAL]
+            s.queue = [(t, v)]
             s.qpos = 1
             self.budget.take(1)
             return (t, v)
         if is_interleaved_start(control):
             raise _err("Invalid control byte in interleaved BSON Column")
-        values, self.pos = _control_values(data, pos, self.end, s, self.budget)
-        s.queue = values
+        # The whole control is materialised now; its values belong to this stream only.
+        s.queue, self.pos = _control_elements(data, pos, self.end, s, self.budget)
         s.qpos = 1
-        return s.value(values[0])
+        return s.queue[0]
 
     def next_row(self) -> Element | bool | None:
         """The next row's object (None if every field is missing), or False at the end."""
@@ -387,6 +509,7 @@ class _InterleavedSection:
                     body = b"".join(parts)
                     value = _I.pack(len(body) + 5) + body + b"\x00"
                     if not stack:
+                        self.budget.take_bytes(len(value))
                         return (t, value)
                     parent.append(bytes((t,)) + name + b"\x00" + value)
                 elif not stack:
@@ -442,9 +565,8 @@ def _decode(
             stream = _Stream()
             stream.after_interleaved(last)
         else:
-            values, pos = _control_values(data, pos, end, stream, budget)
-            value = stream.value
-            out += [value(d) for d in values]
+            elems, pos = _control_elements(data, pos, end, stream, budget)
+            out += elems
 
 
 def decode_elements(

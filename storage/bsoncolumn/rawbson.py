@@ -186,7 +186,15 @@ def validate_value(t: int, buf: bytes, pos: int, end: int, depth: int = 0) -> in
         _validate_string(buf, pos, size - 12)
     elif t == T_BOOL and buf[pos] > 1:
         raise _bad()
+    elif t == T_BINARY and buf[pos + 4] == 2:
+        check_old_binary(buf[pos : pos + size])
     return size
+
+
+def check_old_binary(value: bytes) -> None:
+    """Subtype 2 (old binary) repeats its length inside: int32 n, then n bytes."""
+    if len(value) < 9 or _I32.unpack_from(value, 5)[0] != len(value) - 9:
+        raise _bad("Invalid old binary (subtype 2) in BSON Column")
 
 
 def _validate_document(buf: bytes, start: int, end: int, depth: int) -> None:
