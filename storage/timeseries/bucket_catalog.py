@@ -650,6 +650,8 @@ class BucketCatalog:
             # Equal under query semantics (1 == 1.0) but another series: MongoDB's
             # "hash collision" check refuses it.
             self._inc(ctx.stats, "numBucketReopeningsFailed")
+            if archived is not None:
+                self._remove_archived(kb, archived)
             return None
         existing = self._open_by_id.get(oid) if isinstance(oid, ObjectId) else None
         if existing is not None:
@@ -663,6 +665,8 @@ class BucketCatalog:
             bucket = self._rehydrate(ctx, m, doc)
         except _ReopenFailed:
             self._inc(ctx.stats, "numBucketReopeningsFailed")
+            if archived is not None:
+                self._remove_archived(kb, archived)
             return None
         self._expire_idle(ctx)
         self._remove_archived(kb, bucket.bucket_id)

@@ -306,3 +306,59 @@ def test_raw_bson_measurements_are_accepted() -> None:
     [m] = store.measurements("c", opts)
     assert m == {"t": DatetimeMS(5), "m": {"a": 2, "z": 1}, "_id": 1, "v": Int64(7)}
     assert list(m) == ["t", "m", "_id", "v"]
+
+
+# jstests/core/timeseries/ddl/bucket_timestamp_rounding.js: (granularity, inserts before
+# collMod, expected control.min of the first bucket, collMod target, inserts after,
+# expected min of the second bucket, the insert that opens one more bucket, total).
+ROUNDING_JSTEST = [
+    ("seconds", ["2021-04-22T20:10:14.134", "2021-04-22T20:10:05", "2021-04-22T21:09:59.999"],
+     "2021-04-22T20:10:00", None, [], None, "2021-04-22T21:10:00", 2),
+    ("minutes", ["2021-04-22T20:10:14.134", "2021-04-22T20:05:00", "2021-04-23T19:59:59.999"],
+     "2021-04-22T20:00:00", None, [], None, "2021-04-23T20:00:00", 2),
+    ("hours", ["2021-04-22T20:10:14.134", "2021-04-22T10:00:00", "2021-05-21T23:59:59.999"],
+     "2021-04-22T00:00:00", None, [], None, "2021-05-23T00:00:00", 2),
+    ("seconds", ["2021-04-22T20:10:14.134", "2021-04-22T20:10:05", "2021-04-22T21:09:59.999"],
+     "2021-04-22T20:10:00", "minutes",
+     ["2021-04-24T20:10:14.134", "2021-04-24T20:05:00", "2021-04-25T19:59:59.999"],
+     "2021-04-24T20:00:00", "2021-04-26T00:00:00", 3),
+    ("minutes", ["2021-04-22T20:10:14.134", "2021-04-22T20:05:00", "2021-04-22T21:09:59.999"],
+     "2021-04-22T20:00:00", "hours",
+     ["2021-06-24T20:10:14.134", "2021-06-24T10:00:00", "2021-07-23T23:59:59.999"],
+     "2021-06-24T00:00:00", "2021-07-25T00:00:00", 3),
+]
+
+
+@pytest.mark.parametrize(("gran", "first", "first_min", "target", "second", "second_min",
+                          "overflow", "total"), ROUNDING_JSTEST)
+def test_bucket_timestamp_rounding_jstest(gran: str, first: list, first_min: str,
+                                          target: str | None, second: list,
+                                          second_min: str | None, overflow: str,
+                                          total: int) -> None:
+    from storage.timeseries.options import coll_mod_timeseries
+
+    opts = parse_timeseries_options({"timeField": "t", "granularity": gran})
+    cat, store = BucketCatalog(), FakeStore()
+
+    def ins(iso: str) -> None:
+        store.insert(cat, "c", opts, [{"t": date(iso)}])   # one insert per document
+
+    def by_min() -> list[dict]:
+        return sorted(store.buckets("c"), key=lambda b: b["control"]["min"]["t"])
+
+    for iso in first:
+        ins(iso)
+    [b] = by_min()
+    assert b["control"]["min"]["t"] == date(first_min)
+    assert oid_time_seconds(b["_id"]) * 1000 == ms(first_min)
+    if target is not None:
+        opts, changed = coll_mod_timeseries(opts, {"granularity": target})
+        assert changed
+        for iso in second:
+            ins(iso)
+        buckets = by_min()
+        assert len(buckets) == 2
+        assert buckets[1]["control"]["min"]["t"] == date(second_min)
+        assert oid_time_seconds(buckets[1]["_id"]) * 1000 == ms(second_min)
+    ins(overflow)
+    assert len(store.buckets("c")) == total
