@@ -138,7 +138,7 @@ class _Ctx:
         self.threshold = threshold
         self.touched: list[Bucket] = []
         self.touched_ids: set[int] = set()
-        self.rewrites: dict[ObjectId, bytes] = {}
+        self.rewrites: dict[ObjectId, tuple[bytes, int]] = {}
 
 
 class _ReopenFailed(Exception):
@@ -709,7 +709,7 @@ class BucketCatalog:
             except (MongoError, BSONColumnError, ValueError, TypeError):
                 raise _ReopenFailed("bucket could not be compressed") from None
             raw = encode(compressed)
-            ctx.rewrites[oid] = raw
+            ctx.rewrites[oid] = (raw, int(compressed["control"]["count"]))
             doc = compressed
             parsed = parse_bucket(compressed)
         else:
@@ -762,9 +762,10 @@ class BucketCatalog:
                 self._remove_open(b)
                 continue
             writes.append(w)
-        for oid, raw in ctx.rewrites.items():
+        for oid, (raw, count) in ctx.rewrites.items():
             if oid not in touched_ids:
-                writes.append(BucketWrite("update", oid, raw, -1, []))
+                # A v1 bucket reopened (and compressed) but then not used.
+                writes.append(BucketWrite("update", oid, raw, count, []))
         return writes, too_large
 
     def _prepare_bucket(self, ctx: _Ctx, b: Bucket) -> BucketWrite:

@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 from bson import Decimal128, Int64, MaxKey, MinKey
 from bson.datetime_ms import DatetimeMS
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from storage.bson_order import compare
 from storage.timeseries.bucket_catalog import BucketCatalog
@@ -163,3 +165,43 @@ def test_schema_from_mixed_control_is_rejected() -> None:
 
     with pytest.raises(SchemaChange):
         Schema.from_control({"a": 1}, {"a": "x"})
+
+
+_scalars = st.one_of(
+    st.integers(-3, 3), st.floats(allow_infinity=False), st.sampled_from([Int64(2), Int64(-9)]),
+    st.sampled_from(["a", "b", ""]), st.booleans(), st.none(),
+    st.integers(-5, 5).map(DatetimeMS), st.sampled_from([MinKey(), MaxKey()]),
+    st.sampled_from([Decimal128("1.5"), Decimal128("NaN")]))
+_values = st.recursive(_scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=3),
+    st.dictionaries(st.sampled_from("xyz"), inner, max_size=3)), max_leaves=5)
+_docs = st.lists(st.dictionaries(st.sampled_from(["a", "b", "c", "m", "t"]), _values,
+                                 max_size=5), min_size=1, max_size=8)
+
+
+def _identical(a: Any, b: Any) -> bool:
+    """Same values, same types and the same field order."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return list(a) == list(b) and all(_identical(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_identical(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float) and a != a:
+        return b != b
+    return type(a) is type(b) and compare(a, b) == 0
+
+
+@settings(max_examples=150, deadline=None)
+@given(_docs, st.lists(st.sampled_from([0, 1]), min_size=1, max_size=3))
+def test_update_many_equals_one_by_one(docs: list[dict], splits: list[int]) -> None:
+    one, bulk = MinMax(), MinMax()
+    one.update({"t": DatetimeMS(0)})
+    bulk.update({"t": DatetimeMS(0)})
+    for d in docs:
+        one.update(d, "m")
+    # The bulk path in one or more slices (commits of several batches).
+    cut = len(docs) // 2 if len(splits) > 1 else len(docs)
+    bulk.update_many(docs[:cut], "m")
+    if cut < len(docs):
+        bulk.update_many(docs[cut:], "m")
+    assert _identical(one.min(), bulk.min())
+    assert _identical(one.max(), bulk.max())
