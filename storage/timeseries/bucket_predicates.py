@@ -35,7 +35,7 @@ from bson.datetime_ms import DatetimeMS
 from .constants import CONTROL, CONTROL_MAX, CONTROL_MIN, META
 from .options import TimeseriesOptions
 
-__all__ = ["bucket_filter", "meta_only_filter"]
+__all__ = ["bucket_filter", "meta_only_filter", "ttl_expired_filter"]
 
 _DATE_MIN: Final = -(2**63)
 _DATE_MAX: Final = 2**63 - 1
@@ -206,3 +206,12 @@ def meta_only_filter(filter: Mapping[str, Any], options: TimeseriesOptions
     if not filter:
         return None
     return _Translator(options).meta_only(filter)
+
+
+def ttl_expired_filter(options: TimeseriesOptions, expire_after_seconds: int, now_ms: int
+                       ) -> dict[str, Any]:
+    """Buckets the TTL monitor deletes: every measurement older than the limit, i.e.
+    `control.max.<time>` before now - expireAfterSeconds ("once all documents in a bucket
+    are expired"). Tell the catalog (`handle_direct_write`) about each deleted bucket."""
+    return {f"{CONTROL}.{CONTROL_MAX}.{options.time_field}":
+            {"$lt": _clamp(now_ms - expire_after_seconds * 1000)}}

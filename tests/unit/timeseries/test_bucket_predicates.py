@@ -12,7 +12,11 @@ from hypothesis import strategies as st
 
 from storage.bson_order import sort_key, type_rank, values_equal
 from storage.timeseries.bucket_catalog import BucketCatalog
-from storage.timeseries.bucket_predicates import bucket_filter, meta_only_filter
+from storage.timeseries.bucket_predicates import (
+    bucket_filter,
+    meta_only_filter,
+    ttl_expired_filter,
+)
 from storage.timeseries.constants import TimeseriesParameters
 from storage.timeseries.options import parse_timeseries_options
 from storage.timeseries.unpack import BucketSpec, unpack_bucket
@@ -221,3 +225,11 @@ def test_no_bucket_with_a_match_is_skipped(ms: list, flts: list) -> None:
         if exact is not None:
             for b, measurements in unpacked:
                 assert all(matches(m, flt) == matches(b, exact) for m in measurements)
+
+
+def test_ttl_expires_buckets_whose_newest_measurement_is_old() -> None:
+    flt = ttl_expired_filter(OPTS, 60, 10 * S)
+    assert flt == {"control.max.t": {"$lt": DatetimeMS(10 * S - 60_000)}}
+    old = {"control": {"min": {"t": DatetimeMS(0)}, "max": {"t": DatetimeMS(10 * S - 60_001)}}}
+    new = {"control": {"min": {"t": DatetimeMS(0)}, "max": {"t": DatetimeMS(10 * S - 60_000)}}}
+    assert matches(old, flt) and not matches(new, flt)
