@@ -2,7 +2,7 @@
 bucket-level predicates and index translation. See README.md."""
 
 from .bucket_catalog import BatchResult, BucketCatalog, BucketWrite
-from .bucket_predicates import bucket_filter, meta_only_filter
+from .bucket_predicates import bucket_filter, meta_only_filter, ttl_expired_filter
 from .bucket_rewrite import rebuild_bucket
 from .constants import TimeseriesParameters
 from .index_schema import (
@@ -57,6 +57,7 @@ __all__ = [
     "rebuild_bucket",
     "supports_reopening_query",
     "timeseries_index_spec",
+    "ttl_expired_filter",
     "unpack_bucket",
     "unpack_columns",
     "view_pipeline",

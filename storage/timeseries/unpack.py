@@ -14,20 +14,23 @@ Errors carry MongoDB's location codes (5346510, 5346700, 5369601, 5857902, 58579
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from bson.binary import Binary
 
 from storage.bsoncolumn import BSONColumnError
+from storage.bsoncolumn.blocks import NotNumericColumn, NumericColumn, decode_numeric
 from storage.bsonutil import decode
 from storage.errors import ErrorCode, MongoError
 
 from .bucket_document import decode_column
 from .constants import CONTROL, CONTROL_COUNT, CONTROL_VERSION, DATA, META
 
-__all__ = ["BucketSpec", "count_measurements", "unpack_bucket", "unpack_columns"]
+__all__ = ["BucketSpec", "count_measurements", "numeric_columns", "unpack_bucket",
+           "unpack_columns"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,3 +177,44 @@ def count_measurements(bucket: Mapping[str, Any] | bytes, time_field: str) -> in
             return int(count)
         return len(_column_values(data[time_field], 2, time_field))
     raise MongoError(5857901, "Invalid bucket version")
+
+
+def numeric_columns(bucket: Mapping[str, Any] | bytes, fields: Iterable[str]
+                    ) -> dict[str, NumericColumn | None]:
+    """Numeric, date and bool columns of a compressed bucket as numpy arrays.
+
+    For each requested field: a `NumericColumn` (values, presence mask, per-row types;
+    see storage.bsoncolumn.blocks) decoded without building Python objects, or None when
+    the field is absent, not numeric, or the bucket is v1 (use `unpack_columns` then).
+    Rows are in stored order, one per measurement (missing rows are not present).
+    """
+    if isinstance(bucket, bytes | bytearray | memoryview):
+        bucket = decode(bytes(bucket))
+    control = bucket.get(CONTROL)
+    data = bucket.get(DATA)
+    out: dict[str, NumericColumn | None] = {}
+    compressed = (isinstance(control, Mapping) and control.get(CONTROL_VERSION) in (2, 3)
+                  and isinstance(data, Mapping))
+    count = None
+    if compressed:
+        c = control.get(CONTROL_COUNT)  # type: ignore[union-attr]
+        count = int(c) if isinstance(c, int | float) and not isinstance(c, bool) else None
+    for name in fields:
+        col = data.get(name) if compressed else None  # type: ignore[union-attr]
+        if not isinstance(col, Binary | bytes):
+            out[name] = None
+            continue
+        try:
+            nc = decode_numeric(bytes(col))
+        except (NotNumericColumn, BSONColumnError):
+            out[name] = None
+            continue
+        if count is not None and len(nc) < count:
+            # Trailing skipped rows are not encoded: pad to the bucket's row count.
+            pad = count - len(nc)
+            nc = NumericColumn(np.concatenate([nc.values, np.zeros(pad, nc.values.dtype)]),
+                               np.concatenate([nc.present, np.zeros(pad, bool)]),
+                               np.concatenate([nc.types, np.zeros(pad, nc.types.dtype)]),
+                               nc.kind)
+        out[name] = nc
+    return out

@@ -116,3 +116,23 @@ def test_rebuild_bucket_keeps_min_time_and_id() -> None:
     assert doc["control"]["max"] == {"time": DatetimeMS(62_000), "_id": 3, "a": 5}
     assert doc["control"]["count"] == 2 and doc["meta"] == {"host": "h1"}
     assert list(unpack_bucket(raw, _spec())) == ms_
+
+
+def test_numeric_columns_match_generic_decoding() -> None:
+    from storage.timeseries.unpack import numeric_columns
+
+    cat, store = BucketCatalog(), FakeStore()
+    docs = [{"time": DatetimeMS(1000 * i), "_id": i, "tags": "h",
+             **({"a": i * 1.25} if i % 3 else {}), "s": "x"} for i in range(50)]
+    store.insert(cat, "c", OPTS, docs[:20])
+    store.insert(cat, "c", OPTS, docs[20:])
+    [raw] = store.docs["c"].values()
+    cols = numeric_columns(raw, ["time", "a", "_id", "s", "nope"])
+    assert cols["s"] is None and cols["nope"] is None
+    t, a, i = cols["time"], cols["a"], cols["_id"]
+    assert t is not None and t.kind == "date" and list(t.values) == [1000 * k for k in range(50)]
+    assert a is not None and list(a.present) == [bool(k % 3) for k in range(50)]
+    assert [float(v) for v, p in zip(a.values, a.present) if p] == [
+        k * 1.25 for k in range(50) if k % 3]
+    assert i is not None and list(i.values) == list(range(50))
+    assert numeric_columns(V1, ["a"]) == {"a": None}
