@@ -568,7 +568,7 @@ class DerivativeFunction(WindowFunction):
                 if type(t) is not DatetimeMS:
                     raise MongoError(5624900, "$derivative with 'unit' expects the sortBy field "
                                      "to be a Date")
-                out.append(int(t) / _UNIT_MS[self.unit])
+                out.append(int(t))
             else:
                 if type(t) is DatetimeMS:
                     raise MongoError(5624901, "$derivative where the sortBy is a Date requires "
@@ -595,6 +595,8 @@ class DerivativeFunction(WindowFunction):
                     raise MongoError(5624904, f"$derivative input must be numeric, found "
                                      f"{type_name(y)}")
             dt = ts[b] - ts[a]
+            if self.unit is not None:
+                dt = dt / _UNIT_MS[self.unit]
             if dt == 0:
                 out.append(None)
                 continue
@@ -616,13 +618,13 @@ class IntegralFunction(WindowFunction):
 
     def compute(self, part: Partition) -> list[Any]:
         assert part.sort_values is not None
-        ts: list[float] = []
+        ts: list[Any] = []
         for t in part.sort_values:
             if self.unit is not None:
                 if type(t) is not DatetimeMS:
                     raise MongoError(5423901, "$integral with 'unit' expects the sortBy field to "
                                      "be a Date")
-                ts.append(int(t) / _UNIT_MS[self.unit])
+                ts.append(int(t))
             else:
                 if num_kind(t) < 0:
                     raise MongoError(5423902, "$integral (with no 'unit') expects the sortBy "
@@ -634,7 +636,10 @@ class IntegralFunction(WindowFunction):
         prefix = [0.0]
         for k in range(1, len(pts)):
             i0, i1 = pts[k - 1], pts[k]
-            area = (ts[i1] - ts[i0]) * (to_float(vals[i0]) + to_float(vals[i1])) / 2.0
+            dt = ts[i1] - ts[i0]
+            if self.unit is not None:
+                dt = dt / _UNIT_MS[self.unit]
+            area = dt * (to_float(vals[i0]) + to_float(vals[i1])) / 2.0
             prefix.append(prefix[-1] + area)
         out: list[Any] = []
         for a, b in self.bounds.ranges(part):
