@@ -242,8 +242,8 @@ def test_spilled_group_equals_in_memory(rows: list, limit: int) -> None:
                         "f": {"$first": "$_id"}}}]
     got = run(spec, docs, PipelineContext(memory_limit_bytes=limit, allow_disk_use=True))
     want = run(spec, docs)
-    key = (lambda o: o["_id"])
-    got_sorted, want_sorted = sorted(got, key=key), sorted(want, key=key)
+    got_sorted = sorted(got, key=lambda o: o["_id"])
+    want_sorted = sorted(want, key=lambda o: o["_id"])
     # $first is order-dependent: a spilled partition keeps input order within itself.
     assert [(o["_id"], o["s"], o["n"]) for o in got_sorted] == \
         [(o["_id"], o["s"], o["n"]) for o in want_sorted]
