@@ -21,11 +21,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bson import Int64  # noqa: E402
-from bson.datetime_ms import DatetimeMS  # noqa: E402
+from bson import Int64
+from bson.datetime_ms import DatetimeMS
 
-from query.context import PipelineContext  # noqa: E402
-from query.pipeline import compile_pipeline  # noqa: E402
+from query.context import PipelineContext
+from query.pipeline import compile_pipeline
 
 START_MS = 1_700_000_000_000
 
