@@ -1,8 +1,8 @@
 """Streaming stages: $match $project $addFields $set $unset $limit $skip $count $replaceRoot
 $replaceWith $redact $sample $documents.
 
-`$match` and `$project` delegate to `query.matcher.compile_filter` and
-`query.projection.compile_projection`; everything else is implemented here.
+`$match` delegates to the query matcher (`query.matcher` / `query.match` `compile_filter`);
+`$project` lives in `project.py` (aggregation projection semantics).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from storage.errors import ErrorCode, MongoError
 
 from .base import Env, Stage, call_flexible, register_stage
 
-__all__ = ["MatchStage", "ProjectStage", "AddFieldsStage", "UnsetStage", "LimitStage",
+__all__ = ["MatchStage", "AddFieldsStage", "UnsetStage", "LimitStage",
            "SkipStage", "CountStage", "ReplaceRootStage", "RedactStage", "SampleStage",
            "DocumentsStage", "compile_matcher", "compile_addfields_tree", "apply_addfields",
            "remove_path", "validate_field_path"]
@@ -107,23 +107,8 @@ def _c_match(spec: Any, ctx: PipelineContext) -> Stage:
     return MatchStage(spec, ctx)
 
 
-class ProjectStage(Stage):
-    """$project through the find-projection engine (`query.projection`)."""
-
-    name = "$project"
-
-    def __init__(self, spec: dict, ctx: PipelineContext) -> None:
-        from query.projection import compile_projection
-        self.spec = spec
-        self.proj = compile_projection(spec)
-
-    def run(self, docs: Iterator[dict], env: Env) -> Iterator[dict]:
-        apply = self.proj.apply
-        for d in docs:
-            yield apply(d)
-
-
 def _c_project(spec: Any, ctx: PipelineContext) -> Stage:
+    from .project import ProjectStage
     if type(spec) is not dict:
         raise MongoError(15969, "$project specification must be an object")
     if not spec:

@@ -398,14 +398,54 @@ def test_out_and_merge_call_the_sinks() -> None:
                            "when_not_matched": "insert", "let": None})
 
 
-def test_project_delegates_to_projection() -> None:
-    # project/: include fields, computed fields, exclude _id
+def test_project() -> None:
+    # project/: include fields, suppress _id, exclude fields, embedded fields, computed fields
     books = [{"_id": 1, "title": "abc123", "isbn": "0001122223334",
-              "author": {"last": "zzz", "first": "aaa"}, "copies": 5}]
+              "author": {"last": "zzz", "first": "aaa"}, "copies": 5, "lastModified": "2016-07-28"}]
     assert run([{"$project": {"title": 1, "author": 1}}], books) == \
         [{"_id": 1, "title": "abc123", "author": {"last": "zzz", "first": "aaa"}}]
-    assert run([{"$project": {"_id": 0, "t": {"$toUpper": "$title"}}}], books) == \
-        [{"t": "ABC123"}]
+    assert run([{"$project": {"_id": 0, "title": 1, "author": 1}}], books) == \
+        [{"title": "abc123", "author": {"last": "zzz", "first": "aaa"}}]
+    assert run([{"$project": {"lastModified": 0}}], books)[0].keys() == \
+        {"_id", "title", "isbn", "author", "copies"}
+    assert run([{"$project": {"author.first": 0, "lastModified": 0}}], books)[0]["author"] == \
+        {"last": "zzz"}
+    assert run([{"$project": {"title": 1, "isbn": {
+        "prefix": {"$substr": ["$isbn", 0, 3]}, "group": {"$substr": ["$isbn", 3, 2]},
+        "publisher": {"$substr": ["$isbn", 5, 4]}, "title": {"$substr": ["$isbn", 9, 3]},
+        "checkDigit": {"$substr": ["$isbn", 12, 1]}},
+        "lastName": "$author.last", "copiesSold": "$copies"}}], books) == \
+        [{"_id": 1, "title": "abc123", "isbn": {"prefix": "000", "group": "11",
+                                                "publisher": "2222", "title": "333",
+                                                "checkDigit": "4"},
+          "lastName": "zzz", "copiesSold": 5}]
+    # project/: "Project New Array Fields" and conditionally excluding with $$REMOVE
+    assert run([{"$project": {"myArray": ["$x", "$y"]}}], [{"_id": 1, "x": 1}]) == \
+        [{"_id": 1, "myArray": [1, None]}]
+    assert run([{"$project": {"a": {"$cond": [False, 1, "$$REMOVE"]}, "b": 1}}],
+               [{"_id": 1, "a": 5, "b": 2}]) == [{"_id": 1, "b": 2}]
+    # aggregation, not find, semantics: $slice is the expression; nested arrays are projected
+    assert run([{"$project": {"_id": 0, "s": {"$slice": ["$arr", 2]}}}], [{"arr": [1, 2, 3]}]) == \
+        [{"s": [1, 2]}]
+    assert run([{"$project": {"_id": 0, "a.c": 1}}],
+               [{"a": [{"c": 1, "d": 2}, 5, [{"c": 3}]]}]) == [{"a": [{"c": 1}, [{"c": 3}]]}]
+    # (the inclusion pass drops the scalar element before computed fields are added)
+    assert run([{"$project": {"_id": 0, "a.e": "$x"}}], [{"a": [{"c": 1}, 5], "x": 9}]) == \
+        [{"a": [{"e": 9}]}]
+    assert run([{"$project": {"_id": 0, "t": "$$NOW"}}], [{}],
+               PipelineContext(now=DatetimeMS(7))) == [{"t": DatetimeMS(7)}]
+
+
+@pytest.mark.parametrize("spec,code", [
+    ({"a": 1, "b": 0}, 31254), ({"a": 0, "b": 1}, 31253), ({"a": 0, "b": "$x"}, 31252),
+    ({"a": {"$b": "$a"}}, 31325), ({"a": {"$elemMatch": {"x": 1}}}, 31325),
+    ({"a": 1, "a.b": 1}, 31249), ({"a.b": 1, "a": 1}, 31250), ({"a": {}}, 51270),
+    ({"$a": 1}, 16410), ({"a": {"$slice": 2}}, 28667),
+])
+def test_project_errors(spec: dict, code: int) -> None:
+    with pytest.raises(MongoError) as e:
+        run([{"$project": spec}], [{"a": 1}])
+    assert e.value.code == code, e.value
 
 
 def test_stage_inputs_are_not_mutated() -> None:
