@@ -65,8 +65,7 @@ class AggregationProjection:
         out = []
         for k, v in tree.items():
             if type(v) is dict:
-                out.extend((p, leaf) for p, leaf in
-                           ((q[0], q[1]) for q in self._leaf_paths(v, prefix + k + ".")))
+                out.extend(self._leaf_paths(v, prefix + k + "."))
             else:
                 out.append(((prefix + k).split("."), v))
         return out
@@ -147,10 +146,9 @@ class AggregationProjection:
         return self._computed(val, path, scope)
 
     def _computed(self, val: Any, path: str, scope: Scope) -> Fn:
-        if path != "_id" or self.mode == "exclude":
-            if self.mode == "exclude":
-                raise MongoError(31252, "Invalid $project :: caused by :: Cannot use expression "
-                                 "other than $meta in exclusion projection")
+        if self.mode == "exclude":
+            raise MongoError(31252, "Invalid $project :: caused by :: Cannot use expression "
+                             "other than $meta in exclusion projection")
         if path != "_id":
             self._set_mode("include", path)
         return compile_node(val, scope)
