@@ -58,11 +58,35 @@ def compile_matcher(spec: dict, ctx: PipelineContext) -> Callable[[dict, dict], 
     variables whose values are only known at run time).
     """
     from query.expressions.core import compile_node
+    exprs: list[Any] = []
+    rest: dict = {}
+    for k, v in spec.items():
+        if k == "$expr":
+            exprs.append(v)
+        elif k == "$and" and type(v) is list and any(
+                type(c) is dict and list(c) == ["$expr"] for c in v):
+            # {$and: [..., {$expr: X}, ...]}: hoist the $expr clauses (same conjunction).
+            others = []
+            for c in v:
+                if type(c) is dict and list(c) == ["$expr"]:
+                    exprs.append(c["$expr"])
+                else:
+                    others.append(c)
+            if others:
+                rest["$and"] = others
+        else:
+            rest[k] = v
     expr_fn = None
-    rest = spec
-    if "$expr" in spec:
-        expr_fn = compile_node(spec["$expr"], Scope(ctx.scope_vars()))
-        rest = {k: v for k, v in spec.items() if k != "$expr"}
+    if exprs:
+        scope = Scope(ctx.scope_vars())
+        fns = [compile_node(e, scope) for e in exprs]
+        if len(fns) == 1:
+            expr_fn = fns[0]
+        else:
+            from query.expressions.values import truthy as _truthy
+
+            def expr_fn(doc: Any, variables: dict) -> Any:
+                return all(_truthy(f(doc, variables)) for f in fns)
     if rest and ctx.variables_in_scope and _contains_key(rest, "$expr"):
         return None
     compile_filter = _compile_filter_fn()
@@ -71,7 +95,8 @@ def compile_matcher(spec: dict, ctx: PipelineContext) -> Callable[[dict, dict], 
     m = call_flexible(compile_filter, rest, variables=static_vars) if rest else None
     matches = m.matches if m is not None else None
     if expr_fn is None:
-        assert matches is not None
+        if matches is None:
+            return lambda doc, variables: True
         return lambda doc, variables: matches(doc)
     from query.expressions.values import truthy
     if matches is None:

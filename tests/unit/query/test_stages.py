@@ -364,6 +364,12 @@ def test_lookup_pipeline_with_let() -> None:
                                          {"$count": "n"}], "as": "x"}}],
               orders, ctx_with(warehouses=warehouses))
     assert [o["x"] for o in out] == [[{"n": 2}], [{"n": 1}], [{"n": 1}]]
+    # $expr clauses inside a top-level $and see the let variables too
+    out = run([{"$lookup": {"from": "warehouses", "let": {"it": "$item"}, "pipeline": [
+        {"$match": {"$and": [{"$expr": {"$eq": ["$stock_item", "$$it"]}},
+                             {"instock": {"$gt": 70}}]}}], "as": "x"}}], orders,
+        ctx_with(warehouses=warehouses))
+    assert [[w["_id"] for w in o["x"]] for o in out] == [[1], [2], [5]]
     # uncorrelated sub-pipeline, and $documents instead of a collection
     out = run([{"$lookup": {"pipeline": [{"$documents": [{"z": 1}]}], "as": "docs"}}],
               orders[:1], ctx_with())
@@ -446,6 +452,29 @@ def test_project_errors(spec: dict, code: int) -> None:
     with pytest.raises(MongoError) as e:
         run([{"$project": spec}], [{"a": 1}])
     assert e.value.code == code, e.value
+
+
+def test_match_empty_and_expr_only() -> None:
+    docs = [{"a": 1}, {"a": 2}]
+    assert run([{"$match": {}}], docs) == docs
+    assert run([{"$match": {"$expr": {"$gt": ["$a", 1]}}}], docs) == [{"a": 2}]
+    assert run([{"$match": {"a": {"$gte": 1}, "$expr": {"$lt": ["$a", 2]}}}], docs) == [{"a": 1}]
+
+
+def test_sort_array_with_pattern() -> None:
+    # sortArray/: team members sorted by a field of the element documents
+    team = [{"name": "pat", "age": 30}, {"name": "dallas", "age": 36},
+            {"name": "charlie", "age": 42}, {"name": "quinn", "age": 22}]
+    from query.expressions import compile_expression
+    e = compile_expression({"$sortArray": {"input": "$team", "sortBy": {"age": -1}}})
+    assert [m["name"] for m in e.evaluate({"team": team}, {})] == \
+        ["charlie", "dallas", "pat", "quinn"]
+
+
+def test_out_without_sink_is_refused() -> None:
+    with pytest.raises(MongoError) as e:
+        run([{"$out": "x"}], [{"a": 1}])
+    assert e.value.code == 238
 
 
 def test_stage_inputs_are_not_mutated() -> None:
