@@ -195,7 +195,7 @@ def _c_switch(arg: Any, scope: Scope, name: str) -> Fn:
     return f
 
 
-@operator("$literal")
+@operator("$literal", "$const")
 def _c_literal(arg: Any, scope: Scope, name: str) -> Fn:
     return const_fn(arg)
 

@@ -103,8 +103,17 @@ def _c_bucket(spec: Any, ctx: PipelineContext) -> list[Stage]:
 
     out_spec = output if output is not None else {"count": {"$sum": 1}}
     accs = parse_accumulator_fields(out_spec, scope, skip=())
+    gb_spec = spec["groupBy"]
+    branches = [{"case": {"$and": [{"$gte": [gb_spec, {"$const": lo}]},
+                                   {"$lt": [gb_spec, {"$const": hi}]}]},
+                 "then": {"$const": lo}}
+                for lo, hi in zip(boundaries, boundaries[1:])]
+    switch: dict[str, Any] = {"branches": branches}
+    if default is not MISSING:
+        switch["default"] = {"$const": default}
     group = GroupStage.__new__(GroupStage)
-    group.spec = {"_id": {"$switch": "<bucket boundaries>"}, **out_spec}
+    # Explained as MongoDB desugars $bucket: a $group on a $switch over the boundaries.
+    group.spec = {"_id": {"$switch": switch}, **out_spec}
     group.id_fn = bucket_id
     group.accs = accs
     return [group, SortStage({"_id": 1}, ctx)]
