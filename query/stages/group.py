@@ -86,7 +86,8 @@ def parse_accumulator_fields(spec: dict, scope: Scope, skip: tuple[str, ...] = (
 
 
 def make_group_id_fn(id_spec: Any, scope: Scope) -> Fn:
-    """The `_id` expression; a literal object's fields are evaluated separately (missing→null)."""
+    """The `_id` expression. An object of expressions is evaluated field by field: with one
+    field a missing value becomes null, with several it stays missing (field omitted)."""
     if type(id_spec) is dict and id_spec and not next(iter(id_spec)).startswith("$"):
         fields = [(k, compile_node(v, scope)) for k, v in id_spec.items()]
         for k, _ in fields:
@@ -96,11 +97,21 @@ def make_group_id_fn(id_spec: Any, scope: Scope) -> Fn:
                                  k.startswith("$") else
                                  "FieldPath field names may not contain '.'.")
 
+        if len(fields) == 1:
+            (k1, f1), = fields
+
+            def single(doc: Any, variables: dict) -> Any:
+                v = f1(doc, variables)
+                return {k1: None if v is MISSING else v}
+            return single
+
         def composite(doc: Any, variables: dict) -> Any:
+            # MongoDB keeps a missing part missing (not null) in a multi-field _id.
             out = {}
             for k, f in fields:
                 v = f(doc, variables)
-                out[k] = None if v is MISSING else v
+                if v is not MISSING:
+                    out[k] = v
             return out
         return composite
     return compile_node(id_spec, scope)

@@ -256,10 +256,14 @@ def test_group_key_equality_across_numeric_types_and_null_missing() -> None:
     assert out[0]["_id"] == 1 and type(out[0]["_id"]) is int   # first value seen
 
 
-def test_composite_id_missing_field_is_null() -> None:
+def test_composite_id_missing_fields() -> None:
+    # DocumentSourceGroup: one-field _id objects turn missing into null; with several fields a
+    # missing part stays missing (omitted, and distinct from null)
+    out = run([{"$group": {"_id": {"a": "$a"}, "n": {"$sum": 1}}}], [{}, {"a": None}])
+    assert out == [{"_id": {"a": None}, "n": 2}]
     out = run([{"$group": {"_id": {"a": "$a", "b": "$b"}, "n": {"$sum": 1}}}],
-              [{"a": 1}, {"a": 1, "b": None}])
-    assert out == [{"_id": {"a": 1, "b": None}, "n": 2}]
+              [{"a": 1}, {"a": 1, "b": None}, {"a": 1}])
+    assert out == [{"_id": {"a": 1}, "n": 2}, {"_id": {"a": 1, "b": None}, "n": 1}]
 
 
 @pytest.mark.parametrize("spec,code", [
