@@ -4,6 +4,7 @@ about equal size over the sorted groupBy values, optional preferred-number granu
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections.abc import Iterator
 from typing import Any, Final
@@ -107,7 +108,7 @@ def _c_bucket(spec: Any, ctx: PipelineContext) -> list[Stage]:
     branches = [{"case": {"$and": [{"$gte": [gb_spec, {"$const": lo}]},
                                    {"$lt": [gb_spec, {"$const": hi}]}]},
                  "then": {"$const": lo}}
-                for lo, hi in zip(boundaries, boundaries[1:])]
+                for lo, hi in itertools.pairwise(boundaries)]
     switch: dict[str, Any] = {"branches": branches}
     if default is not MISSING:
         switch["default"] = {"$const": default}
