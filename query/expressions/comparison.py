@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bson import Int64
 from bson.datetime_ms import DatetimeMS
 
 from storage.bson_order import sort_key
@@ -33,7 +34,7 @@ def agg_key(v: Any) -> tuple:
     t = type(v)
     if t is float:
         return (10, 1, v) if v == v else _NAN_KEY
-    if t is int:
+    if t is int or t is Int64:
         return (10, 1, v)
     if t is str:
         return (15, v)
