@@ -1004,17 +1004,20 @@ def _c_date_trunc(arg: Any, scope: Scope, name: str) -> Fn:
                 size = bs * _UNIT_MS[unit]
                 ref = _REF_UTC_MS - tz.utc_offset_s(_REF_UTC_MS) * 1000
 
-                last = [None, None]   # cache: consecutive documents often share a bin
+                # Consecutive documents often share a bin: remember the last one (a tuple
+                # swapped in one assignment, so concurrent evaluations stay consistent).
+                last: list[tuple[Any, Any]] = [(None, None)]
 
                 def fast(doc: Any, v: dict) -> Any:
                     d = d_fn(doc, v)
                     if type(d) is DatetimeMS:
                         ms = d._value
                         lo = ms - (ms - ref) % size
-                        if lo == last[0]:
-                            return last[1]
+                        cached = last[0]
+                        if cached[0] == lo:
+                            return cached[1]
                         out = DatetimeMS(lo)
-                        last[0], last[1] = lo, out
+                        last[0] = (lo, out)
                         return out
                     if d is None or d is MISSING:
                         return None
