@@ -219,20 +219,29 @@ class CountAcc(Accumulator):
 
 
 class MinMaxAcc(Accumulator):
-    __slots__ = ("best", "key", "sign")
+    __slots__ = ("best", "sign")
 
     def __init__(self, sign: int) -> None:
         self.sign = sign
         self.best: Any = MISSING
-        self.key: Any = None
 
     def process(self, value: Any) -> None:
         if value is None or value is MISSING:
             return
-        k = agg_key(value)
-        if self.best is MISSING or (k < self.key if self.sign < 0 else k > self.key):
+        best = self.best
+        if best is MISSING:
             self.best = value
-            self.key = k
+            return
+        t = type(value)
+        if t is type(best) and (t is float or t is int or t is str or t is Int64) and \
+                value == value and best == best:
+            # Same simple type (no NaN): compare the values themselves.
+            if (value < best) if self.sign < 0 else (value > best):
+                self.best = value
+            return
+        k, kb = agg_key(value), agg_key(best)
+        if (k < kb) if self.sign < 0 else (k > kb):
+            self.best = value
 
     def result(self) -> Any:
         return None if self.best is MISSING else self.best

@@ -97,12 +97,20 @@ def external_sort(docs: Iterable[dict], key: Callable[[dict], Any],
     limit = ctx.memory_limit_bytes
     est = SizeEstimator()
     buf: list[dict] = []
+    append = buf.append
     used = 0
+    avg = 0
+    n = 0
     runs: list[SpillFile] = []
     try:
         for d in docs:
-            buf.append(d)
-            used += est.size(d)
+            append(d)
+            n += 1
+            if n < _EXACT_FIRST or n % MEASURE_EVERY == 0:
+                used += est.size(d)
+                avg = est.total // est.n
+            else:
+                used += avg
             if used > limit:
                 if not ctx.allow_disk_use:
                     raise sort_limit_error(limit)
@@ -111,6 +119,7 @@ def external_sort(docs: Iterable[dict], key: Callable[[dict], Any],
                 run.write_all(buf)
                 runs.append(run)
                 buf = []
+                append = buf.append
                 used = 0
         buf.sort(key=key)
         if not runs:

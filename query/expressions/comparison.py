@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from bson import Int64
+from bson.datetime_ms import DatetimeMS
+
 from storage.bson_order import sort_key
 from storage.errors import MongoError
 
@@ -18,10 +21,27 @@ from .values import MISSING, truthy, type_name
 __all__ = ["cmp_values", "agg_key"]
 
 _MISSING_KEY = (0,)
+_NULL_KEY = (5,)
+_NAN_KEY = (10, 0, 0)
 
 
 def agg_key(v: Any) -> tuple:
-    """Sort key of a value with MISSING ranked like undefined (below null)."""
+    """Sort key of a value with MISSING ranked like undefined (below null).
+
+    Identical to `storage.bson_order.sort_key` for every value; the common scalar types are
+    keyed here without the general dispatch.
+    """
+    t = type(v)
+    if t is float:
+        return (10, 1, v) if v == v else _NAN_KEY
+    if t is int or t is Int64:
+        return (10, 1, v)
+    if t is str:
+        return (15, v)
+    if t is DatetimeMS:
+        return (45, v._value)
+    if v is None:
+        return _NULL_KEY
     if v is MISSING:
         return _MISSING_KEY
     return sort_key(v)
@@ -176,7 +196,7 @@ def _c_switch(arg: Any, scope: Scope, name: str) -> Fn:
     return f
 
 
-@operator("$literal")
+@operator("$literal", "$const")
 def _c_literal(arg: Any, scope: Scope, name: str) -> Fn:
     return const_fn(arg)
 

@@ -167,7 +167,7 @@ def _is_constant_spec(spec: Any) -> bool:
     if t is dict:
         if len(spec) == 1:
             k = next(iter(spec))
-            if k == "$literal":
+            if k in ("$literal", "$const"):
                 return True
             if k in IMPURE_OPERATORS or k in IMPLICIT_DOC_OPERATORS:
                 return False

@@ -1004,11 +1004,21 @@ def _c_date_trunc(arg: Any, scope: Scope, name: str) -> Fn:
                 size = bs * _UNIT_MS[unit]
                 ref = _REF_UTC_MS - tz.utc_offset_s(_REF_UTC_MS) * 1000
 
+                # Consecutive documents often share a bin: remember the last one (a tuple
+                # swapped in one assignment, so concurrent evaluations stay consistent).
+                last: list[tuple[Any, Any]] = [(None, None)]
+
                 def fast(doc: Any, v: dict) -> Any:
                     d = d_fn(doc, v)
                     if type(d) is DatetimeMS:
-                        ms = int(d)
-                        return DatetimeMS(ms - (ms - ref) % size)
+                        ms = d._value
+                        lo = ms - (ms - ref) % size
+                        cached = last[0]
+                        if cached[0] == lo:
+                            return cached[1]
+                        out = DatetimeMS(lo)
+                        last[0] = (lo, out)
+                        return out
                     if d is None or d is MISSING:
                         return None
                     if not coercible_to_date(d):

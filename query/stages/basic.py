@@ -1,8 +1,8 @@
 """Streaming stages: $match $project $addFields $set $unset $limit $skip $count $replaceRoot
 $replaceWith $redact $sample $documents.
 
-`$match` and `$project` delegate to `query.matcher.compile_filter` and
-`query.projection.compile_projection`; everything else is implemented here.
+`$match` delegates to the query matcher (`query.matcher` / `query.match` `compile_filter`);
+`$project` lives in `project.py` (aggregation projection semantics).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from storage.errors import ErrorCode, MongoError
 
 from .base import Env, Stage, call_flexible, register_stage
 
-__all__ = ["MatchStage", "ProjectStage", "AddFieldsStage", "UnsetStage", "LimitStage",
+__all__ = ["MatchStage", "AddFieldsStage", "UnsetStage", "LimitStage",
            "SkipStage", "CountStage", "ReplaceRootStage", "RedactStage", "SampleStage",
            "DocumentsStage", "compile_matcher", "compile_addfields_tree", "apply_addfields",
            "remove_path", "validate_field_path"]
@@ -58,11 +58,35 @@ def compile_matcher(spec: dict, ctx: PipelineContext) -> Callable[[dict, dict], 
     variables whose values are only known at run time).
     """
     from query.expressions.core import compile_node
+    exprs: list[Any] = []
+    rest: dict = {}
+    for k, v in spec.items():
+        if k == "$expr":
+            exprs.append(v)
+        elif k == "$and" and type(v) is list and any(
+                type(c) is dict and list(c) == ["$expr"] for c in v):
+            # {$and: [..., {$expr: X}, ...]}: hoist the $expr clauses (same conjunction).
+            others = []
+            for c in v:
+                if type(c) is dict and list(c) == ["$expr"]:
+                    exprs.append(c["$expr"])
+                else:
+                    others.append(c)
+            if others:
+                rest["$and"] = others
+        else:
+            rest[k] = v
     expr_fn = None
-    rest = spec
-    if "$expr" in spec:
-        expr_fn = compile_node(spec["$expr"], Scope(ctx.scope_vars()))
-        rest = {k: v for k, v in spec.items() if k != "$expr"}
+    if exprs:
+        scope = Scope(ctx.scope_vars())
+        fns = [compile_node(e, scope) for e in exprs]
+        if len(fns) == 1:
+            expr_fn = fns[0]
+        else:
+            from query.expressions.values import truthy as _truthy
+
+            def expr_fn(doc: Any, variables: dict) -> Any:
+                return all(_truthy(f(doc, variables)) for f in fns)
     if rest and ctx.variables_in_scope and _contains_key(rest, "$expr"):
         return None
     compile_filter = _compile_filter_fn()
@@ -108,23 +132,8 @@ def _c_match(spec: Any, ctx: PipelineContext) -> Stage:
     return MatchStage(spec, ctx)
 
 
-class ProjectStage(Stage):
-    """$project through the find-projection engine (`query.projection`)."""
-
-    name = "$project"
-
-    def __init__(self, spec: dict, ctx: PipelineContext) -> None:
-        from query.projection import compile_projection
-        self.spec = spec
-        self.proj = compile_projection(spec)
-
-    def run(self, docs: Iterator[dict], env: Env) -> Iterator[dict]:
-        apply = self.proj.apply
-        for d in docs:
-            yield apply(d)
-
-
 def _c_project(spec: Any, ctx: PipelineContext) -> Stage:
+    from .project import ProjectStage
     if type(spec) is not dict:
         raise MongoError(15969, "$project specification must be an object")
     if not spec:

@@ -4,6 +4,7 @@ about equal size over the sorted groupBy values, optional preferred-number granu
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections.abc import Iterator
 from typing import Any, Final
@@ -103,8 +104,17 @@ def _c_bucket(spec: Any, ctx: PipelineContext) -> list[Stage]:
 
     out_spec = output if output is not None else {"count": {"$sum": 1}}
     accs = parse_accumulator_fields(out_spec, scope, skip=())
+    gb_spec = spec["groupBy"]
+    branches = [{"case": {"$and": [{"$gte": [gb_spec, {"$const": lo}]},
+                                   {"$lt": [gb_spec, {"$const": hi}]}]},
+                 "then": {"$const": lo}}
+                for lo, hi in itertools.pairwise(boundaries)]
+    switch: dict[str, Any] = {"branches": branches}
+    if default is not MISSING:
+        switch["default"] = {"$const": default}
     group = GroupStage.__new__(GroupStage)
-    group.spec = {"_id": {"$switch": "<bucket boundaries>"}, **out_spec}
+    # Explained as MongoDB desugars $bucket: a $group on a $switch over the boundaries.
+    group.spec = {"_id": {"$switch": switch}, **out_spec}
     group.id_fn = bucket_id
     group.accs = accs
     return [group, SortStage({"_id": 1}, ctx)]

@@ -13,11 +13,12 @@ partitions on disk and grouped partition by partition afterwards.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any, Final
 
 from bson import Decimal128, Int64
+from bson.datetime_ms import DatetimeMS
 
 from query.accumulators import AccumulatorDef, Tracker, approx_size, compile_accumulator
 from query.context import PipelineContext
@@ -52,6 +53,8 @@ def group_key(v: Any) -> Any:
         return None
     if t is Int64:
         return int(v)
+    if t is DatetimeMS:
+        return (45, v._value)      # == sort_key(v)
     if t is Decimal128:
         d: Decimal = v.to_decimal()
         if d.is_nan():
@@ -83,7 +86,8 @@ def parse_accumulator_fields(spec: dict, scope: Scope, skip: tuple[str, ...] = (
 
 
 def make_group_id_fn(id_spec: Any, scope: Scope) -> Fn:
-    """The `_id` expression; a literal object's fields are evaluated separately (missing→null)."""
+    """The `_id` expression. An object of expressions is evaluated field by field: with one
+    field a missing value becomes null, with several it stays missing (field omitted)."""
     if type(id_spec) is dict and id_spec and not next(iter(id_spec)).startswith("$"):
         fields = [(k, compile_node(v, scope)) for k, v in id_spec.items()]
         for k, _ in fields:
@@ -93,11 +97,21 @@ def make_group_id_fn(id_spec: Any, scope: Scope) -> Fn:
                                  k.startswith("$") else
                                  "FieldPath field names may not contain '.'.")
 
+        if len(fields) == 1:
+            (k1, f1), = fields
+
+            def single(doc: Any, variables: dict) -> Any:
+                v = f1(doc, variables)
+                return {k1: None if v is MISSING else v}
+            return single
+
         def composite(doc: Any, variables: dict) -> Any:
+            # MongoDB keeps a missing part missing (not null) in a multi-field _id.
             out = {}
             for k, f in fields:
                 v = f(doc, variables)
-                out[k] = None if v is MISSING else v
+                if v is not MISSING:
+                    out[k] = v
             return out
         return composite
     return compile_node(id_spec, scope)
@@ -119,22 +133,38 @@ class _Grouper:
     def used(self) -> int:
         return self.fixed + self.tracker.used
 
-    def add(self, doc: dict, variables: dict, create: bool = True) -> bool:
-        """Fold one document in; False if its group is new and `create` is False."""
-        gid = self.id_fn(doc, variables)
-        hk = group_key(gid)
-        g = self.groups.get(hk)
-        if g is None:
-            if not create:
-                return False
-            if gid is MISSING:
-                gid = None
-            g = (gid, [d.new(gid, self.tracker) for d in self.defs])
-            self.groups[hk] = g
-            self.fixed += approx_size(gid) + _GROUP_OVERHEAD + _ACC_OVERHEAD * len(self.defs)
-        for arg, acc in zip(self.args, g[1]):
-            acc.process(arg(doc, variables))
-        return True
+    def adder(self) -> Callable[[dict, dict, bool], bool]:
+        """A function folding one document in; it returns False (and does nothing) if the
+        document's group is new and `create` is False."""
+        id_fn = self.id_fn
+        groups = self.groups
+        defs = self.defs
+        tracker = self.tracker
+        overhead = _GROUP_OVERHEAD + _ACC_OVERHEAD * len(defs)
+        pairs_single = len(defs) == 1
+        arg0 = self.args[0] if defs else None
+        args = self.args
+
+        def add(doc: dict, variables: dict, create: bool = True) -> bool:
+            gid = id_fn(doc, variables)
+            t = type(gid)
+            hk = gid if t is str or t is int else group_key(gid)
+            g = groups.get(hk)
+            if g is None:
+                if not create:
+                    return False
+                if gid is MISSING:
+                    gid = None
+                g = (gid, [dd.new(gid, tracker) for dd in defs])
+                groups[hk] = g
+                self.fixed += approx_size(gid) + overhead
+            if pairs_single:
+                g[1][0].process(arg0(doc, variables))  # type: ignore[misc]
+            else:
+                for arg, acc in zip(args, g[1]):
+                    acc.process(arg(doc, variables))
+            return True
+        return add
 
     def results(self) -> Iterator[dict]:
         names = self.names
@@ -165,7 +195,7 @@ class GroupStage(Stage):
         limit = ctx.memory_limit_bytes
         variables = env.variables
         g = _Grouper(self.id_fn, self.accs)
-        add = g.add
+        add = g.adder()
         n = 0
         it = iter(docs)
         spilling = False

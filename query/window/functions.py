@@ -258,6 +258,8 @@ class _StdDevSlider:
         self.m2 -= (x - prev_mean) * (x - self.mean)
         self.mean = prev_mean
         self.n -= 1
+        if self.n == 1 or self.m2 < 0:
+            self.m2 = 0.0
 
     def result(self) -> Any:
         if self.sample:
@@ -310,6 +312,69 @@ class _CovSlider:
         return self.c / self.n if self.n >= 1 else None
 
 
+def _float_slide(vals: list[float], ranges: list[tuple[int, int]], avg: bool) -> list:
+    """$sum/$avg over finite doubles: a compensated running sum, no per-value dispatch."""
+    out: list[Any] = []
+    s = c = 0.0
+    lo, hi = 0, -1
+    prev_a = prev_b = -1
+    for a, b in ranges:
+        if b < a:
+            out.append(None if avg else 0)
+            continue
+        if a < prev_a or b < prev_b or hi < lo or (a > hi + 1):
+            s = c = 0.0
+            lo, hi = a, a - 1
+        while hi < b:
+            hi += 1
+            x = vals[hi]
+            t = s + x
+            c += ((s - t) + x) if abs(s) >= abs(x) else ((x - t) + s)
+            s = t
+        while lo < a:
+            x = -vals[lo]
+            t = s + x
+            c += ((s - t) + x) if abs(s) >= abs(x) else ((x - t) + s)
+            s = t
+            lo += 1
+        prev_a, prev_b = a, b
+        out.append((s + c) / (hi - lo + 1) if avg else s + c)
+    return out
+
+
+class _NumMinMaxSlider(_MinMaxSlider):
+    """Min/max over plain numbers (no NaN, no decimals): the values are their own keys."""
+
+    __slots__ = ()
+
+    def add(self, i: int, v: Any) -> None:
+        if v is None or v is MISSING:
+            return
+        dq = self.dq
+        if self.sign < 0:
+            while dq and dq[-1][1] > v:
+                dq.pop()
+        else:
+            while dq and dq[-1][1] < v:
+                dq.pop()
+        dq.append((i, v, v))
+
+
+def _plain_numbers(vals: list[Any]) -> bool:
+    for v in vals:
+        t = type(v)
+        if t is float:
+            if v != v:
+                return False
+        elif not (t is int or t is Int64 or v is None or v is MISSING):
+            return False
+    return True
+
+
+def _finite_floats(vals: list[Any]) -> bool:
+    return all(type(v) is float and math.isfinite(v) for v in vals)
+
+
 def _slide(vals: list[Any], ranges: list[tuple[int, int]], make: Callable[[], Any]) -> list:
     """Apply a removable state over monotone windows (falls back to recomputing)."""
     out: list[Any] = []
@@ -326,11 +391,12 @@ def _slide(vals: list[Any], ranges: list[tuple[int, int]], make: Callable[[], An
             lo, hi = a, a - 1
         elif hi < lo:
             lo, hi = a, a - 1
+        add, remove = st.add, st.remove
         while hi < b:
             hi += 1
-            st.add(hi, vals[hi])
+            add(hi, vals[hi])
         while lo < a:
-            st.remove(lo, vals[lo])
+            remove(lo, vals[lo])
             lo += 1
         prev_a, prev_b = a, b
         out.append(st.result())
@@ -392,6 +458,11 @@ class FramedFunction(WindowFunction):
                 for i, v in enumerate(vals):
                     st.add(i, v)
                 return [st.result()] * n
+            if op in ("$sum", "$avg") and _finite_floats(vals):
+                return _float_slide(vals, ranges, op == "$avg")
+            if op in ("$min", "$max") and _plain_numbers(vals):
+                sign = -1 if op == "$min" else 1
+                return _slide(vals, ranges, lambda: _NumMinMaxSlider(sign))
             return _slide(vals, ranges, _SLIDERS[op])
         # Any other accumulator: recompute per window (once when unbounded).
         assert self.acc_factory is not None
@@ -568,7 +639,7 @@ class DerivativeFunction(WindowFunction):
                 if type(t) is not DatetimeMS:
                     raise MongoError(5624900, "$derivative with 'unit' expects the sortBy field "
                                      "to be a Date")
-                out.append(int(t) / _UNIT_MS[self.unit])
+                out.append(int(t))
             else:
                 if type(t) is DatetimeMS:
                     raise MongoError(5624901, "$derivative where the sortBy is a Date requires "
@@ -595,6 +666,8 @@ class DerivativeFunction(WindowFunction):
                     raise MongoError(5624904, f"$derivative input must be numeric, found "
                                      f"{type_name(y)}")
             dt = ts[b] - ts[a]
+            if self.unit is not None:
+                dt = dt / _UNIT_MS[self.unit]
             if dt == 0:
                 out.append(None)
                 continue
@@ -616,13 +689,13 @@ class IntegralFunction(WindowFunction):
 
     def compute(self, part: Partition) -> list[Any]:
         assert part.sort_values is not None
-        ts: list[float] = []
+        ts: list[Any] = []
         for t in part.sort_values:
             if self.unit is not None:
                 if type(t) is not DatetimeMS:
                     raise MongoError(5423901, "$integral with 'unit' expects the sortBy field to "
                                      "be a Date")
-                ts.append(int(t) / _UNIT_MS[self.unit])
+                ts.append(int(t))
             else:
                 if num_kind(t) < 0:
                     raise MongoError(5423902, "$integral (with no 'unit') expects the sortBy "
@@ -634,7 +707,10 @@ class IntegralFunction(WindowFunction):
         prefix = [0.0]
         for k in range(1, len(pts)):
             i0, i1 = pts[k - 1], pts[k]
-            area = (ts[i1] - ts[i0]) * (to_float(vals[i0]) + to_float(vals[i1])) / 2.0
+            dt = ts[i1] - ts[i0]
+            if self.unit is not None:
+                dt = dt / _UNIT_MS[self.unit]
+            area = dt * (to_float(vals[i0]) + to_float(vals[i1])) / 2.0
             prefix.append(prefix[-1] + area)
         out: list[Any] = []
         for a, b in self.bounds.ranges(part):

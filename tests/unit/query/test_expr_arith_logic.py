@@ -208,6 +208,20 @@ def test_now_and_user_variables() -> None:
     assert e.value.code == 17276
 
 
+def test_rand_meta_and_cluster_time() -> None:
+    e = compile_expression({"$rand": {}})
+    values = {e.evaluate({}, {}) for _ in range(20)}
+    assert len(values) > 1 and all(0.0 <= v < 1.0 for v in values)
+    assert not e.is_constant
+    with pytest.raises(MongoError) as err:
+        ev({"$meta": "textScore"})
+    assert err.value.code == 238
+    from bson import Timestamp
+    assert ev("$$CLUSTER_TIME", variables={"CLUSTER_TIME": Timestamp(5, 1)}) == Timestamp(5, 1)
+    with pytest.raises(MongoError):
+        ev("$$CLUSTER_TIME")
+
+
 def test_compiled_once_evaluated_many() -> None:
     e = compile_expression({"$add": ["$a", {"$multiply": [2, 3]}]})
     assert [e.evaluate({"a": i}, {}) for i in range(3)] == [6, 7, 8]
