@@ -491,14 +491,11 @@ def _parse_dbref_field(key: str, val: Any, level: int,
 def _parse_expr(key: str, val: Any, level: int, variables: dict[str, Any] | None) -> Node:
     if level == SUB:
         raise MongoError(ErrorCode.BadValue, "$expr can only be applied to the top-level document")
-    try:
-        from query.expressions import compile_expression  # the aggregation side, loaded lazily
-    except ImportError:
-        raise MongoError(ErrorCode.NotImplemented,
-                         "$expr needs the aggregation expression engine, not available") from None
-    expr = compile_expression(val)
-    evaluate = expr.evaluate
+    from query.expressions import compile_expression  # imported late: it imports the matcher
+
     base_vars = dict(variables or {})
+    expr = compile_expression(val, variables_in_scope=tuple(base_vars))
+    evaluate = expr.evaluate
 
     def fn(doc: Any, details: MatchDetails | None) -> bool:
         return expr_truthy(evaluate(doc, base_vars))

@@ -25,20 +25,12 @@ from query.expressions.values import (
 )
 from storage.errors import ErrorCode, MongoError
 
-from .base import Env, Stage, call_flexible, register_stage
+from .base import Env, Stage, register_stage
 
 __all__ = ["MatchStage", "AddFieldsStage", "UnsetStage", "LimitStage",
            "SkipStage", "CountStage", "ReplaceRootStage", "RedactStage", "SampleStage",
            "DocumentsStage", "compile_matcher", "compile_addfields_tree", "apply_addfields",
            "remove_path", "validate_field_path"]
-
-
-def _compile_filter_fn() -> Callable[..., Any]:
-    try:
-        from query.matcher import compile_filter  # type: ignore[import-not-found]
-    except ImportError:
-        from query.match import compile_filter
-    return compile_filter
 
 
 def _contains_key(spec: Any, key: str) -> bool:
@@ -89,10 +81,11 @@ def compile_matcher(spec: dict, ctx: PipelineContext) -> Callable[[dict, dict], 
                 return all(_truthy(f(doc, variables)) for f in fns)
     if rest and ctx.variables_in_scope and _contains_key(rest, "$expr"):
         return None
-    compile_filter = _compile_filter_fn()
+    from query.match import compile_filter
+
     static_vars = dict(ctx.variables)
     static_vars.setdefault("NOW", ctx.now)
-    m = call_flexible(compile_filter, rest, variables=static_vars) if rest else None
+    m = compile_filter(rest, variables=static_vars) if rest else None
     matches = m.matches if m is not None else None
     if expr_fn is None:
         if matches is None:  # {$match: {}} matches everything
@@ -115,7 +108,9 @@ class MatchStage(Stage):
         variables = env.variables
         pred = self.pred
         if pred is None:
-            m = call_flexible(_compile_filter_fn(), self.spec, variables=variables)
+            from query.match import compile_filter
+
+            m = compile_filter(self.spec, variables=variables)
             matches = m.matches
             for d in docs:
                 if matches(d):

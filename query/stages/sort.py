@@ -12,7 +12,7 @@ from query.context import PipelineContext
 from query.spill import external_sort
 from storage.errors import MongoError
 
-from .base import Env, Stage, call_flexible, register_stage
+from .base import Env, Stage, register_stage
 
 __all__ = ["SortStage", "compile_sort_key"]
 
@@ -20,7 +20,7 @@ __all__ = ["SortStage", "compile_sort_key"]
 def compile_sort_key(spec: dict) -> Any:
     """A key function for `sorted()` from a sort spec (via query.sort)."""
     from query.sort import compile_sort
-    return call_flexible(compile_sort, spec)
+    return compile_sort(spec)
 
 
 class SortStage(Stage):

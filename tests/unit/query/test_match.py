@@ -6,8 +6,6 @@ Each table row is (filter, document, expected). Sources are cited per table.
 from __future__ import annotations
 
 import re
-import sys
-import types
 from typing import Any
 
 import pytest
@@ -347,22 +345,15 @@ def test_iter_leaves_reports_first_array_position() -> None:
     assert got == [(5, 0), (6, 0), ([5, 6], 0), (7, 1)]
 
 
-# --- $expr: delegates to query.expressions.compile_expression (stubbed here) -------------
-def test_expr_uses_expression_engine(monkeypatch: pytest.MonkeyPatch) -> None:
-    class Gt:
-        def __init__(self, spec: dict[str, Any]) -> None:
-            self.a, self.b = (f[1:] for f in spec["$gt"])
-
-        def evaluate(self, doc: dict[str, Any], variables: dict[str, Any]) -> Any:
-            return doc[self.a] > doc[self.b]
-
-    fake = types.ModuleType("query.expressions")
-    fake.compile_expression = Gt  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "query.expressions", fake)
+# --- $expr: evaluated by query.expressions ------------------------------------------------
+# https://www.mongodb.com/docs/manual/reference/operator/query/expr/ (budget example)
+def test_expr_uses_expression_engine() -> None:
     m = compile_filter({"$expr": {"$gt": ["$spent", "$budget"]}})
     assert m.matches({"spent": 400, "budget": 300})
     assert not m.matches({"spent": 100, "budget": 300})
     assert m.has_expr
+    with_vars = compile_filter({"$expr": {"$eq": ["$a", "$$target"]}}, variables={"target": 5})
+    assert with_vars.matches({"a": 5}) and not with_vars.matches({"a": 6})
 
 
 def test_expr_truthiness() -> None:
