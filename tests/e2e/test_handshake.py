@@ -45,7 +45,8 @@ def test_unknown_command_is_command_not_found(client: pymongo.MongoClient) -> No
 def test_diagnostic_commands(client: pymongo.MongoClient) -> None:
     opts = client.admin.command("getCmdLineOpts")
     argv = opts["argv"]
-    assert opts["parsed"]["net"]["port"] == int(argv[argv.index("--port") + 1])
+    configured = int(argv[argv.index("--port") + 1]) if "--port" in argv else 27017
+    assert opts["parsed"]["net"]["port"] == configured
     assert "dbPath" in opts["parsed"]["storage"]
     fcv = client.admin.command({"getParameter": 1, "featureCompatibilityVersion": 1})
     assert fcv["featureCompatibilityVersion"] == {"version": "8.0"}
