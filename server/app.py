@@ -87,12 +87,12 @@ class Server:
         gc.set_threshold(50_000, 50, 100)
 
     async def _open_storage(self) -> None:
-        try:
-            from .storage_service import StorageService
-        except ImportError:
-            return
+        from .storage_service import StorageService
+        from .timeseries_service import TimeseriesService
+
         os.makedirs(self.config.dbpath, exist_ok=True)
         self.state.storage = await StorageService.open(self.config.dbpath, self.state)
+        self.state.storage.timeseries = TimeseriesService(self.state)
 
     async def _on_connection(self, reader: asyncio.StreamReader,
                              writer: asyncio.StreamWriter) -> None:

@@ -333,19 +333,6 @@ def _apply_writes(catalog: Any, buckets: Any, writes: list[Any], durable: bool) 
 
 # --- reads ------------------------------------------------------------------------------------
 
-def _needed_fields(opts: TimeseriesOptions, *parts: Any) -> frozenset[str] | None:
-    """Top-level fields a query reads, or None when it may read any (then unpack all)."""
-    names: set[str] = set()
-    for part in parts:
-        if part is None:
-            continue
-        if isinstance(part, set | frozenset):
-            names.update(part)
-            continue
-        return None
-    return frozenset(n.split(".", 1)[0] for n in names)
-
-
 def unpacked_source(req: CommandRequest, db: str, name: str, flt: dict[str, Any] | None,
                     fields: frozenset[str] | None = None) -> Iterator[dict[str, Any]]:
     """Measurements of `db.name` matching `flt` (storage thread, lazily).
@@ -361,7 +348,10 @@ def unpacked_source(req: CommandRequest, db: str, name: str, flt: dict[str, Any]
     opts = _options(entry)
     matcher = compile_filter(flt or {})
     if fields is not None:
-        fields = frozenset(fields | matcher.fields_top_level())
+        if matcher.has_expr:
+            fields = None  # $expr may read any field
+        else:
+            fields = frozenset(fields | {f.split(".", 1)[0] for f in matcher.fields()})
     spec = BucketSpec(opts.time_field, opts.meta_field, fields or frozenset(),
                       include=fields is not None)
     bflt = bucket_filter(flt or {}, opts) if flt else None
