@@ -6,7 +6,7 @@ from typing import Any
 
 from storage.catalog import CollectionEntry
 
-__all__ = ["describe_namespace", "namespace_kind"]
+__all__ = ["describe_namespace", "namespace_kind", "raw_target"]
 
 
 def describe_namespace(entry: CollectionEntry) -> dict[str, Any]:
@@ -29,3 +29,10 @@ def namespace_kind(catalog: Any, db: str, name: str) -> str | None:
     """"collection", "timeseries", "view", or None when the namespace does not exist."""
     entry = catalog.entry(db, name)
     return None if entry is None else entry.kind
+
+
+def raw_target(catalog: Any, db: str, name: str, body: dict[str, Any]) -> str:
+    """With `rawData: true` a time-series collection's commands act on its buckets."""
+    if body.get("rawData") is True and namespace_kind(catalog, db, name) == "timeseries":
+        return f"system.buckets.{name}"
+    return name

@@ -699,6 +699,15 @@ def list_timeseries_indexes(req: CommandRequest, entry: Any) -> list[dict[str, A
     return out
 
 
+def translate_index_target(req: CommandRequest, entry: Any, target: dict[str, Any]
+                           ) -> dict[str, Any]:
+    """collMod's `index` on a time-series collection, with its key pattern in bucket form."""
+    if "keyPattern" in target and isinstance(target["keyPattern"], dict):
+        opts = _options(entry)
+        return {**target, "keyPattern": drop_index_key(opts, target["keyPattern"])}
+    return target
+
+
 def drop_timeseries_indexes(req: CommandRequest, entry: Any, target: Any) -> dict[str, Any]:
     opts = _options(entry)
     buckets = req.storage.catalog.get_collection(req.db, buckets_name(entry.name))

@@ -8,6 +8,7 @@ from storage.errors import ErrorCode, MongoError
 
 from ..aggregation import build_context, run_pipeline
 from ..context import CommandRequest
+from ..namespaces import raw_target
 from ._args import check_fields, get_bool, get_doc, get_int, get_list, require
 
 ALLOWED = ("pipeline", "cursor", "explain", "allowDiskUse", "let", "hint", "collation",
@@ -32,6 +33,8 @@ def _parse(req: CommandRequest) -> tuple[str | None, list[Any], int | None, bool
     body = req.body
     check_fields(body, "aggregate", ALLOWED)
     coll = _target(body)
+    if coll is not None:
+        coll = raw_target(req.storage.catalog, req.db, coll, body)
     pipeline = get_list(body, "aggregate", "pipeline")
     if pipeline is None:
         require(body, "aggregate", "pipeline")

@@ -7,7 +7,7 @@ from typing import Any
 from query.executor import count_documents
 
 from ..context import CommandRequest
-from ..namespaces import namespace_kind
+from ..namespaces import namespace_kind, raw_target
 from ._args import check_fields, get_doc, get_int, namespace_arg
 
 
@@ -16,6 +16,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     check_fields(body, "count", ("query", "skip", "limit", "hint", "collation", "fields",
                                  "readConcern", "maxTimeMS", "comment", "encryptionInformation"))
     name = namespace_arg(body, "count")
+    name = raw_target(req.storage.catalog, req.db, name, body)
     query = get_doc(body, "count", "query")
     skip = max(0, get_int(body, "count", "skip", 0) or 0)
     limit = abs(get_int(body, "count", "limit", 0) or 0)

@@ -8,7 +8,7 @@ from query.executor import delete_matching
 from storage.errors import ErrorCode, MongoError
 
 from ..context import CommandRequest
-from ..namespaces import namespace_kind
+from ..namespaces import namespace_kind, raw_target
 from ._args import check_fields, get_bool, get_list, namespace_arg, require
 from ._write import check_batch_size, parse_write_concern, write_reply
 
@@ -47,6 +47,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     check_fields(body, "delete", ("deletes", "ordered", "let", "collectionUUID", "stmtIds",
                                   "isTimeseriesNamespace"))
     name = namespace_arg(body, "delete")
+    name = raw_target(req.storage.catalog, req.db, name, body)
     deletes = get_list(body, "delete", "deletes")
     if deletes is None:
         require(body, "delete", "deletes")
@@ -57,7 +58,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     wc = parse_write_concern(body)
     db = req.db
     kind = await req.storage.run(namespace_kind, req.storage.catalog, db, name)
-    if kind == "timeseries" and body.get("rawData") is not True:
+    if kind == "timeseries":
         from ..timeseries_service import delete_measurements
 
         return await delete_measurements(req, name, deletes, ordered=ordered, durable=wc.j)

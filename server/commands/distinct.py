@@ -8,7 +8,7 @@ from query.executor import distinct_values
 from storage.errors import ErrorCode, MongoError
 
 from ..context import CommandRequest
-from ..namespaces import namespace_kind
+from ..namespaces import namespace_kind, raw_target
 from ._args import check_fields, get_doc, namespace_arg, require
 
 
@@ -17,6 +17,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     check_fields(body, "distinct", ("key", "query", "hint", "collation", "readConcern",
                                     "maxTimeMS", "comment"))
     name = namespace_arg(body, "distinct")
+    name = raw_target(req.storage.catalog, req.db, name, body)
     key = require(body, "distinct", "key")
     if not isinstance(key, str):
         raise MongoError(ErrorCode.TypeMismatch, "BSON field 'distinct.key' is the wrong type "

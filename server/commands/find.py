@@ -9,7 +9,7 @@ from storage.errors import ErrorCode, MongoError
 
 from ..context import CommandRequest
 from ..cursors import DEFAULT_FIRST_BATCH, first_batch_limit, take_batch
-from ..namespaces import namespace_kind
+from ..namespaces import namespace_kind, raw_target
 from ._args import check_fields, get_bool, get_doc, get_int, namespace_arg
 
 ALLOWED = ("filter", "projection", "sort", "hint", "skip", "limit", "batchSize", "singleBatch",
@@ -58,15 +58,15 @@ def parse_find(body: dict[str, Any], server_allow_disk: bool) -> tuple[FindSpec,
 async def handle(req: CommandRequest) -> dict[str, Any]:
     body = req.body
     name = namespace_arg(body, "find")
+    name = raw_target(req.storage.catalog, req.db, name, body)
     spec, first, single_batch = parse_find(body, req.server.params.get("allowDiskUseByDefault"))
     ns = f"{req.db}.{name}"
     db = req.db
-    raw_data = body.get("rawData") is True
     limit = first_batch_limit(first)
 
     def open_query() -> Any:
         # One hop to the storage thread: resolve, plan, and take the first batch.
-        if not raw_data and namespace_kind(req.storage.catalog, db, name) == "timeseries":
+        if namespace_kind(req.storage.catalog, db, name) == "timeseries":
             return None
         coll = _collection(req, db, name)
         source = run_find(coll, prepare_find(coll, spec), raw_ok=True)

@@ -9,7 +9,7 @@ from query.executor import check_size, prepare_document_for_insert
 from storage.errors import ErrorCode, MongoError
 
 from ..context import CommandRequest
-from ..namespaces import namespace_kind
+from ..namespaces import namespace_kind, raw_target
 from ._args import check_fields, get_bool, get_list, namespace_arg, require
 from ._write import check_batch_size, make_validator, parse_write_concern, write_reply
 
@@ -19,6 +19,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     check_fields(body, "insert", ("documents", "ordered", "bypassDocumentValidation",
                                   "collectionUUID"))
     name = namespace_arg(body, "insert")
+    name = raw_target(req.storage.catalog, req.db, name, body)
     docs = get_list(body, "insert", "documents")
     if docs is None:
         require(body, "insert", "documents")
@@ -79,6 +80,8 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
                                   encoded=[e for _, _, e in batch], durable=wc.j)
         for pos, exc in result.errors:
             errors.append((batch[pos][0], exc))
+        if name.startswith("system.buckets.") and req.storage.timeseries is not None:
+            req.storage.timeseries.forget_namespace(db, name)
         return result.n_inserted
 
     n = await req.storage.run(write) if prepared else 0

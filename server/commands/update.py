@@ -9,7 +9,7 @@ from query.paths import MISSING
 from storage.errors import ErrorCode, MongoError
 
 from ..context import CommandRequest
-from ..namespaces import namespace_kind
+from ..namespaces import namespace_kind, raw_target
 from ._args import check_fields, get_bool, get_list, namespace_arg, require
 from ._write import check_batch_size, make_validator, parse_write_concern, write_reply
 
@@ -56,6 +56,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     check_fields(body, "update", ("updates", "ordered", "bypassDocumentValidation", "let",
                                   "collectionUUID", "stmtIds", "isTimeseriesNamespace"))
     name = namespace_arg(body, "update")
+    name = raw_target(req.storage.catalog, req.db, name, body)
     updates = get_list(body, "update", "updates")
     if updates is None:
         require(body, "update", "updates")
@@ -67,7 +68,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     wc = parse_write_concern(body)
     db = req.db
     kind = await req.storage.run(namespace_kind, req.storage.catalog, db, name)
-    if kind == "timeseries" and body.get("rawData") is not True:
+    if kind == "timeseries":
         from ..timeseries_service import update_measurements
 
         return await update_measurements(req, name, updates, ordered=ordered, durable=wc.j)
@@ -107,6 +108,9 @@ async def run_updates(req: CommandRequest, db: str, name: str, updates: list[Any
                 errors.append((i, exc))
                 if ordered:
                     break
+        if name.startswith("system.buckets.") and req.storage.timeseries is not None:
+            # A direct write to buckets: the bucket catalog forgets what it held in memory.
+            req.storage.timeseries.forget_namespace(db, name)
         extra: dict[str, Any] = {"nModified": modified}
         if upserted:
             extra["upserted"] = upserted
