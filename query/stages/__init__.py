@@ -23,7 +23,7 @@ __all__ = ["STAGES", "Stage", "Env", "register_stage", "compile_stage", "FIRST_S
 def _register_builtin_stages() -> None:
     import query.window  # noqa: F401  ($setWindowFields lives in its own package)
 
-    from . import (  # noqa: F401  (registration side effects)  # noqa: F401
+    from . import (  # noqa: F401  (registration side effects)
         basic,
         bucket,
         densify,
@@ -33,6 +33,7 @@ def _register_builtin_stages() -> None:
         lookup,
         out,
         sort,
+        unpack_bucket,
         unsupported,
         unwind,
     )

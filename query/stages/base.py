@@ -15,7 +15,6 @@ documents, a `$facet`'s input). A stage that changes a document copies what it c
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +23,7 @@ from query.context import PipelineContext
 from storage.errors import ErrorCode, MongoError
 
 __all__ = ["Stage", "Env", "STAGES", "StageCompiler", "register_stage", "compile_stage",
-           "FIRST_STAGE_ONLY", "LAST_STAGE_ONLY", "call_flexible"]
+           "FIRST_STAGE_ONLY", "LAST_STAGE_ONLY"]
 
 
 @dataclass
@@ -83,18 +82,3 @@ def compile_stage(spec: Any, ctx: PipelineContext) -> list[Stage]:
         raise MongoError(40324, f"Unrecognized pipeline stage name: '{name}'")
     out = compiler(arg, ctx)
     return out if isinstance(out, list) else [out]
-
-
-def call_flexible(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Call `fn` with the keyword arguments it accepts (others are dropped).
-
-    Used for the matcher/projection/sort compilers, whose optional parameters
-    (`variables_in_scope`) may or may not exist.
-    """
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return fn(*args)
-    accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    kw = {k: v for k, v in kwargs.items() if accepts_any or k in params}
-    return fn(*args, **kw)
