@@ -67,6 +67,10 @@ _BUILD_CHUNK: Final = 10_000
 _EMPTY_KEYS: Final = KeySet([], ())
 
 
+class _DuplicateSeen(Exception):
+    """An optimistic batch write met a duplicate key; redo it carefully."""
+
+
 @dataclass
 class InsertResult:
     """Per input document: its RecordId, or None if it was not inserted."""
@@ -315,18 +319,33 @@ class Collection:
             raws[i] = raw
         runtimes = self._runtimes(entry)
         nix = len(runtimes)
+        todo = [i for i in range(n) if i not in failed] if failed else range(n)
         # keys[j][i]: the keys of document i for index j
         keys: list[list[KeySet]] = [[_EMPTY_KEYS] * n for _ in range(nix)]
         keygen_error: dict[int, tuple[int, MongoError]] = {}
-        for i, doc in enumerate(docs):
-            if i in failed:
-                continue
-            for j, rt in enumerate(runtimes):
+        for j, rt in enumerate(runtimes):
+            col = keys[j]
+            gen = rt.generator.keys
+            flt = rt.filter
+            for i in todo:
+                if keygen_error and i in keygen_error:
+                    continue
+                doc = docs[i]
                 try:
-                    keys[j][i] = self._keys(rt, doc)
+                    if flt is None or flt(doc):
+                        col[i] = gen(doc)
                 except MongoError as e:
                     keygen_error[i] = (j, e)
-                    break
+        if not failed and not keygen_error:
+            # Optimistic path: write everything; a unique index store refuses a
+            # duplicate, which rolls this attempt back and takes the careful path.
+            try:
+                rids = self._write_batch(entry, runtimes, keys, list(range(n)), raws, durable)
+            except _DuplicateSeen:
+                pass
+            else:
+                result.record_ids[:] = rids
+                return result
         unique = [j for j, ix in enumerate(entry.indexes) if ix.spec.unique]
         existing: dict[int, dict[bytes, list[RecordId]]] = {}
         for j in unique:
@@ -335,14 +354,15 @@ class Collection:
         seen: dict[int, set[bytes]] = {j: set() for j in unique}
         accepted: list[int] = []
         for i in range(n):
-            err = failed.get(i)
+            err = failed.get(i) if failed else None
             if err is None:
-                bad_j, bad_err = keygen_error.get(i, (nix, None))
+                bad_j, bad_err = keygen_error.get(i, (nix, None)) if keygen_error else (nix, None)
                 for j in unique:
                     if j >= bad_j:
                         break
+                    ex, sn = existing[j], seen[j]
                     for kb, values in keys[j][i].entries:
-                        if kb in existing[j] or kb in seen[j]:
+                        if kb in sn or (ex and kb in ex):
                             err = self._dup_error(entry.indexes[j], values)
                             break
                     if err is not None:
@@ -356,9 +376,23 @@ class Collection:
                 continue
             accepted.append(i)
             for j in unique:
-                seen[j].update(kb for kb, _ in keys[j][i].entries)
+                entries = keys[j][i].entries
+                if len(entries) == 1:
+                    seen[j].add(entries[0][0])
+                else:
+                    seen[j].update(kb for kb, _ in entries)
         if not accepted:
             return result
+        rids = self._write_batch(entry, runtimes, keys, accepted, raws, durable,
+                                 optimistic=False)
+        for i, rid in zip(accepted, rids):
+            result.record_ids[i] = rid
+        return result
+
+    def _write_batch(self, entry: CollectionEntry, runtimes: list[_IndexRuntime],
+                     keys: list[list[KeySet]], accepted: list[int], raws: list[bytes],
+                     durable: bool, *, optimistic: bool = True) -> list[RecordId]:
+        """Write documents `accepted` and their keys in one transaction (scope)."""
         with self._catalog.engine.transaction(durable=durable):
             rids = self._rs().insert([raws[i] for i in accepted])
             for j, rt in enumerate(runtimes):
@@ -367,13 +401,15 @@ class Collection:
                 if entries:
                     try:
                         rt.store.insert(entries)
-                    except DuplicateKeyInIndex as e:  # not expected after the checks above
+                    except DuplicateKeyInIndex as e:
+                        if optimistic:
+                            raise _DuplicateSeen from None
+                        # not expected after the careful checks
                         raise self._dup_error(entry.indexes[j], self._values_for(
                             col, accepted, e.key)) from None
-            self._note_multikey(entry, [[keys[j][i] for i in accepted] for j in range(nix)])
-        for i, rid in zip(accepted, rids):
-            result.record_ids[i] = rid
-        return result
+            self._note_multikey(entry, [[col[i] for i in accepted if col[i].is_multikey]
+                                        for col in keys])
+        return rids
 
     @staticmethod
     def _values_for(col: list[KeySet], accepted: list[int], key: bytes) -> tuple[Any, ...]:
@@ -396,10 +432,16 @@ class Collection:
 
     def _note_multikey(self, entry: CollectionEntry, keysets: list[list[KeySet]]) -> None:
         """Mark indexes multikey (with their multikey paths) when new keys call for it;
-        the change is persisted in the caller's transaction."""
+        the change is persisted in the caller's transaction. `keysets[j]`: key sets for
+        index j (only the multikey ones matter)."""
+        if not any(keysets):
+            return
         changed = False
         new_indexes = []
         for ix, sets in zip(entry.indexes, keysets):
+            if not sets:
+                new_indexes.append(ix)
+                continue
             flag = ix.multikey
             paths = [set(p) for p in ix.multikey_paths] or [set() for _ in ix.spec.fields]
             for ks in sets:
