@@ -339,6 +339,12 @@ class Catalog:
             idx_size += st.total_index_size
         return DatabaseStats(db, colls, views, objects, data, storage, nidx, idx_size)
 
+    def ttl_indexes(self) -> list[tuple[str, str, str]]:
+        """(db, collection, index name) of every TTL index, for the TTL monitor (which
+        calls `Collection.delete_expired`)."""
+        return sorted((e.db, e.name, ix.name) for e in self._entries.values()
+                      for ix in e.indexes if ix.spec.is_ttl)
+
     # --- namespaces ---------------------------------------------------------------------------
 
     def list_collections(self, db: str) -> list[CollectionEntry]:
@@ -357,6 +363,7 @@ class Catalog:
         return self.collection_by_uuid(bytes(entry.uuid))
 
     def collection_by_uuid(self, uuid: bytes) -> Any:
+        """The `Collection` with this UUID (NamespaceNotFound if dropped)."""
         from storage.collection import Collection
 
         coll = self._collections.get(uuid)
@@ -378,6 +385,12 @@ class Catalog:
             validate_collection_name(db, name)
         if f"{db}.{name}" in self._by_ns:
             raise MongoError(ErrorCode.NamespaceExists, f"Collection {db}.{name} already exists.")
+        if not self.database_exists(db):
+            for other in self.list_databases():
+                if other.lower() == db.lower():
+                    raise MongoError(ErrorCode.DatabaseDifferCase,
+                                     f"db already exists with different case already have: "
+                                     f"[{other}] trying to create [{db}]")
         uid = uuid_mod.uuid4()
         with self.engine.transaction():
             ident = None

@@ -9,7 +9,7 @@ with ``storage.bsonutil.decode``.
 Writes
     `insert_many(docs, ordered=...)` -> `InsertResult` (per-document RecordId or error;
     ordered stops at the first error, earlier documents stay written; unordered goes on),
-    `update(rid, new_doc)`, `delete(rid)`, `truncate()`. Errors are MongoErrors with
+    `update(rid, new_doc)`, `delete(rid)`, `truncate()`, `delete_expired(ttl_index, now)`. Errors are MongoErrors with
     MongoDB's codes: DuplicateKey 11000 (message ``E11000 duplicate key error collection:
     db.c index: a_1 dup key: { a: 1 }``, extra fields ``keyPattern`` and ``keyValue``),
     BSONObjectTooLarge 10334, CannotIndexParallelArrays 171.
@@ -28,15 +28,17 @@ Indexes and upkeep
 
 from __future__ import annotations
 
+import itertools
 import uuid as uuid_mod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
 import bson.errors
+from bson.datetime_ms import DatetimeMS
 
 from storage import bsonutil
-from storage.bounds import IndexBounds, plan_ranges
+from storage.bounds import IndexBounds, Interval, plan_ranges
 from storage.bson_order import values_equal
 from storage.bsontext import to_mongo_string
 from storage.engine.base import DuplicateKeyInIndex, KeyRange, RecordId, RecordStore
@@ -232,6 +234,11 @@ class Collection:
 
     def index(self, name: str) -> IndexEntry | None:
         return self.entry.index(name)
+
+    def indexes_with_key(self, key: Mapping[str, Any]) -> list[IndexEntry]:
+        """Indexes whose key pattern equals `key` (for ``hint`` by key pattern)."""
+        return [ix for ix in self.entry.indexes if list(ix.spec.key) == list(key)
+                and all(values_equal(ix.spec.key[k], key[k]) for k in key)]
 
     def _require_index(self, name: str) -> IndexEntry:
         ix = self.entry.index(name)
@@ -527,6 +534,34 @@ class Collection:
                 rt.store.truncate()
         return n
 
+    def delete_expired(self, index_name: str, now_ms: int, *, batch: int = 10_000) -> int:
+        """TTL: delete the documents whose indexed date (the earliest, for an array) is
+        more than the index's ``expireAfterSeconds`` before `now_ms` (ms since the
+        epoch). Values that are not dates never expire. Deletes in transactions of at
+        most `batch` documents; returns how many were deleted."""
+        ix = self._require_index(index_name)
+        if not ix.spec.is_ttl:
+            raise MongoError(ErrorCode.InvalidOptions, f"index {index_name} is not a TTL index")
+        try:
+            expire_ms = int(float(str(ix.spec.expire_after_seconds)) * 1000)
+        except (TypeError, ValueError):
+            return 0
+        cutoff = DatetimeMS(max(-(2**63), now_ms - expire_ms))
+        bounds = [[Interval(DatetimeMS(-(2**63)), True, cutoff, False)]]
+        deleted = 0
+        while True:
+            rids = [rid for rid, _ in itertools.islice(self.index_entries(index_name, bounds),
+                                                       batch)]
+            if not rids:
+                return deleted
+            rs = self._rs()
+            with self._catalog.engine.transaction():
+                for rid, raw in zip(rids, rs.get_many(rids)):
+                    if raw is not None and self.delete(rid, old_doc=bsonutil.decode(raw)):
+                        deleted += 1
+            if len(rids) < batch:
+                return deleted
+
     # --- indexes ---------------------------------------------------------------------------------
 
     def list_indexes(self) -> list[dict[str, Any]]:
@@ -657,8 +692,7 @@ class Collection:
             names = ([ix.name for ix in entry.indexes if ix.name != ID_INDEX_NAME]
                      if target == "*" else [target])
         elif isinstance(target, Mapping):
-            found = [ix for ix in entry.indexes if list(ix.spec.key) == list(target)
-                     and all(values_equal(ix.spec.key[k], target[k]) for k in target)]
+            found = self.indexes_with_key(target)
             if not found:
                 raise MongoError(ErrorCode.IndexNotFound,
                                  f"can't find index with key: {to_mongo_string(dict(target))}")

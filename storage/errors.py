@@ -106,6 +106,7 @@ class ErrorCode(enum.IntEnum):
     DuplicateKey = 11000
     InterruptedAtShutdown = 11600
     Interrupted = 11601
+    DatabaseDifferCase = 13297
     OutOfDiskSpace = 14031
     IDLDuplicateField = 40413
     IDLFailedToParse = 40414

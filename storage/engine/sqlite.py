@@ -19,7 +19,8 @@ with every committed transaction and never corrupts the file. A commit with
 ``durable=True`` (`j: true`) fsyncs the WAL before returning; other commits are
 fsynced by a small background thread at most `group_commit_ms` later (it touches
 only a file descriptor of the WAL, never the connection). `flush()` syncs at once,
-`checkpoint()` folds the WAL into the database file.
+`checkpoint()` folds the WAL into the database file and returns the pages of dropped
+stores to the file system (incremental auto-vacuum).
 
 A lock file (``mongod.lock``, flock) keeps a second server off the same dbpath
 (DBPathInUse, 98). The connection belongs to the thread that opened the engine.
@@ -352,7 +353,9 @@ class SQLiteEngine(StorageEngine):
 
     def _configure(self, cache_mb: int, page_size: int) -> None:
         c = self._conn
-        c.execute(f"PRAGMA page_size={int(page_size)}")  # only takes effect on a new file
+        # page_size and auto_vacuum only take effect on a new file
+        c.execute(f"PRAGMA page_size={int(page_size)}")
+        c.execute("PRAGMA auto_vacuum=INCREMENTAL")
         if self.is_durable:
             mode = c.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if str(mode).lower() != "wal":
@@ -546,6 +549,11 @@ class SQLiteEngine(StorageEngine):
     def checkpoint(self) -> None:
         if self.in_transaction:
             raise RuntimeError("checkpoint inside a transaction")
+        try:  # return pages of dropped stores to the file system (executescript steps
+            # the pragma to completion; execute() would free a single page)
+            self._conn.executescript("PRAGMA incremental_vacuum;")
+        except sqlite3.Error as e:
+            raise _storage_error(e) from e
         if self.is_durable:
             self._q1("PRAGMA wal_checkpoint(TRUNCATE)")
 

@@ -96,6 +96,14 @@ def test_invalid_names(catalog: Catalog, db, name):
     assert catalog.list_databases() == []
 
 
+def test_database_names_differing_in_case(catalog: Catalog):
+    catalog.create_collection("Test", "a")
+    with pytest.raises(MongoError) as ei:
+        catalog.create_collection("test", "b")
+    assert ei.value.code == ErrorCode.DatabaseDifferCase
+    catalog.create_collection("Test", "b")
+
+
 def test_system_buckets_allowed(catalog: Catalog):
     catalog.create_collection("d", "system.buckets.m", {"timeseries": {"timeField": "t"}})
     catalog.create_collection("d", "m", {"timeseries": {"timeField": "t"}}, kind="timeseries",
@@ -555,3 +563,27 @@ def test_reopen_keeps_everything(tmp_path):
         assert coll.validate().valid
     finally:
         cat.close()
+
+
+def test_ttl_delete_expired(catalog: Catalog):
+    from bson.datetime_ms import DatetimeMS
+
+    coll = catalog.get_or_create_collection("d", "ttl")
+    coll.create_indexes([{"key": {"at": 1}, "name": "at_1", "expireAfterSeconds": 10},
+                         {"key": {"x": 1}, "name": "x_1"}])
+    now = 1_000_000
+    coll.insert_many([
+        {"_id": 1, "at": DatetimeMS(now - 20_000)},           # expired
+        {"_id": 2, "at": DatetimeMS(now - 5_000)},            # live
+        {"_id": 3, "at": [DatetimeMS(now), DatetimeMS(now - 11_000)]},  # earliest expired
+        {"_id": 4, "at": now - 20_000},                       # not a date: never expires
+        {"_id": 5},
+        {"_id": 6, "at": DatetimeMS(now - 10_000)},           # exactly at the limit: live
+    ])
+    assert catalog.ttl_indexes() == [("d", "ttl", "at_1")]
+    assert coll.delete_expired("at_1", now, batch=1) == 2
+    assert sorted(d["_id"] for d in docs_of(coll)) == [2, 4, 5, 6]
+    assert coll.delete_expired("at_1", now) == 0
+    with pytest.raises(MongoError):
+        coll.delete_expired("x_1", now)
+    assert coll.validate().valid

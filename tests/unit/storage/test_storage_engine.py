@@ -291,3 +291,21 @@ def test_sqlite_durable_commit_and_flush(tmp_path):
 def test_unknown_engine():
     with pytest.raises(ValueError):
         open_engine("rocks")
+
+
+def test_sqlite_checkpoint_returns_space_of_dropped_stores(tmp_path):
+    import os
+
+    path = str(tmp_path / "db")
+    eng = open_engine("sqlite", path)
+    try:
+        with eng.transaction():
+            eng.create_record_store("big").insert([b"x" * 1000] * 3000)
+        eng.checkpoint()
+        full = os.path.getsize(os.path.join(path, "bucketd.sqlite"))
+        with eng.transaction():
+            eng.drop_record_store("big")
+        eng.checkpoint()
+        assert os.path.getsize(os.path.join(path, "bucketd.sqlite")) < full // 10
+    finally:
+        eng.close()
