@@ -133,6 +133,8 @@ class SQLiteRecordStore(RecordStore):
         return None if row is None else row[0]
 
     def get_many(self, rids: Sequence[RecordId]) -> list[bytes | None]:
+        if len(rids) == 1:
+            return [self.get(rids[0])]
         found: dict[RecordId, bytes] = {}
         for i in range(0, len(rids), _IN_CHUNK):
             part = rids[i:i + _IN_CHUNK]
@@ -196,7 +198,7 @@ class SQLiteIndexStore(IndexStore):
         self._sql_insert = (f"INSERT INTO {t}(k, rid) VALUES (?, ?)" if unique
                             else f"INSERT OR IGNORE INTO {t}(k, rid) VALUES (?, ?)")
         self._sql_delete = f"DELETE FROM {t} WHERE k = ? AND rid = ?"
-        self._sql_get = f"SELECT rid FROM {t} WHERE k = ?"
+        self._sql_get = f"SELECT rid FROM {t} WHERE k = ? ORDER BY rid"
         self._scan_sql: dict[tuple[Any, ...], str] = {}
 
     def insert(self, entries: Sequence[tuple[bytes, RecordId]]) -> None:
@@ -223,6 +225,11 @@ class SQLiteIndexStore(IndexStore):
 
     def lookup(self, keys: Sequence[bytes]) -> dict[bytes, list[RecordId]]:
         out: dict[bytes, list[RecordId]] = {}
+        if len(keys) == 1:  # point lookups: a cached statement
+            rows = self._engine._qall(self._sql_get, (keys[0],))
+            if rows:
+                out[keys[0]] = [r[0] for r in rows]
+            return out
         for i in range(0, len(keys), _IN_CHUNK):
             part = keys[i:i + _IN_CHUNK]
             sql = f"SELECT k, rid FROM {self._table} WHERE k IN ({','.join('?' * len(part))})"
