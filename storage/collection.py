@@ -51,7 +51,7 @@ from storage.indexes import (
     compare_index_specs,
     validate_index_spec,
 )
-from storage.keystring import UNDEFINED, encode_key
+from storage.keystring import UNDEFINED, encode_value
 
 if TYPE_CHECKING:
     from storage.catalog import Catalog, CollectionEntry, IndexEntry, _IndexRuntime
@@ -225,12 +225,8 @@ class Collection:
                     return rid, raw
             return None
         store = self._catalog._index_runtime(ix).store
-        key = encode_key((value,), (1,))
-        rids = store.lookup([key]).get(key)
-        if not rids:
-            return None
-        raw = self._rs().get(rids[0])
-        return None if raw is None else (rids[0], raw)
+        found = self._catalog.engine.fetch_by_key(store, self._rs(), encode_value(value))
+        return found[0] if found else None
 
     def index(self, name: str) -> IndexEntry | None:
         return self.entry.index(name)
@@ -276,6 +272,21 @@ class Collection:
                    reverse: bool = False, stats: ScanStats | None = None
                    ) -> Iterator[tuple[RecordId, bytes]]:
         """(RecordId, document bytes) in index order within `bounds`."""
+        ix = self._require_index(name)
+        ranges, flt = ([KeyRange()], None) if bounds is None else plan_ranges(
+            bounds, ix.spec.directions)
+        if flt is None and not ix.multikey:
+            # exact ranges: read keys and documents together
+            engine = self._catalog.engine
+            store = self._catalog._index_runtime(ix).store
+            rs = self._rs()
+            for rng in (reversed(ranges) if reverse else ranges):
+                for _key, rid, raw in engine.scan_with_records(store, rs, rng, reverse=reverse):
+                    if stats is not None:
+                        stats.keys_examined += 1
+                        stats.docs_examined += 1
+                    yield rid, raw
+            return
         rs = self._rs()
         batch: list[RecordId] = []
         size = 16

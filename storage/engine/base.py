@@ -229,6 +229,36 @@ class StorageEngine(ABC):
             return False
         return True
 
+    # --- combined index + record reads (one round trip where the engine can) -------------
+
+    def fetch_by_key(self, index: IndexStore, records: RecordStore, key: bytes
+                     ) -> list[tuple[RecordId, bytes]]:
+        """The records whose entry in `index` has exactly `key`, in RecordId order."""
+        rids = index.lookup([key]).get(key, [])
+        return [(r, d) for r, d in zip(rids, records.get_many(rids)) if d is not None]
+
+    def scan_with_records(self, index: IndexStore, records: RecordStore, rng: KeyRange, *,
+                          reverse: bool = False) -> Iterator[tuple[bytes, RecordId, bytes]]:
+        """(key, RecordId, record) for the entries of `index` in `rng`, in index order;
+        entries whose record is gone are skipped."""
+        batch: list[tuple[bytes, RecordId]] = []
+        size = 16
+        for entry in index.scan(rng, reverse=reverse):
+            batch.append(entry)
+            if len(batch) >= size:
+                yield from self._join(batch, records)
+                batch = []
+                size = min(size * 4, 1024)
+        if batch:
+            yield from self._join(batch, records)
+
+    @staticmethod
+    def _join(batch: list[tuple[bytes, RecordId]], records: RecordStore
+              ) -> Iterator[tuple[bytes, RecordId, bytes]]:
+        for (key, rid), data in zip(batch, records.get_many([r for _, r in batch])):
+            if data is not None:
+                yield key, rid, data
+
     # --- durability and lifetime ----------------------------------------------------------
 
     def flush(self) -> None:  # noqa: B027 - optional hook

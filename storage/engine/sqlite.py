@@ -194,7 +194,6 @@ class SQLiteIndexStore(IndexStore):
         self._engine = engine
         t = f'"{"iu" if unique else "in"}_{ident}"'
         self._table = t
-        self._order_cols = "k" if unique else "k, rid"
         self._sql_insert = (f"INSERT INTO {t}(k, rid) VALUES (?, ?)" if unique
                             else f"INSERT OR IGNORE INTO {t}(k, rid) VALUES (?, ?)")
         self._sql_delete = f"DELETE FROM {t} WHERE k = ? AND rid = ?"
@@ -237,25 +236,31 @@ class SQLiteIndexStore(IndexStore):
                 out.setdefault(k, []).append(rid)
         return out
 
-    def _sql_for(self, rng: KeyRange, reverse: bool, resume: bool) -> str:
+    def _sql_for(self, rng: KeyRange, reverse: bool, resume: bool, join: str = "") -> str:
+        """The chunk query for a range scan (resuming after :lk/:lr); with `join`, a
+        record table whose data is fetched in the same statement."""
         shape = (rng.lo is not None, rng.lo_inclusive, rng.hi is not None, rng.hi_inclusive,
-                 reverse, resume)
+                 reverse, resume, join)
         sql = self._scan_sql.get(shape)
         if sql is None:
             conds = []
             # On resume the position after the last row replaces the start bound: with
             # both, SQLite seeks on the start bound and filters (slow on hot keys).
             if rng.lo is not None and not (resume and not reverse):
-                conds.append("k >= :lo" if rng.lo_inclusive else "k > :lo")
+                conds.append("i.k >= :lo" if rng.lo_inclusive else "i.k > :lo")
             if rng.hi is not None and not (resume and reverse):
-                conds.append("k <= :hi" if rng.hi_inclusive else "k < :hi")
+                conds.append("i.k <= :hi" if rng.hi_inclusive else "i.k < :hi")
             if resume:
                 op = "<" if reverse else ">"
-                conds.append(f"k {op} :lk" if self.unique else f"(k, rid) {op} (:lk, :lr)")
+                conds.append(f"i.k {op} :lk" if self.unique else f"(i.k, i.rid) {op} (:lk, :lr)")
             where = f" WHERE {' AND '.join(conds)}" if conds else ""
             direction = " DESC" if reverse else ""
-            order = ", ".join(f"{c.strip()}{direction}" for c in self._order_cols.split(","))
-            sql = f"SELECT k, rid FROM {self._table}{where} ORDER BY {order} LIMIT :n"
+            order = f"i.k{direction}" if self.unique else f"i.k{direction}, i.rid{direction}"
+            if join:
+                sql = (f"SELECT i.k, i.rid, r.data FROM {self._table} AS i JOIN {join} AS r "
+                       f"ON r.id = i.rid{where} ORDER BY {order} LIMIT :n")
+            else:
+                sql = f"SELECT i.k, i.rid FROM {self._table} AS i{where} ORDER BY {order} LIMIT :n"
             self._scan_sql[shape] = sql
         return sql
 
@@ -492,6 +497,33 @@ class SQLiteEngine(StorageEngine):
 
     def list_idents(self) -> list[str]:
         return sorted([*self._records, *self._indexes])
+
+    # --- combined reads: index entry and record in one statement ---------------------------
+
+    def fetch_by_key(self, index: IndexStore, records: RecordStore, key: bytes
+                     ) -> list[tuple[RecordId, bytes]]:
+        assert isinstance(index, SQLiteIndexStore) and isinstance(records, SQLiteRecordStore)
+        sql = (f"SELECT r.id, r.data FROM {index._table} AS i JOIN {records._table} AS r "
+               f"ON r.id = i.rid WHERE i.k = ? ORDER BY i.rid")
+        return self._qall(sql, (key,))
+
+    def scan_with_records(self, index: IndexStore, records: RecordStore, rng: KeyRange, *,
+                          reverse: bool = False) -> Iterator[tuple[bytes, RecordId, bytes]]:
+        # Index entries and records change in the same transactions, so the join loses
+        # no row: a chunk shorter than asked is the end.
+        assert isinstance(index, SQLiteIndexStore) and isinstance(records, SQLiteRecordStore)
+        params: dict[str, Any] = {"lo": rng.lo, "hi": rng.hi, "n": _SCAN_FIRST}
+        resume = False
+        while True:
+            rows = self._qall(index._sql_for(rng, reverse, resume, join=records._table), params)
+            if not rows:
+                return
+            yield from rows
+            if len(rows) < params["n"]:
+                return
+            params["lk"], params["lr"] = rows[-1][0], rows[-1][1]
+            params["n"] = min(params["n"] * 4, _SCAN_MAX_ROWS)
+            resume = True
 
     # --- transactions ----------------------------------------------------------------------
 
