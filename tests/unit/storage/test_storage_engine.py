@@ -309,3 +309,21 @@ def test_sqlite_checkpoint_returns_space_of_dropped_stores(tmp_path):
         assert os.path.getsize(os.path.join(path, "bucketd.sqlite")) < full // 10
     finally:
         eng.close()
+
+
+@pytest.mark.parametrize("unique", [True, False])
+def test_combined_index_and_record_reads(engine: StorageEngine, unique):
+    with engine.transaction():
+        rs = engine.create_record_store("jr")
+        ix = engine.create_index_store("jr_ix", unique=unique)
+        rids = rs.insert([f"doc{i}".encode() for i in range(300)])
+        ix.insert([(k(i if unique else i // 3), rid) for i, rid in enumerate(rids)])
+    key = k(7)
+    want = [(r, rs.get(r)) for r in ix.lookup([key])[key]]
+    assert engine.fetch_by_key(ix, rs, key) == want
+    assert engine.fetch_by_key(ix, rs, k(9999)) == []
+    rng = KeyRange(k(10), False, k(60), True)
+    for reverse in (False, True):
+        joined = list(engine.scan_with_records(ix, rs, rng, reverse=reverse))
+        assert [(key, rid) for key, rid, _ in joined] == list(ix.scan(rng, reverse=reverse))
+        assert all(rs.get(rid) == data for _, rid, data in joined)
