@@ -75,6 +75,7 @@ class ErrorCode(enum.IntEnum):
     OptionNotSupportedOnView = 167
     InvalidPipelineOperator = 168
     CannotIndexParallelArrays = 171
+    QueryPlanKilled = 175
     AmbiguousIndexKeyPattern = 181
     InvalidViewDefinition = 182
     InvalidIndexSpecificationOption = 197

@@ -19,7 +19,9 @@ layer makes them with `storage.keystring`, whose byte order is BSON order.
 Scans never hold an engine cursor between items: they fetch chunks and resume after
 the last item seen (like MongoDB's saveState/restoreState), so writes may happen
 between two `next()` calls of a live scan; an item changed behind the scan may or may
-not be seen, but a scan never fails because of it.
+not be seen, but a scan never fails because of it - unless its store is dropped:
+then the next chunk raises MongoError QueryPlanKilled (175), as a MongoDB cursor
+does when its collection goes away.
 
 Transactions (`StorageEngine.transaction()`): all-or-nothing over every store of the
 engine, catalog included. Nested use opens a savepoint: an error inside the inner
@@ -43,6 +45,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Final
 
+from storage.errors import ErrorCode, MongoError
+
 __all__ = [
     "RecordId",
     "RecordStore",
@@ -52,11 +56,17 @@ __all__ = [
     "KeyRange",
     "FULL_RANGE",
     "check_ident",
+    "store_dropped",
 ]
 
 RecordId = int
 
 _IDENT_RE: Final = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
+
+
+def store_dropped(ident: str) -> MongoError:
+    """What a scan raises when its store was dropped under it."""
+    return MongoError(ErrorCode.QueryPlanKilled, f"collection dropped (store {ident})")
 
 
 def check_ident(ident: str) -> str:

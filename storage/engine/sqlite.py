@@ -46,6 +46,7 @@ from storage.engine.base import (
     RecordStore,
     StorageEngine,
     check_ident,
+    store_dropped,
 )
 from storage.errors import ErrorCode, MongoError
 
@@ -63,6 +64,11 @@ def _storage_error(e: sqlite3.Error) -> MongoError:
     msg = str(e)
     if isinstance(e, sqlite3.OperationalError) and "full" in msg:
         return MongoError(ErrorCode.OutOfDiskSpace, f"storage engine: {msg}")
+    if isinstance(e, sqlite3.OperationalError) and msg.startswith("no such table: r_"):
+        return store_dropped(msg.split(": ", 1)[1][2:])
+    if isinstance(e, sqlite3.OperationalError) and msg.startswith(("no such table: iu_",
+                                                                  "no such table: in_")):
+        return store_dropped(msg.split(": ", 1)[1][3:])
     if isinstance(e, sqlite3.DatabaseError) and "malformed" in msg:
         return MongoError(ErrorCode.DataCorruptionDetected, f"storage engine: {msg}")
     return MongoError(ErrorCode.InternalError, f"storage engine error: {msg}")

@@ -327,3 +327,22 @@ def test_combined_index_and_record_reads(engine: StorageEngine, unique):
         joined = list(engine.scan_with_records(ix, rs, rng, reverse=reverse))
         assert [(key, rid) for key, rid, _ in joined] == list(ix.scan(rng, reverse=reverse))
         assert all(rs.get(rid) == data for _, rid, data in joined)
+
+
+def test_scan_of_a_dropped_store_fails_cleanly(engine: StorageEngine):
+    with engine.transaction():
+        rs = engine.create_record_store("gone")
+        ix = engine.create_index_store("gone_ix", unique=False)
+        rids = rs.insert([b"x"] * 1000)
+        ix.insert([(b"k", r) for r in rids])
+    scans = [rs.scan(), ix.scan()]
+    for it in scans:
+        next(it)
+    with engine.transaction():
+        engine.drop_record_store("gone")
+        engine.drop_index_store("gone_ix")
+    for it in scans:
+        with pytest.raises(MongoError) as ei:
+            for _ in it:
+                pass
+        assert ei.value.code == ErrorCode.QueryPlanKilled
