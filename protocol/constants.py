@@ -29,8 +29,12 @@ class MsgFlag(enum.IntFlag):
     EXHAUST_ALLOWED = 1 << 16
 
 
+# Plain ints for the hot path (IntFlag arithmetic is slow).
+CHECKSUM_PRESENT: Final = 1 << 0
+MORE_TO_COME: Final = 1 << 1
+EXHAUST_ALLOWED: Final = 1 << 16
 # Bits 0-15 are "required": a receiver must reject a message with an unknown one set.
-KNOWN_REQUIRED_FLAGS: Final = MsgFlag.CHECKSUM_PRESENT | MsgFlag.MORE_TO_COME
+KNOWN_REQUIRED_FLAGS: Final = CHECKSUM_PRESENT | MORE_TO_COME
 REQUIRED_FLAGS_MASK: Final = 0xFFFF
 
 

@@ -27,6 +27,8 @@ class OpMsg:
     flag_bits: int
     body: dict[str, Any]
     compressor_id: int | None = None  # None: arrived uncompressed
+    wire_length: int = 0  # bytes on the wire (compressed size when compressed)
+    length: int = 0  # bytes of the (decompressed) message
 
     @property
     def more_to_come(self) -> bool:
@@ -48,6 +50,8 @@ class OpQuery:
     number_to_return: int
     query: dict[str, Any]
     compressor_id: int | None = None
+    wire_length: int = 0
+    length: int = 0
 
     @property
     def database(self) -> str:

@@ -15,13 +15,13 @@ from bson.codec_options import CodecOptions
 from . import compression
 from .checksum import crc32c
 from .constants import (
+    CHECKSUM_PRESENT,
     HEADER_SIZE,
     KNOWN_REQUIRED_FLAGS,
     MAX_BSON_INTERNAL_SIZE,
     MAX_MESSAGE_SIZE,
     REQUIRED_FLAGS_MASK,
     CompressorId,
-    MsgFlag,
     OpCode,
 )
 from .errors import ProtocolError
@@ -76,6 +76,7 @@ def _decode_doc(buf: memoryview, pos: int, end: int, codec: CodecOptions[Any],
 def parse_message(frame: bytes, codec: CodecOptions[Any] = _DEFAULT_CODEC) -> Request:
     """Parse one complete frame (header included) into a request message."""
     length, request_id, _response_to, op_code = _HEADER.unpack_from(frame, 0)
+    wire_length = length
     compressor_id: int | None = None
     if op_code == OpCode.OP_COMPRESSED:
         if length < HEADER_SIZE + _COMPRESSED_PREFIX.size:
@@ -89,13 +90,13 @@ def parse_message(frame: bytes, codec: CodecOptions[Any] = _DEFAULT_CODEC) -> Re
             compressor_id, memoryview(frame)[HEADER_SIZE + _COMPRESSED_PREFIX.size:], size)
         frame = _HEADER.pack(size + HEADER_SIZE, request_id, _response_to, op_code) + payload
     if op_code == OpCode.OP_MSG:
-        return _parse_op_msg(frame, request_id, compressor_id, codec)
+        return _parse_op_msg(frame, request_id, compressor_id, wire_length, codec)
     if op_code == OpCode.OP_QUERY:
-        return _parse_op_query(frame, request_id, compressor_id, codec)
+        return _parse_op_query(frame, request_id, compressor_id, wire_length, codec)
     raise _fatal(17, "ProtocolError", f"unsupported opCode {op_code}", request_id)
 
 
-def _parse_op_msg(frame: bytes, request_id: int, compressor_id: int | None,
+def _parse_op_msg(frame: bytes, request_id: int, compressor_id: int | None, wire_length: int,
                   codec: CodecOptions[Any]) -> OpMsg:
     buf = memoryview(frame)
     end = len(frame)
@@ -105,7 +106,7 @@ def _parse_op_msg(frame: bytes, request_id: int, compressor_id: int | None,
     if flags & ~KNOWN_REQUIRED_FLAGS & REQUIRED_FLAGS_MASK:
         raise _fatal(223, "IllegalOpMsgFlag",
                      f"Message contains illegal flags value: Ob{flags:032b}", request_id)
-    if flags & MsgFlag.CHECKSUM_PRESENT:
+    if flags & CHECKSUM_PRESENT:
         if end < HEADER_SIZE + 8:
             raise _fatal(17, "ProtocolError", "OP_MSG too short for its checksum", request_id)
         end -= 4
@@ -166,11 +167,11 @@ def _parse_op_msg(frame: bytes, request_id: int, compressor_id: int | None,
                                 f"Duplicate field between body and document sequence {name}",
                                 fatal=False, request_id=request_id)
         body[name] = docs
-    return OpMsg(request_id, flags, body, compressor_id)
+    return OpMsg(request_id, flags, body, compressor_id, wire_length, len(frame))
 
 
 def _parse_op_query(frame: bytes, request_id: int, compressor_id: int | None,
-                    codec: CodecOptions[Any]) -> OpQuery:
+                    wire_length: int, codec: CodecOptions[Any]) -> OpQuery:
     buf = memoryview(frame)
     end = len(frame)
     pos = HEADER_SIZE
@@ -191,7 +192,8 @@ def _parse_op_query(frame: bytes, request_id: int, compressor_id: int | None,
     skip, n_return = _QUERY_INTS.unpack_from(buf, pos)
     pos += 8
     query, pos = _decode_doc(buf, pos, end, codec, request_id)
-    return OpQuery(request_id, flags, ns, skip, n_return, query, compressor_id)
+    return OpQuery(request_id, flags, ns, skip, n_return, query, compressor_id, wire_length,
+                   len(frame))
 
 
 def encode_op_msg(body: Any, request_id: int, response_to: int, flags: int = 0,
@@ -199,11 +201,11 @@ def encode_op_msg(body: Any, request_id: int, response_to: int, flags: int = 0,
     """An OP_MSG with one body section; a checksum is appended when its flag is set."""
     doc = body if isinstance(body, bytes) else bson.encode(body, codec_options=codec)
     length = HEADER_SIZE + 4 + 1 + len(doc)
-    if flags & MsgFlag.CHECKSUM_PRESENT:
+    if flags & CHECKSUM_PRESENT:
         length += 4
     msg = b"".join((_HEADER.pack(length, request_id, response_to, OpCode.OP_MSG),
                     _U32.pack(flags), b"\x00", doc))
-    if flags & MsgFlag.CHECKSUM_PRESENT:
+    if flags & CHECKSUM_PRESENT:
         msg += _U32.pack(crc32c(msg))
     return msg
 

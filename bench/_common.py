@@ -1,0 +1,60 @@
+"""Shared by the benchmark scripts: a server from this checkout, timing, RSS of a process."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from pytest_bucketd import BucketdProcess  # noqa: E402
+
+
+@contextmanager
+def bucketd(*extra: str) -> Iterator[BucketdProcess]:
+    with tempfile.TemporaryDirectory(prefix="bucketd-bench-") as d:
+        proc = BucketdProcess([sys.executable, "-m", "server"], dbpath=d,
+                              extra_args=["--quiet", *extra])
+        proc.start()
+        try:
+            yield proc
+        finally:
+            proc.stop()
+
+
+def peak_rss_mb(pid: int) -> float:
+    """VmHWM (peak resident set) of a process, in MiB."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+def dir_bytes(path: str) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            with suppress(OSError):
+                total += os.path.getsize(os.path.join(root, name))
+    return total
+
+
+def timed(fn: Callable[[], object]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def percentiles(samples: list[float], ps: tuple[float, ...] = (50, 95, 99)) -> dict[float, float]:
+    s = sorted(samples)
+    return {p: s[min(len(s) - 1, int(p / 100 * len(s)))] for p in ps}

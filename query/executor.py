@@ -1,0 +1,401 @@
+"""Run reads and writes on one storage collection: plan, fetch, filter, sort, project, modify.
+
+The commands parse their arguments and call these functions on the storage thread.
+Reads are lazy iterators (a cursor pulls batches from them); writes run to completion
+inside one storage transaction opened by the caller.
+
+The access path comes from `query.planner`; the whole filter is re-applied to every
+fetched document (plans are loose by design). A blocking sort holds at most
+`max_sort_bytes` unless disk use is allowed (MongoDB's 100 MB rule, code 292).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import bson
+from bson import ObjectId
+from bson.raw_bson import RawBSONDocument
+
+from query.match import Matcher, compile_filter
+from query.paths import MISSING
+from query.planner import QueryPlan, plan_query
+from query.projection import Projection, compile_projection
+from query.sort import SortSpec, compile_sort
+from query.update import compile_update, validate_document_for_storage
+from storage.bounds import Interval as StorageInterval
+from storage.bson_order import sort_key
+from storage.bsonutil import CODEC_OPTIONS, MAX_BSON_SIZE, encode
+from storage.errors import ErrorCode, MongoError
+
+__all__ = [
+    "FindSpec", "PreparedFind", "prepare_find", "count_documents", "distinct_values",
+    "UpdateStatement", "UpdateOutcome", "apply_update_statement", "delete_matching",
+    "find_one_for_modify", "explain_find", "prepare_document_for_insert",
+    "DEFAULT_MAX_SORT_BYTES",
+]
+
+DEFAULT_MAX_SORT_BYTES: Final = 100 * 1024 * 1024
+_decode = bson.decode
+
+
+@dataclass
+class FindSpec:
+    filter: dict[str, Any] | None = None
+    projection: dict[str, Any] | None = None
+    sort: dict[str, Any] | None = None
+    skip: int = 0
+    limit: int = 0  # 0: no limit
+    hint: Any = None
+    let: dict[str, Any] | None = None
+    allow_disk_use: bool = True
+    max_sort_bytes: int = DEFAULT_MAX_SORT_BYTES
+    return_key: bool = False
+    show_record_id: bool = False
+
+
+@dataclass
+class PreparedFind:
+    plan: QueryPlan
+    matcher: Matcher
+    projection: Projection | None
+    sort: SortSpec | None
+    spec: FindSpec
+    stats: dict[str, int] = field(default_factory=lambda: {"keysExamined": 0,
+                                                            "docsExamined": 0,
+                                                            "nReturned": 0})
+
+
+def index_specs(coll: Any) -> list[dict[str, Any]]:
+    """listIndexes-shaped specs plus the multikey flag the planner needs."""
+    out = []
+    for ix in coll.entry.indexes:
+        spec = dict(ix.spec.document)
+        spec["multikey"] = bool(ix.multikey)
+        out.append(spec)
+    return out
+
+
+def prepare_find(coll: Any, spec: FindSpec) -> PreparedFind:
+    matcher = compile_filter(spec.filter or {}, variables=spec.let)
+    sort = compile_sort(spec.sort) if spec.sort else None
+    projection = compile_projection(spec.projection, filter_matcher=matcher) \
+        if spec.projection else None
+    plan = plan_query(matcher, spec.sort, index_specs(coll) if coll is not None else [],
+                      hint=spec.hint)
+    return PreparedFind(plan, matcher, projection, sort, spec)
+
+
+def _storage_bounds(plan: QueryPlan) -> list[list[StorageInterval]]:
+    return [[StorageInterval(iv.lower, iv.lower_inclusive, iv.upper, iv.upper_inclusive)
+             for iv in ivs] for ivs in plan.bounds]
+
+
+def candidates(coll: Any, plan: QueryPlan) -> Iterator[tuple[int, bytes]]:
+    """(RecordId, document bytes) along the plan's access path."""
+    if coll is None:
+        return iter(())
+    if plan.is_collscan:
+        return coll.scan(reverse=plan.direction < 0)
+    assert plan.index_name is not None
+    return coll.index_scan(plan.index_name, _storage_bounds(plan), reverse=plan.direction < 0)
+
+
+def matching(coll: Any, prepared: PreparedFind) -> Iterator[tuple[int, bytes, dict[str, Any]]]:
+    """(RecordId, bytes, decoded document) of every document the filter matches."""
+    matches = prepared.matcher.matches
+    stats = prepared.stats
+    trivial = prepared.matcher.is_trivial
+    for rid, raw in candidates(coll, prepared.plan):
+        stats["docsExamined"] += 1
+        doc = _decode(raw, CODEC_OPTIONS)
+        if trivial or matches(doc):
+            yield rid, raw, doc
+
+
+def _sorted(items: Iterable[Any], key: Callable[[Any], Any], size_of: Callable[[Any], int],
+            spec: FindSpec, keep: int | None) -> list[Any]:
+    """Blocking sort with MongoDB's memory rule; `keep` bounds a top-k sort."""
+    if keep is not None:
+        # A top-k sort holds only k documents: no memory limit applies in practice.
+        return heapq.nsmallest(keep, items, key=key)
+    buf: list[Any] = []
+    total = 0
+    for item in items:
+        buf.append(item)
+        total += size_of(item)
+        if total > spec.max_sort_bytes and not spec.allow_disk_use:
+            raise MongoError(ErrorCode.QueryExceededMemoryLimitNoDiskUseAllowed,
+                             "Executor error during find command :: caused by :: Sort exceeded "
+                             f"memory limit of {spec.max_sort_bytes} bytes, but did not opt in "
+                             "to external sorting.")
+    buf.sort(key=key)  # stable: ties keep the access path's order, as MongoDB
+    return buf
+
+
+def run_find(coll: Any, prepared: PreparedFind, *, raw_ok: bool = False) -> Iterator[Any]:
+    """The documents a find returns, lazily, in order (skip, limit and projection applied).
+
+    With `raw_ok`, documents that need no evaluation come back as `RawBSONDocument`s
+    (their stored bytes, not decoded): for replies, not for further processing."""
+    spec = prepared.spec
+    plan = prepared.plan
+    projection = prepared.projection
+    stats = prepared.stats
+    fast = (raw_ok and prepared.matcher.is_trivial and projection is None
+            and prepared.sort is None)
+    if fast:
+        # Nothing to evaluate: hand the stored bytes to the reply as they are.
+        source: Iterator[Any] = (RawBSONDocument(raw) for _rid, raw in candidates(coll, plan))
+    else:
+        rows: Iterator[tuple[int, bytes, dict[str, Any]]] = matching(coll, prepared)
+        if prepared.sort is not None and not plan.provides_sort:
+            sort_key_fn = prepared.sort
+            keep = spec.skip + spec.limit if spec.limit else None
+            rows = iter(_sorted(rows, key=lambda r: sort_key_fn(r[2]),
+                                size_of=lambda r: len(r[1]), spec=spec, keep=keep))
+        if projection is not None:
+            source = (projection.apply(r[2]) for r in rows)
+        else:
+            source = (r[2] for r in rows)
+    if spec.skip:
+        source = itertools.islice(source, spec.skip, None)
+    if spec.limit:
+        source = itertools.islice(source, spec.limit)
+    for doc in source:
+        stats["nReturned"] += 1
+        yield doc
+
+
+def explain_find(coll: Any, prepared: PreparedFind, verbosity: str, ns: str) -> dict[str, Any]:
+    winning = prepared.plan.explain()
+    if prepared.sort is not None and not prepared.plan.provides_sort:
+        winning = {"stage": "SORT", "sortPattern": prepared.spec.sort,
+                   "memLimit": prepared.spec.max_sort_bytes, "type": "simple",
+                   "inputStage": winning}
+    if prepared.projection is not None:
+        winning = {"stage": "PROJECTION_DEFAULT", "transformBy": prepared.spec.projection,
+                   "inputStage": winning}
+    if prepared.spec.limit:
+        winning = {"stage": "LIMIT", "limitAmount": prepared.spec.limit, "inputStage": winning}
+    if prepared.spec.skip:
+        winning = {"stage": "SKIP", "skipAmount": prepared.spec.skip, "inputStage": winning}
+    out: dict[str, Any] = {
+        "explainVersion": "1",
+        "queryPlanner": {
+            "namespace": ns,
+            "parsedQuery": prepared.spec.filter or {},
+            "indexFilterSet": False,
+            "planCacheShapeHash": "0" * 8,
+            "maxIndexedOrSolutionsReached": False,
+            "maxIndexedAndSolutionsReached": False,
+            "maxScansToExplodeReached": False,
+            "prunedSimilarIndexes": False,
+            "winningPlan": winning,
+            "rejectedPlans": [],
+        },
+    }
+    if verbosity in ("executionStats", "allPlansExecution"):
+        n = sum(1 for _ in run_find(coll, prepared))
+        out["executionStats"] = {
+            "executionSuccess": True, "nReturned": n, "executionTimeMillis": 0,
+            "totalKeysExamined": prepared.stats["keysExamined"],
+            "totalDocsExamined": prepared.stats["docsExamined"],
+        }
+    return out
+
+
+# --- count / distinct -------------------------------------------------------------------------
+
+def count_documents(coll: Any, flt: dict[str, Any] | None, *, skip: int = 0, limit: int = 0,
+                    hint: Any = None) -> int:
+    if coll is None:
+        return 0
+    if not flt and hint is None:
+        n = max(0, coll.count() - skip)
+        return min(n, limit) if limit else n
+    prepared = prepare_find(coll, FindSpec(filter=flt, hint=hint))
+    n = 0
+    for _ in matching(coll, prepared):
+        n += 1
+    n = max(0, n - skip)
+    return min(n, limit) if limit else n
+
+
+def _distinct_leaf_values(doc: Any, parts: list[str]) -> Iterator[Any]:
+    """Values at a dotted path for distinct: arrays along the path and at the leaf unwind."""
+    if not parts:
+        if isinstance(doc, list):
+            yield from doc
+        else:
+            yield doc
+        return
+    if isinstance(doc, dict):
+        if parts[0] in doc:
+            yield from _distinct_leaf_values(doc[parts[0]], parts[1:])
+    elif isinstance(doc, list):
+        if parts[0].isdigit():
+            idx = int(parts[0])
+            if idx < len(doc):
+                yield from _distinct_leaf_values(doc[idx], parts[1:])
+        for item in doc:
+            if isinstance(item, dict):
+                yield from _distinct_leaf_values(item, parts)
+
+
+def distinct_values(coll: Any, key: str, flt: dict[str, Any] | None, hint: Any = None
+                    ) -> list[Any]:
+    if coll is None:
+        return []
+    prepared = prepare_find(coll, FindSpec(filter=flt, hint=hint))
+    seen: dict[Any, Any] = {}
+    parts = key.split(".")
+    for _rid, _raw, doc in matching(coll, prepared):
+        for v in _distinct_leaf_values(doc, parts):
+            if v is MISSING:
+                continue
+            k = sort_key(v)
+            if k not in seen:
+                seen[k] = v
+    return [seen[k] for k in sorted(seen)]
+
+
+# --- writes -----------------------------------------------------------------------------------
+
+def prepare_document_for_insert(doc: dict[str, Any]) -> dict[str, Any]:
+    """`_id` first (generated when missing), storage rules checked (MongoError otherwise)."""
+    if "_id" not in doc:
+        doc = {"_id": ObjectId(), **doc}
+    elif next(iter(doc)) != "_id":
+        doc = {"_id": doc["_id"], **{k: v for k, v in doc.items() if k != "_id"}}
+    validate_document_for_storage(doc, for_insert=True)
+    return doc
+
+
+def check_size(doc: dict[str, Any], encoded: bytes | None = None) -> bytes:
+    data = encoded if encoded is not None else encode(doc)
+    if len(data) > MAX_BSON_SIZE:
+        raise MongoError(ErrorCode.BSONObjectTooLarge,
+                         f"object to insert too large. size in bytes: {len(data)}, max size: "
+                         f"{MAX_BSON_SIZE}")
+    return data
+
+
+@dataclass
+class UpdateStatement:
+    q: dict[str, Any]
+    u: Any
+    multi: bool = False
+    upsert: bool = False
+    array_filters: list[dict[str, Any]] | None = None
+    hint: Any = None
+    sort: dict[str, Any] | None = None
+    let: dict[str, Any] | None = None
+
+
+@dataclass
+class UpdateOutcome:
+    n: int = 0
+    n_modified: int = 0
+    upserted_id: Any = MISSING
+    old_doc: dict[str, Any] | None = None
+    new_doc: dict[str, Any] | None = None
+
+
+def _select(coll: Any, prepared: PreparedFind, multi: bool, sort: dict[str, Any] | None
+            ) -> list[tuple[int, bytes, dict[str, Any]]]:
+    """Documents to modify, materialised first so writes never revisit them."""
+    rows = matching(coll, prepared)
+    if sort:
+        key = compile_sort(sort)
+        chosen = sorted(rows, key=lambda r: key(r[2]))
+        return chosen if multi else chosen[:1]
+    if multi:
+        return list(rows)
+    first = next(rows, None)
+    return [] if first is None else [first]
+
+
+def apply_update_statement(coll_getter: Callable[[], Any], stmt: UpdateStatement, *,
+                           validator: Callable[[dict[str, Any]], None] | None = None,
+                           want_docs: bool = False) -> UpdateOutcome:
+    """One update statement: match, modify, write back; upsert when nothing matched.
+
+    `coll_getter` returns the collection, creating it only if an upsert needs it."""
+    if isinstance(stmt.u, list):
+        raise MongoError(ErrorCode.NotImplemented,
+                         "pipeline-style updates are not supported by bucketd yet")
+    update = compile_update(stmt.u, array_filters=stmt.array_filters, is_upsert=stmt.upsert)
+    if update.is_replacement and stmt.multi:
+        raise MongoError(ErrorCode.FailedToParse,
+                         "multi update is not supported for replacement-style update")
+    coll = coll_getter() if not stmt.upsert else None
+    if coll is None and not stmt.upsert:
+        return UpdateOutcome()
+    if stmt.upsert:
+        coll = coll_getter()
+    prepared = prepare_find(coll, FindSpec(filter=stmt.q, hint=stmt.hint, let=stmt.let))
+    outcome = UpdateOutcome()
+    matcher = prepared.matcher
+    for rid, _raw, doc in _select(coll, prepared, stmt.multi, stmt.sort):
+        outcome.n += 1
+        pos = None
+        if update.uses_positional:
+            _, pos = matcher.match_position(doc)
+            if pos is None:
+                raise MongoError(ErrorCode.BadValue,
+                                 "The positional operator did not find the match needed from "
+                                 "the query.")
+        new_doc, modified = update.apply(doc, matched_position=pos)
+        if want_docs:
+            outcome.old_doc, outcome.new_doc = doc, new_doc
+        if modified:
+            validate_document_for_storage(new_doc, for_insert=False)
+            if validator is not None:
+                validator(new_doc)
+            data = encode(new_doc)
+            if len(data) > MAX_BSON_SIZE:
+                raise MongoError(ErrorCode.BSONObjectTooLarge,
+                                 f"Resulting document after update is larger than "
+                                 f"{MAX_BSON_SIZE}")
+            coll.update(rid, new_doc, encoded=data, old_doc=doc)
+            outcome.n_modified += 1
+    if outcome.n == 0 and stmt.upsert:
+        new_doc = update.upsert_document(stmt.q)
+        new_doc = prepare_document_for_insert(new_doc)
+        if validator is not None:
+            validator(new_doc)
+        data = check_size(new_doc)
+        result = coll.insert_many([new_doc], encoded=[data])
+        if result.errors:
+            raise result.errors[0][1]
+        outcome.upserted_id = new_doc["_id"]
+        if want_docs:
+            outcome.new_doc = new_doc
+    return outcome
+
+
+def delete_matching(coll: Any, flt: dict[str, Any], *, limit_one: bool, hint: Any = None,
+                    sort: dict[str, Any] | None = None, let: dict[str, Any] | None = None,
+                    want_doc: bool = False) -> tuple[int, dict[str, Any] | None]:
+    """Delete the matching documents (or the first); returns (count, deleted doc if asked)."""
+    if coll is None:
+        return 0, None
+    prepared = prepare_find(coll, FindSpec(filter=flt, hint=hint, let=let))
+    rows = _select(coll, prepared, not limit_one, sort)
+    last = None
+    for rid, _raw, doc in rows:
+        coll.delete(rid, old_doc=doc)
+        last = doc
+    return len(rows), (last if want_doc else None)
+
+
+def find_one_for_modify(coll: Any, flt: dict[str, Any], sort: dict[str, Any] | None
+                        ) -> tuple[int, dict[str, Any]] | None:
+    prepared = prepare_find(coll, FindSpec(filter=flt))
+    rows = _select(coll, prepared, False, sort)
+    return (rows[0][0], rows[0][2]) if rows else None

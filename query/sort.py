@@ -1,0 +1,158 @@
+"""MongoDB's sort order for documents, as a key function for `sorted()`.
+
+    s = compile_sort({"a": 1, "b.c": -1})
+    docs.sort(key=s)          # stable, like MongoDB's in-memory sort
+
+Per field, the sort key of a document is derived from the values its path reaches
+(`query.paths`): an array contributes its elements (ascending uses the smallest,
+descending the largest), an empty array sorts as undefined (below null), and a
+missing field sorts as null. Values compare in BSON order (`storage.bson_order`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+from bson import Decimal128
+
+from query.match.types import is_number
+from query.paths import MISSING, iter_leaves, validate_field_path
+from storage.bson_order import RANK_UNDEFINED, sort_key
+from storage.errors import ErrorCode, MongoError
+
+__all__ = ["SortSpec", "compile_sort", "parse_sort", "field_sort_key"]
+
+_NULL_KEY: Final = sort_key(None)
+_UNDEFINED_KEY: Final = (RANK_UNDEFINED,)
+_META_NAMES: Final = frozenset({"textScore", "randVal", "geoNearDistance", "searchScore",
+                                "vectorSearchScore", "score"})
+
+
+def parse_sort(spec: dict[str, Any]) -> list[tuple[str, int]]:
+    """Validate a sort document; return ``[(path, 1 | -1), ...]``."""
+    if not isinstance(spec, dict):
+        raise MongoError(ErrorCode.TypeMismatch, "sort must be an object")
+    out: list[tuple[str, int]] = []
+    for path, direction in spec.items():
+        if isinstance(direction, dict):
+            if not direction or next(iter(direction)) != "$meta":
+                raise MongoError(17312, "$meta is the only expression supported by $sort right now")
+            if len(direction) != 1:
+                raise MongoError(ErrorCode.FailedToParse,
+                                 "Cannot have additional keys in a $meta sort specification")
+            name = direction["$meta"]
+            if name not in _META_NAMES:
+                raise MongoError(31138, f"Illegal $meta sort: $meta: {name!r}")
+            raise MongoError(ErrorCode.NotImplemented,
+                             f"sorting by {{$meta: {name!r}}} is not supported by bucketd")
+        if not is_number(direction):
+            raise MongoError(15974,
+                             f"Illegal key in $sort specification: {path}: {direction!r}")
+        d = _safe_long(direction)
+        if d not in (1, -1):
+            raise MongoError(15975,
+                             "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
+        validate_field_path(path)
+        out.append((path, d))
+    return out
+
+
+def _safe_long(v: Any) -> int:
+    if isinstance(v, Decimal128):
+        d = v.to_decimal()
+        return int(d) if d.is_finite() else 0
+    if isinstance(v, float):
+        return int(v) if v == v and abs(v) != float("inf") else 0
+    return int(v)
+
+
+def field_sort_key(doc: Any, parts: tuple[str, ...], ascending: bool) -> tuple[Any, ...]:
+    """The BSON-order key of one sort field of `doc` (array min/max rule)."""
+    cur = doc
+    for part in parts:  # fast path: a walk through documents only
+        if type(cur) is not dict:
+            break
+        cur = cur.get(part, MISSING)
+        if cur is MISSING:
+            return _NULL_KEY
+    else:
+        if type(cur) is not list:
+            return sort_key(cur)
+    keys = []
+    for v, _ in iter_leaves(doc, parts, False):
+        if v is MISSING:
+            keys.append(_NULL_KEY)
+        elif type(v) is list:
+            if v:
+                keys.extend(sort_key(e) for e in v)
+            else:
+                keys.append(_UNDEFINED_KEY)
+        else:
+            keys.append(sort_key(v))
+    if not keys:
+        return _NULL_KEY
+    return min(keys) if ascending else max(keys)
+
+
+class _Mixed:
+    """A composite key honouring per-field direction."""
+
+    __slots__ = ("dirs", "k")
+
+    def __init__(self, k: tuple[Any, ...], dirs: tuple[bool, ...]) -> None:
+        self.k = k
+        self.dirs = dirs
+
+    def __lt__(self, other: _Mixed) -> bool:
+        for a, b, asc in zip(self.k, other.k, self.dirs):
+            if a != b:
+                return a < b if asc else a > b
+        return False
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Mixed) and self.k == other.k
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class SortSpec:
+    """A compiled sort: call it on a document to get its sort key."""
+
+    __slots__ = ("_key", "fields")
+
+    def __init__(self, fields: list[tuple[str, int]]) -> None:
+        self.fields = fields
+        self._key = self._build()
+
+    def _build(self) -> Callable[[Any], Any]:
+        parts = [(tuple(p.split(".")), d == 1) for p, d in self.fields]
+        if not parts:
+            return lambda doc: 0
+        if len(parts) == 1:
+            (p, asc), = parts
+            if asc:
+                return lambda doc: field_sort_key(doc, p, True)
+            dirs1 = (False,)
+            return lambda doc: _Mixed((field_sort_key(doc, p, False),), dirs1)
+        if all(asc for _, asc in parts):
+            return lambda doc: tuple(field_sort_key(doc, p, True) for p, _ in parts)
+        dirs = tuple(asc for _, asc in parts)
+        return lambda doc: _Mixed(tuple(field_sort_key(doc, p, a) for p, a in parts), dirs)
+
+    def __call__(self, doc: Any) -> Any:
+        return self._key(doc)
+
+    key = __call__
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.fields
+
+    def __repr__(self) -> str:
+        return f"SortSpec({dict(self.fields)!r})"
+
+
+def compile_sort(spec: dict[str, Any] | None) -> SortSpec:
+    """Compile a sort document into a key function (raises MongoError on a bad spec)."""
+    return SortSpec(parse_sort(spec or {}))

@@ -1,0 +1,860 @@
+"""Window functions of $setWindowFields.
+
+Framed functions ($sum $avg $count $min $max $stdDevPop $stdDevSamp $covariancePop
+$covarianceSamp $first $last $push $addToSet, and every other group accumulator) compute a
+value per document over its window. Those with a removable state slide it: each document
+enters and leaves the state once, so a partition costs O(n) whatever the window width ($min and
+$max use a monotonic deque). Non-removable ones are recomputed per window, except unbounded
+windows, computed once per partition.
+
+Positional functions ($shift $rank $denseRank $documentNumber $expMovingAvg $locf
+$linearFill) and the calculus ones ($derivative $integral) have their own parsers and rules.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import deque
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any, Final
+
+from bson import Decimal128, Int64
+from bson.datetime_ms import DatetimeMS
+
+from query.accumulators import ACCUMULATORS, Tracker, compile_accumulator
+from query.expressions.comparison import agg_key
+from query.expressions.core import Fn, Scope, compile_node, const_value, is_const
+from query.expressions.values import (
+    DEC_CTX,
+    INT64_MAX,
+    INT64_MIN,
+    K_DECIMAL,
+    K_DOUBLE,
+    K_INT,
+    K_LONG,
+    MISSING,
+    as_int,
+    int_or_long,
+    is_integral64,
+    make_decimal,
+    num_kind,
+    to_decimal,
+    to_float,
+    type_name,
+    value_repr,
+)
+from storage.errors import ErrorCode, MongoError
+
+from .bounds import UNBOUNDED, Partition, WindowBounds, parse_window
+
+__all__ = ["WindowFunction", "parse_window_function", "WINDOW_FUNCTION_NAMES"]
+
+_UNIT_MS: Final = {"millisecond": 1, "second": 1000, "minute": 60_000, "hour": 3_600_000,
+                   "day": 86_400_000, "week": 7 * 86_400_000}
+
+
+class WindowFunction:
+    """Computes one output field for every document of a partition."""
+
+    needs_sort_values = False
+    needs_sort_keys = False
+
+    def compute(self, part: Partition) -> list[Any]:
+        raise NotImplementedError
+
+
+# ---------------------------------------------------------------- removable states
+
+class _SumSlider:
+    __slots__ = (
+        "count",
+        "dec",
+        "fcomp",
+        "fsum",
+        "ival",
+        "n_dbl",
+        "n_dec",
+        "n_long",
+        "n_nan",
+        "n_ninf",
+        "n_pinf",
+    )
+
+    def __init__(self) -> None:
+        self.ival = 0
+        self.fsum = 0.0
+        self.fcomp = 0.0
+        self.dec = Decimal(0)
+        self.n_long = self.n_dbl = self.n_dec = 0
+        self.n_nan = self.n_pinf = self.n_ninf = 0
+        self.count = 0
+
+    def _fadd(self, x: float) -> None:
+        s = self.fsum
+        t = s + x
+        if abs(s) >= abs(x):
+            self.fcomp += (s - t) + x
+        else:
+            self.fcomp += (x - t) + s
+        self.fsum = t
+
+    def _update(self, v: Any, sign: int) -> None:
+        k = num_kind(v)
+        if k < 0:
+            return
+        self.count += sign
+        if k == K_INT:
+            self.ival += sign * v
+        elif k == K_LONG:
+            self.ival += sign * int(v)
+            self.n_long += sign
+        elif k == K_DOUBLE:
+            self.n_dbl += sign
+            if v != v:
+                self.n_nan += sign
+            elif v == math.inf:
+                self.n_pinf += sign
+            elif v == -math.inf:
+                self.n_ninf += sign
+            else:
+                self._fadd(sign * v)
+        else:
+            self.n_dec += sign
+            d = v.to_decimal()
+            if d.is_nan():
+                self.n_nan += sign
+            elif d.is_infinite():
+                if d > 0:
+                    self.n_pinf += sign
+                else:
+                    self.n_ninf += sign
+            else:
+                self.dec = DEC_CTX.add(self.dec, d) if sign > 0 else DEC_CTX.subtract(self.dec, d)
+
+    def add(self, i: int, v: Any) -> None:
+        self._update(v, 1)
+
+    def remove(self, i: int, v: Any) -> None:
+        self._update(v, -1)
+
+    def _special(self) -> float | None:
+        if self.n_nan or (self.n_pinf and self.n_ninf):
+            return math.nan
+        if self.n_pinf:
+            return math.inf
+        if self.n_ninf:
+            return -math.inf
+        return None
+
+    def total(self) -> Any:
+        sp = self._special()
+        if self.n_dec:
+            if sp is not None:
+                return Decimal128(str(Decimal(sp))) if sp == sp else Decimal128("NaN")
+            d = DEC_CTX.add(self.dec, Decimal(self.ival))
+            f = self.fsum + self.fcomp
+            if f:
+                d = DEC_CTX.add(d, DEC_CTX.create_decimal(f))
+            return make_decimal(d)
+        if self.n_dbl:
+            if sp is not None:
+                return sp
+            return float(self.ival) + (self.fsum + self.fcomp)
+        if not INT64_MIN <= self.ival <= INT64_MAX:
+            return float(self.ival)
+        return Int64(self.ival) if self.n_long else int_or_long(self.ival)
+
+    def result(self) -> Any:
+        return self.total()
+
+
+class _AvgSlider(_SumSlider):
+    __slots__ = ()
+
+    def result(self) -> Any:
+        if self.count == 0:
+            return None
+        t = self.total()
+        if type(t) is Decimal128:
+            return make_decimal(DEC_CTX.divide(t.to_decimal(), Decimal(self.count)))
+        return to_float(t) / self.count
+
+
+class _CountSlider:
+    __slots__ = ("n",)
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def add(self, i: int, v: Any) -> None:
+        self.n += 1
+
+    def remove(self, i: int, v: Any) -> None:
+        self.n -= 1
+
+    def result(self) -> Any:
+        return int_or_long(self.n)
+
+
+class _MinMaxSlider:
+    """Monotonic deque; removals must come in index order (they do when sliding)."""
+
+    __slots__ = ("dq", "sign")
+
+    def __init__(self, sign: int) -> None:
+        self.dq: deque = deque()
+        self.sign = sign
+
+    def add(self, i: int, v: Any) -> None:
+        if v is None or v is MISSING:
+            return
+        k = agg_key(v)
+        dq = self.dq
+        if self.sign < 0:
+            while dq and dq[-1][1] > k:
+                dq.pop()
+        else:
+            while dq and dq[-1][1] < k:
+                dq.pop()
+        dq.append((i, k, v))
+
+    def remove(self, i: int, v: Any) -> None:
+        dq = self.dq
+        if dq and dq[0][0] == i:
+            dq.popleft()
+
+    def result(self) -> Any:
+        return self.dq[0][2] if self.dq else None
+
+
+class _StdDevSlider:
+    __slots__ = ("m2", "mean", "n", "sample")
+
+    def __init__(self, sample: bool) -> None:
+        self.n = 0
+        self.mean = 0.0
+        self.m2 = 0.0
+        self.sample = sample
+
+    def add(self, i: int, v: Any) -> None:
+        if num_kind(v) < 0:
+            return
+        x = to_float(v)
+        self.n += 1
+        d = x - self.mean
+        self.mean += d / self.n
+        self.m2 += d * (x - self.mean)
+
+    def remove(self, i: int, v: Any) -> None:
+        if num_kind(v) < 0:
+            return
+        x = to_float(v)
+        if self.n <= 1:
+            self.n, self.mean, self.m2 = 0, 0.0, 0.0
+            return
+        prev_mean = (self.n * self.mean - x) / (self.n - 1)
+        self.m2 -= (x - prev_mean) * (x - self.mean)
+        self.mean = prev_mean
+        self.n -= 1
+        if self.n == 1 or self.m2 < 0:
+            self.m2 = 0.0
+
+    def result(self) -> Any:
+        if self.sample:
+            return math.sqrt(max(self.m2, 0.0) / (self.n - 1)) if self.n >= 2 else None
+        return math.sqrt(max(self.m2, 0.0) / self.n) if self.n >= 1 else None
+
+
+class _CovSlider:
+    __slots__ = ("c", "mx", "my", "n", "sample")
+
+    def __init__(self, sample: bool) -> None:
+        self.n = 0
+        self.mx = self.my = self.c = 0.0
+        self.sample = sample
+
+    @staticmethod
+    def _pair(v: Any) -> tuple[float, float] | None:
+        if type(v) is list and len(v) == 2 and num_kind(v[0]) >= 0 and num_kind(v[1]) >= 0:
+            return to_float(v[0]), to_float(v[1])
+        return None
+
+    def add(self, i: int, v: Any) -> None:
+        p = self._pair(v)
+        if p is None:
+            return
+        x, y = p
+        self.n += 1
+        dx = x - self.mx
+        self.mx += dx / self.n
+        self.my += (y - self.my) / self.n
+        self.c += dx * (y - self.my)
+
+    def remove(self, i: int, v: Any) -> None:
+        p = self._pair(v)
+        if p is None:
+            return
+        x, y = p
+        if self.n <= 1:
+            self.n, self.mx, self.my, self.c = 0, 0.0, 0.0, 0.0
+            return
+        prev_mx = (self.n * self.mx - x) / (self.n - 1)
+        self.c -= (x - prev_mx) * (y - self.my)
+        self.my = (self.n * self.my - y) / (self.n - 1)
+        self.mx = prev_mx
+        self.n -= 1
+
+    def result(self) -> Any:
+        if self.sample:
+            return self.c / (self.n - 1) if self.n >= 2 else None
+        return self.c / self.n if self.n >= 1 else None
+
+
+def _float_slide(vals: list[float], ranges: list[tuple[int, int]], avg: bool) -> list:
+    """$sum/$avg over finite doubles: a compensated running sum, no per-value dispatch."""
+    out: list[Any] = []
+    s = c = 0.0
+    lo, hi = 0, -1
+    prev_a = prev_b = -1
+    for a, b in ranges:
+        if b < a:
+            out.append(None if avg else 0)
+            continue
+        if a < prev_a or b < prev_b or hi < lo or (a > hi + 1):
+            s = c = 0.0
+            lo, hi = a, a - 1
+        while hi < b:
+            hi += 1
+            x = vals[hi]
+            t = s + x
+            c += ((s - t) + x) if abs(s) >= abs(x) else ((x - t) + s)
+            s = t
+        while lo < a:
+            x = -vals[lo]
+            t = s + x
+            c += ((s - t) + x) if abs(s) >= abs(x) else ((x - t) + s)
+            s = t
+            lo += 1
+        prev_a, prev_b = a, b
+        out.append((s + c) / (hi - lo + 1) if avg else s + c)
+    return out
+
+
+class _NumMinMaxSlider(_MinMaxSlider):
+    """Min/max over plain numbers (no NaN, no decimals): the values are their own keys."""
+
+    __slots__ = ()
+
+    def add(self, i: int, v: Any) -> None:
+        if v is None or v is MISSING:
+            return
+        dq = self.dq
+        if self.sign < 0:
+            while dq and dq[-1][1] > v:
+                dq.pop()
+        else:
+            while dq and dq[-1][1] < v:
+                dq.pop()
+        dq.append((i, v, v))
+
+
+def _plain_numbers(vals: list[Any]) -> bool:
+    for v in vals:
+        t = type(v)
+        if t is float:
+            if v != v:
+                return False
+        elif not (t is int or t is Int64 or v is None or v is MISSING):
+            return False
+    return True
+
+
+def _finite_floats(vals: list[Any]) -> bool:
+    return all(type(v) is float and math.isfinite(v) for v in vals)
+
+
+def _slide(vals: list[Any], ranges: list[tuple[int, int]], make: Callable[[], Any]) -> list:
+    """Apply a removable state over monotone windows (falls back to recomputing)."""
+    out: list[Any] = []
+    st = make()
+    lo, hi = 0, -1
+    prev_a = prev_b = -1
+    for a, b in ranges:
+        if b < a:
+            out.append(make().result())
+            continue
+        if a < prev_a or b < prev_b or (a > hi + 1 and hi >= lo):
+            # Not sliding forward (or jumped past the state): start over.
+            st = make()
+            lo, hi = a, a - 1
+        elif hi < lo:
+            lo, hi = a, a - 1
+        add, remove = st.add, st.remove
+        while hi < b:
+            hi += 1
+            add(hi, vals[hi])
+        while lo < a:
+            remove(lo, vals[lo])
+            lo += 1
+        prev_a, prev_b = a, b
+        out.append(st.result())
+    return out
+
+
+_SLIDERS: Final[dict[str, Callable[[], Any]]] = {
+    "$sum": _SumSlider,
+    "$avg": _AvgSlider,
+    "$count": _CountSlider,
+    "$min": lambda: _MinMaxSlider(-1),
+    "$max": lambda: _MinMaxSlider(1),
+    "$stdDevPop": lambda: _StdDevSlider(False),
+    "$stdDevSamp": lambda: _StdDevSlider(True),
+    "$covariancePop": lambda: _CovSlider(False),
+    "$covarianceSamp": lambda: _CovSlider(True),
+}
+
+
+class FramedFunction(WindowFunction):
+    """An accumulator over each document's window."""
+
+    def __init__(self, op: str, arg: Fn, bounds: WindowBounds,
+                 acc_factory: Callable[[], Any] | None) -> None:
+        self.op = op
+        self.arg = arg
+        self.bounds = bounds
+        self.acc_factory = acc_factory
+        self.needs_sort_values = bounds.kind == "range" and not bounds.unbounded
+
+    def compute(self, part: Partition) -> list[Any]:
+        docs = part.docs
+        variables = part.variables
+        arg = self.arg
+        vals = [arg(d, variables) for d in docs]
+        n = len(docs)
+        op = self.op
+        if n == 0:
+            return []
+        ranges = self.bounds.ranges(part)
+        if op in ("$first", "$last"):
+            out = []
+            for a, b in ranges:
+                if b < a:
+                    out.append(None)
+                else:
+                    v = vals[a] if op == "$first" else vals[b]
+                    out.append(None if v is MISSING else v)
+            return out
+        if op == "$push":
+            present = [v for v in vals]
+            if self.bounds.unbounded:
+                r = [v for v in present if v is not MISSING]
+                return [r] * n
+            return [[v for v in present[a:b + 1] if v is not MISSING] for a, b in ranges]
+        if op in _SLIDERS:
+            if self.bounds.unbounded:
+                st = _SLIDERS[op]()
+                for i, v in enumerate(vals):
+                    st.add(i, v)
+                return [st.result()] * n
+            if op in ("$sum", "$avg") and _finite_floats(vals):
+                return _float_slide(vals, ranges, op == "$avg")
+            if op in ("$min", "$max") and _plain_numbers(vals):
+                sign = -1 if op == "$min" else 1
+                return _slide(vals, ranges, lambda: _NumMinMaxSlider(sign))
+            return _slide(vals, ranges, _SLIDERS[op])
+        # Any other accumulator: recompute per window (once when unbounded).
+        assert self.acc_factory is not None
+        if self.bounds.unbounded:
+            acc = self.acc_factory()
+            for v in vals:
+                acc.process(v)
+            r = acc.result()
+            return [None if r is MISSING else r] * n
+        out = []
+        for a, b in ranges:
+            acc = self.acc_factory()
+            for j in range(a, b + 1):
+                acc.process(vals[j])
+            r = acc.result()
+            out.append(None if r is MISSING else r)
+        return out
+
+
+# ---------------------------------------------------------------- positional functions
+
+class ShiftFunction(WindowFunction):
+    def __init__(self, output: Fn, by: int, default: Any) -> None:
+        self.output = output
+        self.by = by
+        self.default = default
+
+    def compute(self, part: Partition) -> list[Any]:
+        docs = part.docs
+        n = len(docs)
+        out = []
+        for i in range(n):
+            j = i + self.by
+            if 0 <= j < n:
+                v = self.output(docs[j], part.variables)
+                out.append(None if v is MISSING else v)
+            else:
+                out.append(self.default)
+        return out
+
+
+class RankFunction(WindowFunction):
+    needs_sort_keys = True
+
+    def __init__(self, op: str) -> None:
+        self.op = op
+
+    def compute(self, part: Partition) -> list[Any]:
+        n = len(part.docs)
+        if self.op == "$documentNumber":
+            return list(range(1, n + 1))
+        keys = part.sort_keys
+        assert keys is not None
+        out = []
+        rank = dense = 0
+        for i in range(n):
+            if i == 0 or keys[i] != keys[i - 1]:
+                rank = i + 1
+                dense += 1
+            out.append(rank if self.op == "$rank" else dense)
+        return out
+
+
+class ExpMovingAvgFunction(WindowFunction):
+    def __init__(self, input_fn: Fn, alpha: Decimal) -> None:
+        self.input = input_fn
+        self.alpha = alpha
+
+    def compute(self, part: Partition) -> list[Any]:
+        alpha = self.alpha
+        one_minus = DEC_CTX.subtract(Decimal(1), alpha)
+        cur: Decimal | None = None
+        is_dec = False
+        out = []
+        for d in part.docs:
+            v = self.input(d, part.variables)
+            k = num_kind(v)
+            if k >= 0:
+                if k == K_DECIMAL:
+                    is_dec = True
+                x = to_decimal(v)
+                cur = x if cur is None else DEC_CTX.add(DEC_CTX.multiply(x, alpha),
+                                                        DEC_CTX.multiply(cur, one_minus))
+            if cur is None:
+                out.append(None)
+            else:
+                out.append(make_decimal(cur) if is_dec else float(cur))
+        return out
+
+
+class LocfFunction(WindowFunction):
+    def __init__(self, input_fn: Fn) -> None:
+        self.input = input_fn
+
+    def compute(self, part: Partition) -> list[Any]:
+        last: Any = None
+        out = []
+        for d in part.docs:
+            v = self.input(d, part.variables)
+            if v is not None and v is not MISSING:
+                last = v
+            out.append(last)
+        return out
+
+
+def _sort_number(v: Any, op: str) -> Any:
+    if type(v) is DatetimeMS:
+        return int(v)
+    if num_kind(v) < 0:
+        raise MongoError(605001, f"{op} requires the sortBy field to be numeric or a date, "
+                         f"but found {type_name(v)}")
+    return to_float(v)
+
+
+class LinearFillFunction(WindowFunction):
+    needs_sort_values = True
+
+    def __init__(self, input_fn: Fn) -> None:
+        self.input = input_fn
+
+    def compute(self, part: Partition) -> list[Any]:
+        xs_raw = part.sort_values
+        assert xs_raw is not None
+        vals = [self.input(d, part.variables) for d in part.docs]
+        n = len(vals)
+        if n == 0:
+            return []
+        xs = [_sort_number(x, "$linearFill") for x in xs_raw]
+        for i in range(1, n):
+            if xs[i] == xs[i - 1]:
+                raise MongoError(6050106, "There can be no repeated values in the sort field in "
+                                 "the same partition")
+        known = []
+        for i, v in enumerate(vals):
+            if v is None or v is MISSING:
+                continue
+            if num_kind(v) < 0:
+                raise MongoError(605001, f"$linearFill only supports numeric types, found "
+                                 f"{type_name(v)}")
+            known.append(i)
+        out: list[Any] = []
+        for i, v in enumerate(vals):
+            if v is not None and v is not MISSING:
+                out.append(v)
+                continue
+            k = bisect.bisect_left(known, i)
+            if k == 0 or k == len(known):
+                out.append(None)
+                continue
+            i0, i1 = known[k - 1], known[k]
+            y0, y1 = vals[i0], vals[i1]
+            if num_kind(y0) == K_DECIMAL or num_kind(y1) == K_DECIMAL:
+                t = Decimal(xs[i] - xs[i0]) / Decimal(xs[i1] - xs[i0])
+                out.append(make_decimal(to_decimal(y0) + (to_decimal(y1) - to_decimal(y0)) * t))
+            else:
+                t = (xs[i] - xs[i0]) / (xs[i1] - xs[i0])
+                out.append(to_float(y0) + (to_float(y1) - to_float(y0)) * t)
+        return out
+
+
+class DerivativeFunction(WindowFunction):
+    needs_sort_values = True
+
+    def __init__(self, input_fn: Fn, unit: str | None, bounds: WindowBounds) -> None:
+        self.input = input_fn
+        self.unit = unit
+        self.bounds = bounds
+
+    def _times(self, part: Partition) -> list[Any]:
+        out = []
+        assert part.sort_values is not None
+        for t in part.sort_values:
+            if self.unit is not None:
+                if type(t) is not DatetimeMS:
+                    raise MongoError(5624900, "$derivative with 'unit' expects the sortBy field "
+                                     "to be a Date")
+                out.append(int(t))
+            else:
+                if type(t) is DatetimeMS:
+                    raise MongoError(5624901, "$derivative where the sortBy is a Date requires "
+                                     "an 'unit'")
+                if num_kind(t) < 0:
+                    raise MongoError(5624902, "$derivative (with no 'unit') expects the sortBy "
+                                     "field to be numeric")
+                out.append(to_float(t))
+        return out
+
+    def compute(self, part: Partition) -> list[Any]:
+        ts = self._times(part)
+        vals = [self.input(d, part.variables) for d in part.docs]
+        out: list[Any] = []
+        for a, b in self.bounds.ranges(part):
+            if b <= a:
+                out.append(None)
+                continue
+            y0, y1 = vals[a], vals[b]
+            for y in (y0, y1):
+                if y is None or y is MISSING:
+                    raise MongoError(5624903, "$derivative input must not be null or missing")
+                if num_kind(y) < 0:
+                    raise MongoError(5624904, f"$derivative input must be numeric, found "
+                                     f"{type_name(y)}")
+            dt = ts[b] - ts[a]
+            if self.unit is not None:
+                dt = dt / _UNIT_MS[self.unit]
+            if dt == 0:
+                out.append(None)
+                continue
+            if num_kind(y0) == K_DECIMAL or num_kind(y1) == K_DECIMAL:
+                out.append(make_decimal((to_decimal(y1) - to_decimal(y0)) /
+                                        DEC_CTX.create_decimal(dt)))
+            else:
+                out.append((to_float(y1) - to_float(y0)) / dt)
+        return out
+
+
+class IntegralFunction(WindowFunction):
+    needs_sort_values = True
+
+    def __init__(self, input_fn: Fn, unit: str | None, bounds: WindowBounds) -> None:
+        self.input = input_fn
+        self.unit = unit
+        self.bounds = bounds
+
+    def compute(self, part: Partition) -> list[Any]:
+        assert part.sort_values is not None
+        ts: list[Any] = []
+        for t in part.sort_values:
+            if self.unit is not None:
+                if type(t) is not DatetimeMS:
+                    raise MongoError(5423901, "$integral with 'unit' expects the sortBy field to "
+                                     "be a Date")
+                ts.append(int(t))
+            else:
+                if num_kind(t) < 0:
+                    raise MongoError(5423902, "$integral (with no 'unit') expects the sortBy "
+                                     "field to be numeric")
+                ts.append(to_float(t))
+        vals = [self.input(d, part.variables) for d in part.docs]
+        # Prefix sums of trapezoids over the numeric points, in order.
+        pts = [i for i, v in enumerate(vals) if num_kind(v) >= 0]
+        prefix = [0.0]
+        for k in range(1, len(pts)):
+            i0, i1 = pts[k - 1], pts[k]
+            dt = ts[i1] - ts[i0]
+            if self.unit is not None:
+                dt = dt / _UNIT_MS[self.unit]
+            area = dt * (to_float(vals[i0]) + to_float(vals[i1])) / 2.0
+            prefix.append(prefix[-1] + area)
+        out: list[Any] = []
+        for a, b in self.bounds.ranges(part):
+            first = bisect.bisect_left(pts, a)
+            last = bisect.bisect_right(pts, b) - 1
+            if b < a or last < first:
+                out.append(None)
+            else:
+                out.append(prefix[last] - prefix[first])
+        return out
+
+
+# ---------------------------------------------------------------- parsing
+
+def _fail(msg: str) -> MongoError:
+    return MongoError(ErrorCode.FailedToParse, msg)
+
+
+_NO_WINDOW: Final = ("$shift", "$rank", "$denseRank", "$documentNumber", "$expMovingAvg",
+                     "$locf", "$linearFill")
+_FRAMED_EXTRA: Final = ("$count", "$covariancePop", "$covarianceSamp")
+WINDOW_FUNCTION_NAMES: Final = tuple(sorted(set(ACCUMULATORS) | set(_NO_WINDOW) |
+                                            set(_FRAMED_EXTRA) | {"$derivative", "$integral"}))
+
+
+def _parse_unit(unit: Any, op: str) -> str | None:
+    if unit is MISSING:
+        return None
+    if type(unit) is not str or unit not in _UNIT_MS:
+        if type(unit) is str and unit in ("month", "quarter", "year"):
+            raise MongoError(5490710, "unit must be 'week' or smaller")
+        raise _fail(f"{op} 'unit' must be a time unit string, found {value_repr(unit)}")
+    return unit
+
+
+def parse_window_function(op: str, arg: Any, window: Any, scope: Scope,
+                          sort_fields: list[tuple[str, int]] | None) -> WindowFunction:
+    """Compile ``{op: arg, window: window}`` of a $setWindowFields output field."""
+    if op in _NO_WINDOW and window is not MISSING:
+        if op in ("$rank", "$denseRank", "$documentNumber"):
+            raise MongoError(5371601, "Rank style window functions take no other arguments")
+        raise _fail(f"'window' field is not allowed in {op}")
+    if op in ("$rank", "$denseRank", "$documentNumber"):
+        if arg != {}:
+            raise MongoError(5371603, f"{op} must be specified with '{{}}' as the value")
+        if op != "$documentNumber" and (not sort_fields or len(sort_fields) != 1):
+            raise MongoError(5371602, f"{op} must be specified with a top level sortBy "
+                             "expression with exactly one element")
+        return RankFunction(op)
+    if op == "$shift":
+        if type(arg) is not dict:
+            raise _fail("Argument to $shift must be an object")
+        for k in arg:
+            if k not in ("output", "by", "default"):
+                raise _fail(f"Unknown argument in $shift: {k}")
+        if "output" not in arg:
+            raise _fail("$shift requires an 'output' expression.")
+        if "by" not in arg:
+            raise _fail("$shift requires 'by' as an integer value.")
+        by = arg["by"]
+        if not is_integral64(by) or type(by) is bool or not -(2**31) <= as_int(by) < 2**31:
+            raise _fail("'$shift:by' field must be an integer, but found by: "
+                        f"{value_repr(by)}. To use $shift, the 'by' field must be a constant "
+                        "integer.")
+        default: Any = None
+        if "default" in arg:
+            dfn = compile_node(arg["default"], scope)
+            if not is_const(dfn):
+                raise _fail("'$shift:default' expression must yield a constant value.")
+            default = const_value(dfn)
+            if default is MISSING:
+                default = None
+        if not sort_fields:
+            raise _fail("$shift requires a sortBy")
+        return ShiftFunction(compile_node(arg["output"], scope), as_int(by), default)
+    if op == "$expMovingAvg":
+        if type(arg) is not dict:
+            raise _fail("$expMovingAvg must have exactly one of 'N' or 'alpha' fields")
+        for k in arg:
+            if k not in ("input", "N", "alpha"):
+                raise _fail(f"Got unrecognized field in $expMovingAvg, $expMovingAvg sub object "
+                            f"must have exactly two fields: An 'input' field, and either an 'N' "
+                            f"field or an 'alpha' field: {k}")
+        if "input" not in arg:
+            raise _fail("$expMovingAvg requires an 'input' field")
+        if ("N" in arg) == ("alpha" in arg):
+            raise _fail("$expMovingAvg sub object must have exactly two fields: An 'input' "
+                        "field, and either an 'N' field or an 'alpha' field")
+        if "N" in arg:
+            nv = arg["N"]
+            if not is_integral64(nv) or type(nv) is bool or as_int(nv) <= 0:
+                raise _fail("'N' field must be an integer, but found type "
+                            f"{type_name(nv)}" if not is_integral64(nv) else
+                            "'N' must be greater than zero. Got " + value_repr(nv))
+            alpha = Decimal(2) / Decimal(as_int(nv) + 1)
+        else:
+            av = arg["alpha"]
+            if num_kind(av) < 0 or not 0 < to_float(av) < 1:
+                raise _fail("'alpha' must be between 0 and 1 (exclusive), found "
+                            f"{value_repr(av)}")
+            alpha = to_decimal(av)
+        if not sort_fields:
+            raise _fail("$expMovingAvg requires an explicit 'sortBy'")
+        return ExpMovingAvgFunction(compile_node(arg["input"], scope), alpha)
+    if op == "$locf":
+        return LocfFunction(compile_node(arg, scope))
+    if op == "$linearFill":
+        if not sort_fields or len(sort_fields) != 1:
+            raise _fail("$linearFill requires a sortBy with exactly one field")
+        return LinearFillFunction(compile_node(arg, scope))
+    if op in ("$derivative", "$integral"):
+        if type(arg) is not dict:
+            raise _fail(f"{op} expects an object of the form {{input: <expr>, unit: <string>}}")
+        for k in arg:
+            if k not in ("input", "unit"):
+                raise _fail(f"{op} got unexpected argument: {k}")
+        if "input" not in arg:
+            raise _fail(f"{op} requires an 'input' expression")
+        unit = _parse_unit(arg.get("unit", MISSING), op)
+        if not sort_fields or len(sort_fields) != 1:
+            raise _fail(f"{op} requires a sortBy with exactly one field")
+        if op == "$derivative" and window is MISSING:
+            raise _fail("$derivative requires explicit window bounds")
+        bounds = parse_window(window, sort_fields) if window is not MISSING else \
+            WindowBounds("documents", UNBOUNDED, UNBOUNDED)
+        cls = DerivativeFunction if op == "$derivative" else IntegralFunction
+        f = cls(compile_node(arg["input"], scope), unit, bounds)
+        return f
+    bounds = parse_window(window, sort_fields) if window is not MISSING else \
+        WindowBounds("documents", UNBOUNDED, UNBOUNDED)
+    if op == "$count":
+        if arg != {}:
+            raise _fail("$count must be specified with '{}' as the value")
+        return FramedFunction(op, lambda d, v: 1, bounds, None)
+    if op in ("$covariancePop", "$covarianceSamp"):
+        if type(arg) is not list or len(arg) != 2:
+            raise _fail(f"{op} requires an array of exactly two expressions")
+        xs = compile_node(arg, scope)
+        return FramedFunction(op, xs, bounds, None)
+    if op in ACCUMULATORS:
+        adef = compile_accumulator(op, arg, scope=scope)
+        tracker = Tracker()
+        factory: Callable[[], Any] | None = None
+        if op not in _SLIDERS and op not in ("$first", "$last", "$push"):
+            factory = lambda: adef.new(None, tracker)  # noqa: E731
+        return FramedFunction(op, adef.argument, bounds, factory)
+    raise _fail(f"Unrecognized window function, {op}")

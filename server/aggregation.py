@@ -1,0 +1,195 @@
+"""Running aggregation pipelines against storage: sources, pushdown, and the context services.
+
+The pipeline runs on the storage thread, lazily, as the cursor pulls batches. A leading
+`$match` (with a following `$sort`) is pushed into the query planner so indexes serve
+it; `$lookup`/`$unionWith` read other collections through `resolve_collection`;
+`$out`/`$merge` write through the sinks defined here; `$collStats`/`$indexStats` are
+answered from the catalog.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from query.context import PipelineContext
+from query.executor import FindSpec, check_size, prepare_document_for_insert, prepare_find, run_find
+from query.match import compile_filter
+from query.pipeline import Pipeline, compile_pipeline, resolve_let_variables
+from storage.bson_order import values_equal
+from storage.errors import ErrorCode, MongoError
+
+if TYPE_CHECKING:
+    from .context import CommandRequest
+
+__all__ = ["build_context", "collection_source", "run_pipeline"]
+
+
+def collection_source(req: CommandRequest, db: str, name: str,
+                      flt: dict[str, Any] | None = None,
+                      sort: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+    """Documents of `db.name` as a pipeline sees them (time-series: unpacked measurements)."""
+    catalog = req.storage.catalog
+    entry = catalog.entry(db, name)
+    if entry is None:
+        return iter(())
+    if entry.kind == "timeseries":
+        from .timeseries_service import unpacked_source
+
+        return unpacked_source(req, db, name, flt)
+    coll = catalog.get_collection(db, name)
+    spec = FindSpec(filter=flt, sort=sort)
+    return run_find(coll, prepare_find(coll, spec))
+
+
+def _out(req: CommandRequest, db: str, name: str, docs: Iterable[dict[str, Any]]) -> None:
+    catalog = req.storage.catalog
+    entry = catalog.entry(db, name)
+    if entry is not None and entry.kind != "collection":
+        raise MongoError(ErrorCode.CommandNotSupportedOnView,
+                         f"Namespace {db}.{name} is a view, not a collection")
+    prepared = []
+    for doc in docs:
+        doc = prepare_document_for_insert(dict(doc))
+        prepared.append((doc, check_size(doc)))
+    with catalog.transaction():
+        coll = catalog.get_or_create_collection(db, name)
+        coll.truncate()
+        if prepared:
+            result = coll.insert_many([d for d, _ in prepared], encoded=[e for _, e in prepared])
+            if result.errors:
+                raise result.errors[0][1]
+
+
+def _merge(req: CommandRequest, db: str, name: str, docs: Iterable[dict[str, Any]],
+           on: list[str] | None = None, when_matched: Any = "merge",
+           when_not_matched: str = "insert", let: dict[str, Any] | None = None) -> None:
+    catalog = req.storage.catalog
+    on = on or ["_id"]
+    with catalog.transaction():
+        coll = catalog.get_or_create_collection(db, name)
+        for doc in docs:
+            doc = dict(doc)
+            if any(f not in doc for f in on):
+                raise MongoError(51132, "$merge write error: 'on' field cannot be missing, null, "
+                                 "undefined or an array")
+            flt = {f: doc[f] for f in on}
+            found = None
+            spec = FindSpec(filter=flt)
+            for rid_doc in _matching_rows(coll, spec):
+                found = rid_doc
+                break
+            if found is None:
+                if when_not_matched == "insert":
+                    new = prepare_document_for_insert(doc)
+                    res = coll.insert_many([new], encoded=[check_size(new)])
+                    if res.errors:
+                        raise res.errors[0][1]
+                elif when_not_matched == "fail":
+                    raise MongoError(13113, "$merge could not find a matching document in the "
+                                     "target collection for at least one document in the source "
+                                     "collection")
+                continue
+            rid, old = found
+            if when_matched == "keepExisting":
+                continue
+            if when_matched == "fail":
+                raise MongoError(ErrorCode.DuplicateKey, "$merge with whenMatched: fail found an "
+                                 "existing document with the same values for the 'on' fields")
+            if when_matched == "replace":
+                new = {"_id": old["_id"], **{k: v for k, v in doc.items() if k != "_id"}}
+            elif when_matched == "merge":
+                new = {**old, **{k: v for k, v in doc.items()}}
+            elif isinstance(when_matched, list):
+                sub = compile_pipeline(when_matched, PipelineContext(db=db))
+                variables = {"new": doc, **(let or {})}
+                new = next(iter(sub.run([old], variables=variables)), old)
+            else:
+                raise MongoError(ErrorCode.BadValue, f"unsupported whenMatched {when_matched!r}")
+            if not values_equal(new.get("_id"), old.get("_id")):
+                raise MongoError(ErrorCode.ImmutableField,
+                                 "$merge failed to update the matching document, did you "
+                                 "attempt to modify the _id or the shard key?")
+            coll.update(rid, new, encoded=check_size(new), old_doc=old)
+
+
+def _matching_rows(coll: Any, spec: FindSpec) -> Iterator[tuple[int, dict[str, Any]]]:
+    from query.executor import matching
+
+    for rid, _raw, doc in matching(coll, prepare_find(coll, spec)):
+        yield rid, doc
+
+
+def build_context(req: CommandRequest, coll: str | None, *, allow_disk_use: bool) -> \
+        PipelineContext:
+    db = req.db
+    params = req.server.params
+
+    def resolve(other_db: str, other: str) -> Iterable[dict[str, Any]]:
+        return collection_source(req, other_db, other)
+
+    def coll_stats(spec: dict[str, Any]) -> Iterable[dict[str, Any]]:
+        from .commands.collstats import collection_stats
+
+        if coll is None:
+            raise MongoError(ErrorCode.InvalidNamespace, "$collStats must be run on a collection")
+        out: dict[str, Any] = {"ns": f"{db}.{coll}", "host": req.server.host,
+                               "localTime": req.server.start_time}
+        if "storageStats" in spec:
+            scale = (spec.get("storageStats") or {}).get("scale", 1) or 1
+            out["storageStats"] = collection_stats(req, db, coll, int(scale))
+        if "count" in spec:
+            out["count"] = collection_stats(req, db, coll, 1).get("count", 0)
+        return [out]
+
+    def index_stats(spec: dict[str, Any]) -> Iterable[dict[str, Any]]:
+        entry = req.storage.catalog.entry(db, coll or "")
+        if entry is None:
+            return []
+        return [{"name": ix.name, "key": dict(ix.spec.document["key"]),
+                 "host": req.server.host, "accesses": {"ops": 0, "since": None},
+                 "spec": dict(ix.spec.document)} for ix in entry.indexes]
+
+    ctx = PipelineContext(
+        db=db, coll=coll, allow_disk_use=allow_disk_use,
+        memory_limit_bytes=int(params.get("internalDocumentSourceGroupMaxMemoryBytes")),
+        resolve_collection=resolve,
+        out=lambda d, c, docs: _out(req, d, c, docs),
+        merge=lambda d, c, docs, *a, **kw: _merge(req, d, c, docs, *a, **kw),
+        coll_stats=coll_stats, index_stats=index_stats,
+    )
+    return ctx
+
+
+def split_leading_match(stages: list[Any]) -> tuple[dict[str, Any] | None, list[Any]]:
+    """A leading $match without $expr-free restrictions can become the scan's filter."""
+    if stages and isinstance(stages[0], dict) and len(stages[0]) == 1 and "$match" in stages[0]:
+        flt = stages[0]["$match"]
+        if isinstance(flt, dict):
+            compile_filter(flt)  # errors surface with the matcher's codes
+            return flt, stages[1:]
+    return None, stages
+
+
+def run_pipeline(req: CommandRequest, coll: str | None, stages: list[Any],
+                 ctx: PipelineContext, let: dict[str, Any] | None) -> tuple[Pipeline,
+                                                                          Iterator[Any]]:
+    """Compile and start the pipeline on its source (call on the storage thread)."""
+    ctx.variables = resolve_let_variables(let, ctx)
+    pipeline = compile_pipeline(stages, ctx)
+    if coll is None or pipeline.starts_with_source:
+        return pipeline, pipeline.run(())
+    flt, rest = split_leading_match(stages)
+    if flt is not None and not _uses_variables(flt):
+        source = collection_source(req, req.db, coll, flt)
+        tail = compile_pipeline(rest, ctx)
+        return pipeline, tail.run(source)
+    return pipeline, pipeline.run(collection_source(req, req.db, coll))
+
+
+def _uses_variables(flt: Any) -> bool:
+    if isinstance(flt, dict):
+        return "$expr" in flt or any(_uses_variables(v) for v in flt.values())
+    if isinstance(flt, list):
+        return any(_uses_variables(v) for v in flt)
+    return False

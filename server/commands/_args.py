@@ -1,0 +1,127 @@
+"""Helpers commands use to read their arguments with MongoDB's errors.
+
+MongoDB's IDL parser rejects unknown fields (40415), wrong types (TypeMismatch 14) and
+missing required fields (40414) with messages of the form
+``BSON field 'find.limit' is the wrong type 'string', expected types '[long, int, decimal, double]'``;
+these helpers produce the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from bson import Decimal128, Int64
+
+from storage.errors import ErrorCode, MongoError
+
+from ..generic_args import GENERIC_ARGUMENTS
+
+__all__ = [
+    "bson_type_name", "check_fields", "get_bool", "get_int", "get_str", "get_doc", "get_list",
+    "require", "namespace_arg",
+]
+
+_TYPE_NAMES = {
+    float: "double", str: "string", dict: "object", list: "array", bytes: "binData",
+    bool: "bool", type(None): "null", int: "int", Int64: "long", Decimal128: "decimal",
+}
+
+
+def bson_type_name(v: Any) -> str:
+    name = _TYPE_NAMES.get(type(v))
+    if name is not None:
+        return name
+    from storage.bson_order import type_rank  # local: only needed for unusual types
+
+    rank = type_rank(v)
+    return {35: "objectId", 45: "date", 47: "timestamp", 50: "regex", 30: "binData",
+            -1: "minKey", 100: "maxKey", 60: "javascript", 65: "javascriptWithScope"}.get(
+        rank, type(v).__name__)
+
+
+def check_fields(body: dict[str, Any], command: str, allowed: Iterable[str]) -> None:
+    allowed_set = set(allowed)
+    for i, key in enumerate(body):
+        if i == 0 or key in allowed_set or key in GENERIC_ARGUMENTS:
+            continue
+        raise MongoError(ErrorCode.IDLUnknownField,
+                         f"BSON field '{command}.{key}' is an unknown field.")
+
+
+def _wrong_type(command: str, field: str, value: Any, expected: str) -> MongoError:
+    return MongoError(ErrorCode.TypeMismatch,
+                      f"BSON field '{command}.{field}' is the wrong type "
+                      f"'{bson_type_name(value)}', expected type{'s' if ',' in expected else ''} "
+                      f"'{expected}'")
+
+
+def require(body: dict[str, Any], command: str, field: str) -> Any:
+    if field not in body:
+        raise MongoError(ErrorCode.IDLFailedToParse,
+                         f"BSON field '{command}.{field}' is missing but a required field")
+    return body[field]
+
+
+def get_bool(body: dict[str, Any], command: str, field: str, default: bool = False) -> bool:
+    v = body.get(field, default)
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int | float | Int64 | Decimal128) and v is not None:
+        return bool(v.to_decimal() if isinstance(v, Decimal128) else v)
+    if v is None:
+        return default
+    raise _wrong_type(command, field, v, "[bool, long, int, decimal, double]")
+
+
+def get_int(body: dict[str, Any], command: str, field: str, default: int | None = None
+            ) -> int | None:
+    v = body.get(field, default)
+    if v is None or v is default:
+        return v
+    if isinstance(v, bool):
+        raise _wrong_type(command, field, v, "[long, int, decimal, double]")
+    if isinstance(v, int):
+        return int(v)
+    if isinstance(v, float):
+        if v != v or v in (float("inf"), float("-inf")):
+            raise MongoError(ErrorCode.BadValue, f"BSON field '{command}.{field}' must be finite")
+        return int(v)
+    if isinstance(v, Decimal128):
+        return int(v.to_decimal())
+    raise _wrong_type(command, field, v, "[long, int, decimal, double]")
+
+
+def get_str(body: dict[str, Any], command: str, field: str, default: str | None = None
+            ) -> str | None:
+    v = body.get(field, default)
+    if v is None or isinstance(v, str):
+        return v
+    raise _wrong_type(command, field, v, "string")
+
+
+def get_doc(body: dict[str, Any], command: str, field: str,
+            default: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    v = body.get(field, default)
+    if v is None or isinstance(v, dict):
+        return v
+    raise _wrong_type(command, field, v, "object")
+
+
+def get_list(body: dict[str, Any], command: str, field: str,
+             default: list[Any] | None = None) -> list[Any] | None:
+    v = body.get(field, default)
+    if v is None or isinstance(v, list):
+        return v
+    raise _wrong_type(command, field, v, "array")
+
+
+def namespace_arg(body: dict[str, Any], command: str) -> str:
+    """The collection name given as the command's first value."""
+    v = body[command]
+    if not isinstance(v, str):
+        raise MongoError(ErrorCode.InvalidNamespace,
+                         f"collection name has invalid type {bson_type_name(v)}")
+    if not v:
+        raise MongoError(ErrorCode.InvalidNamespace, f"Invalid namespace specified '{v}'")
+    return v

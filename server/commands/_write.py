@@ -1,0 +1,83 @@
+"""Shared by the write commands: write concern, writeErrors, document validators."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from storage.errors import ErrorCode, MongoError
+
+from ..log import LOG
+
+__all__ = ["WriteConcern", "parse_write_concern", "make_validator", "write_reply",
+           "check_batch_size"]
+
+MAX_WRITE_BATCH = 100_000
+
+
+class WriteConcern:
+    __slots__ = ("j", "w")
+
+    def __init__(self, w: Any = 1, j: bool = False) -> None:
+        self.w = w
+        self.j = j
+
+
+def parse_write_concern(body: dict[str, Any]) -> WriteConcern:
+    wc = body.get("writeConcern")
+    if wc is None:
+        return WriteConcern()
+    if not isinstance(wc, dict):
+        raise MongoError(ErrorCode.TypeMismatch, "writeConcern must be an object")
+    w = wc.get("w", 1)
+    if not isinstance(w, int | str) or isinstance(w, bool):
+        raise MongoError(ErrorCode.FailedToParse, "w has to be a number or string")
+    if isinstance(w, int) and w < 0:
+        raise MongoError(ErrorCode.FailedToParse, "w cannot be a negative value")
+    j = wc.get("j", False)
+    if not isinstance(j, bool | int | float):
+        raise MongoError(ErrorCode.FailedToParse, "j must be numeric or a boolean value")
+    fsync = bool(wc.get("fsync", False))
+    if bool(j) and fsync:
+        raise MongoError(ErrorCode.FailedToParse, "fsync and j options cannot be used together")
+    return WriteConcern(w, bool(j) or fsync)
+
+
+def check_batch_size(n: int, command: str) -> None:
+    if n == 0 or n > MAX_WRITE_BATCH:
+        raise MongoError(ErrorCode.InvalidLength,
+                         f"Write batch sizes must be between 1 and {MAX_WRITE_BATCH}. Got {n} "
+                         "operations.")
+
+
+def make_validator(options: dict[str, Any], ns: str) -> Callable[[dict[str, Any]], None] | None:
+    """The collection's document validator as a check that raises 121, or None."""
+    spec = options.get("validator")
+    if not spec or options.get("validationLevel") == "off":
+        return None
+    from query.match import compile_filter
+
+    matcher = compile_filter(spec)
+    warn = options.get("validationAction") == "warn"
+
+    def check(doc: dict[str, Any]) -> None:
+        if matcher.matches(doc):
+            return
+        if warn:
+            LOG.warning("STORAGE", 20294, "conn", "Document would fail validation",
+                        namespace=ns, document={"_id": doc.get("_id")})
+            return
+        raise MongoError(ErrorCode.DocumentValidationFailure, "Document failed validation",
+                         errInfo={"failingDocumentId": doc.get("_id"),
+                                  "details": {"operatorName": "$and", "specifiedAs": spec,
+                                              "reason": "filter did not match"}})
+
+    return check
+
+
+def write_reply(n: int, errors: list[tuple[int, MongoError]], **extra: Any) -> dict[str, Any]:
+    reply: dict[str, Any] = {"n": n, **extra}
+    if errors:
+        reply["writeErrors"] = [e.to_write_error(i) for i, e in sorted(errors,
+                                                                       key=lambda x: x[0])]
+    return reply

@@ -1,0 +1,111 @@
+"""aggregate: run a pipeline over a collection (or `aggregate: 1` over the database)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from storage.errors import ErrorCode, MongoError
+
+from ..aggregation import build_context, run_pipeline
+from ..context import CommandRequest
+from ._args import check_fields, get_bool, get_doc, get_int, get_list, require
+
+ALLOWED = ("pipeline", "cursor", "explain", "allowDiskUse", "let", "hint", "collation",
+           "maxTimeMS", "bypassDocumentValidation", "readConcern", "writeConcern", "comment",
+           "fromMongos", "needsMerge", "exchange", "isMapReduceCommand", "collectionUUID",
+           "$_requestReshardingResumeToken", "rawData", "includeQueryStatsMetrics")
+
+
+def _target(body: dict[str, Any]) -> str | None:
+    v = body["aggregate"]
+    if v == 1 and not isinstance(v, bool):
+        return None
+    if not isinstance(v, str):
+        raise MongoError(ErrorCode.FailedToParse,
+                         "Invalid {aggregate: ...} value; must be a string or the number 1")
+    if not v:
+        raise MongoError(ErrorCode.InvalidNamespace, "Invalid namespace specified ''")
+    return v
+
+
+def _parse(req: CommandRequest) -> tuple[str | None, list[Any], int | None, bool]:
+    body = req.body
+    check_fields(body, "aggregate", ALLOWED)
+    coll = _target(body)
+    pipeline = get_list(body, "aggregate", "pipeline")
+    if pipeline is None:
+        require(body, "aggregate", "pipeline")
+        pipeline = []
+    explain = get_bool(body, "aggregate", "explain")
+    cursor = get_doc(body, "aggregate", "cursor")
+    if cursor is None and not explain:
+        raise MongoError(ErrorCode.FailedToParse, "The 'cursor' option is required, except for "
+                         "aggregate with the explain argument")
+    batch_size = get_int(cursor or {}, "aggregate", "batchSize")
+    if batch_size is not None and batch_size < 0:
+        raise MongoError(ErrorCode.BadValue, "Cursor batchSize must not be negative")
+    collation = body.get("collation")
+    if collation and (not isinstance(collation, dict) or collation.get("locale") != "simple"):
+        raise MongoError(ErrorCode.NotImplemented, "only the simple collation is supported")
+    allow = body.get("allowDiskUse")
+    allow_disk = bool(req.server.params.get("allowDiskUseByDefault")) if allow is None \
+        else bool(allow)
+    return coll, pipeline, batch_size, allow_disk
+
+
+async def handle(req: CommandRequest) -> dict[str, Any]:
+    coll, pipeline, batch_size, allow_disk = _parse(req)
+    if req.body.get("explain"):
+        return await explain(req, req.body, "queryPlanner")
+    ctx = build_context(req, coll, allow_disk_use=allow_disk)
+    let = req.body.get("let")
+    writes = any(isinstance(s, dict) and ("$out" in s or "$merge" in s) for s in pipeline)
+
+    def start() -> Any:
+        _pipeline, it = run_pipeline(req, coll, pipeline, ctx, let)
+        if writes:
+            # $out/$merge run to completion now: the write is part of this command.
+            return iter(list(it))
+        return it
+
+    source = await req.storage.run(start)
+    ns = f"{req.db}.{coll}" if coll is not None else f"{req.db}.$cmd.aggregate"
+    cursor = await req.cursors.first_batch(ns, source, batch_size=batch_size,
+                                           run=req.storage.run, conn_id=req.conn.id)
+    return {"cursor": cursor}
+
+
+async def explain(req: CommandRequest, body: dict[str, Any], verbosity: str) -> dict[str, Any]:
+    saved = req.body
+    req.body = {k: v for k, v in body.items() if k != "explain"}
+    req.body.setdefault("cursor", {})
+    try:
+        coll, pipeline, _bs, allow_disk = _parse(req)
+    finally:
+        req.body = saved
+    ctx = build_context(req, coll, allow_disk_use=allow_disk)
+
+    def run() -> dict[str, Any]:
+        from query.executor import FindSpec, prepare_find
+
+        from ..aggregation import split_leading_match
+
+        compiled, _ = run_pipeline(req, coll, pipeline, ctx, body.get("let"))
+        stages = compiled.explain()
+        flt, _rest = split_leading_match(pipeline)
+        cursor_stage: dict[str, Any] = {"queryPlanner": {"namespace": f"{req.db}.{coll}"}}
+        if coll is not None:
+            entry = req.storage.catalog.entry(req.db, coll)
+            if entry is not None and entry.kind == "timeseries":
+                from ..timeseries_service import explain_unpack
+
+                return explain_unpack(req, coll, pipeline, stages)
+            target = req.storage.catalog.get_collection(req.db, coll)
+            plan = prepare_find(target, FindSpec(filter=flt)).plan
+            cursor_stage["queryPlanner"]["winningPlan"] = plan.explain()
+            cursor_stage["queryPlanner"]["parsedQuery"] = flt or {}
+        return {"explainVersion": "1",
+                "stages": [{"$cursor": cursor_stage}, *stages],
+                "command": body}
+
+    return await req.storage.run(run)

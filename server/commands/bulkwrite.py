@@ -1,0 +1,140 @@
+"""bulkWrite (MongoDB 8.0): inserts, updates and deletes across namespaces in one command.
+
+Replies with a cursor of per-operation results (`errorsOnly` keeps just the failures)
+and the totals nInserted/nMatched/nModified/nUpserted/nDeleted/nErrors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bson import Int64
+
+from query.executor import (
+    UpdateStatement,
+    apply_update_statement,
+    check_size,
+    delete_matching,
+    prepare_document_for_insert,
+)
+from query.paths import MISSING
+from storage.errors import ErrorCode, MongoError
+
+from ..context import CommandRequest
+from ._args import check_fields, get_bool, get_list, require
+from ._write import check_batch_size, make_validator, parse_write_concern
+
+
+def _namespaces(ns_info: list[Any]) -> list[tuple[str, str]]:
+    out = []
+    for item in ns_info:
+        if not isinstance(item, dict) or not isinstance(item.get("ns"), str):
+            raise MongoError(ErrorCode.TypeMismatch, "BSON field 'bulkWrite.nsInfo' must hold "
+                             "objects with an 'ns' string")
+        db, dot, coll = item["ns"].partition(".")
+        if not dot or not db or not coll:
+            raise MongoError(ErrorCode.InvalidNamespace, f"Invalid namespace: {item['ns']}")
+        out.append((db, coll))
+    return out
+
+
+async def handle(req: CommandRequest) -> dict[str, Any]:
+    body = req.body
+    check_fields(body, "bulkWrite", ("ops", "nsInfo", "ordered", "bypassDocumentValidation",
+                                     "errorsOnly", "let", "cursor"))
+    ops = get_list(body, "bulkWrite", "ops")
+    if ops is None:
+        require(body, "bulkWrite", "ops")
+        ops = []
+    ns_info = get_list(body, "bulkWrite", "nsInfo") or []
+    check_batch_size(len(ops), "bulkWrite")
+    namespaces = _namespaces(ns_info)
+    ordered = get_bool(body, "bulkWrite", "ordered", True)
+    errors_only = get_bool(body, "bulkWrite", "errorsOnly")
+    bypass = get_bool(body, "bulkWrite", "bypassDocumentValidation")
+    let = body.get("let")
+    wc = parse_write_concern(body)
+
+    def run() -> dict[str, Any]:
+        catalog = req.storage.catalog
+        results: list[dict[str, Any]] = []
+        totals = {"nErrors": 0, "nInserted": 0, "nMatched": 0, "nModified": 0, "nUpserted": 0,
+                  "nDeleted": 0}
+        for idx, op in enumerate(ops):
+            try:
+                if not isinstance(op, dict) or not op:
+                    raise MongoError(ErrorCode.FailedToParse, "bulkWrite op must be an object")
+                kind = next(iter(op))
+                ns_index = op[kind]
+                if not isinstance(ns_index, int) or not 0 <= ns_index < len(namespaces):
+                    raise MongoError(ErrorCode.BadValue, f"BulkWrite ops entry {idx} has an "
+                                     "invalid nsInfo index")
+                db, name = namespaces[ns_index]
+                if catalog.entry(db, name) is not None and \
+                        catalog.entry(db, name).kind == "timeseries":
+                    raise MongoError(ErrorCode.NotImplemented, "bulkWrite on a time-series "
+                                     "collection is not supported; use insert")
+                with catalog.transaction(durable=wc.j):
+                    res = _one(catalog, kind, op, db, name, bypass, let)
+                for k in ("nInserted", "nMatched", "nModified", "nUpserted", "nDeleted"):
+                    totals[k] += res.pop("_" + k, 0)
+                if not errors_only:
+                    results.append({"ok": 1.0, "idx": idx, **res})
+            except MongoError as exc:
+                totals["nErrors"] += 1
+                results.append({"ok": 0.0, "idx": idx, "code": exc.code, "errmsg": exc.errmsg,
+                                **exc.extra})
+                if ordered:
+                    break
+        return {"cursor": {"id": Int64(0), "firstBatch": results,
+                           "ns": "admin.$cmd.bulkWrite"}, **totals}
+
+    return await req.storage.run(run)
+
+
+def _one(catalog: Any, kind: str, op: dict[str, Any], db: str, name: str, bypass: bool,
+         let: Any) -> dict[str, Any]:
+    if kind == "insert":
+        doc = op.get("document")
+        if not isinstance(doc, dict):
+            raise MongoError(ErrorCode.TypeMismatch, "insert 'document' must be an object")
+        doc = prepare_document_for_insert(doc)
+        coll = catalog.get_or_create_collection(db, name)
+        validator = None if bypass else make_validator(coll.options, f"{db}.{name}")
+        if validator is not None:
+            validator(doc)
+        result = coll.insert_many([doc], encoded=[check_size(doc)])
+        if result.errors:
+            raise result.errors[0][1]
+        return {"n": 1, "_nInserted": 1}
+    if kind == "update":
+        if "filter" not in op or "updateMods" not in op:
+            raise MongoError(ErrorCode.IDLFailedToParse, "update ops need filter and updateMods")
+        stmt = UpdateStatement(q=op["filter"], u=op["updateMods"], multi=bool(op.get("multi")),
+                               upsert=bool(op.get("upsert")),
+                               array_filters=op.get("arrayFilters"), hint=op.get("hint"),
+                               sort=op.get("sort"), let=let)
+        coll = catalog.get_collection(db, name)
+        validator = None if bypass or coll is None else make_validator(coll.options,
+                                                                       f"{db}.{name}")
+
+        def get_coll() -> Any:
+            return catalog.get_or_create_collection(db, name) if stmt.upsert else \
+                catalog.get_collection(db, name)
+
+        out = apply_update_statement(get_coll, stmt, validator=validator)
+        res: dict[str, Any] = {"n": out.n, "nModified": out.n_modified, "_nMatched": out.n,
+                               "_nModified": out.n_modified}
+        if out.upserted_id is not MISSING:
+            res["n"] = 1
+            res["upserted"] = {"_id": out.upserted_id}
+            res["_nUpserted"] = 1
+        return res
+    if kind == "delete":
+        if "filter" not in op:
+            raise MongoError(ErrorCode.IDLFailedToParse, "delete ops need a filter")
+        coll = catalog.get_collection(db, name)
+        n, _ = delete_matching(coll, op["filter"], limit_one=not op.get("multi"),
+                               hint=op.get("hint"), let=let)
+        return {"n": n, "_nDeleted": n}
+    raise MongoError(ErrorCode.FailedToParse, f"Unrecognized bulkWrite op type: {kind}")

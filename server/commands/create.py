@@ -1,0 +1,85 @@
+"""create: a collection (or a time-series collection: view + system.buckets).
+
+Repeating `create` with identical options succeeds; different options fail with
+NamespaceExists (48), as MongoDB 7.0+ does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from storage.errors import ErrorCode, MongoError
+
+from ..context import CommandRequest
+from ._args import check_fields, namespace_arg
+
+ALLOWED = ("capped", "size", "max", "autoIndexId", "idIndex", "storageEngine", "validator",
+           "validationLevel", "validationAction", "indexOptionDefaults", "viewOn", "pipeline",
+           "collation", "timeseries", "expireAfterSeconds", "clusteredIndex",
+           "changeStreamPreAndPostImages", "encryptedFields", "recordIdsReplicated",
+           "flags", "temp")
+_IGNORED = {"storageEngine", "indexOptionDefaults", "autoIndexId", "idIndex", "flags", "temp",
+            "recordIdsReplicated", "changeStreamPreAndPostImages"}
+
+
+def plain_options(body: dict[str, Any]) -> dict[str, Any]:
+    """The options a plain collection keeps (what listCollections shows)."""
+    opts: dict[str, Any] = {}
+    for key in ALLOWED:
+        if key in body and key not in _IGNORED:
+            opts[key] = body[key]
+    return opts
+
+
+def _refuse_unbuilt(body: dict[str, Any]) -> None:
+    if body.get("capped"):
+        raise MongoError(ErrorCode.NotImplemented, "capped collections are not supported by "
+                         "bucketd")
+    if "viewOn" in body or "pipeline" in body:
+        raise MongoError(ErrorCode.NotImplemented, "views are not supported by bucketd")
+    if "encryptedFields" in body:
+        raise MongoError(ErrorCode.NotImplemented, "queryable encryption is not supported")
+    collation = body.get("collation")
+    if collation is not None and (not isinstance(collation, dict)
+                                  or collation.get("locale") != "simple"):
+        raise MongoError(ErrorCode.NotImplemented, "only the simple collation is supported")
+    if "clusteredIndex" in body and "timeseries" not in body:
+        raise MongoError(ErrorCode.NotImplemented, "clustered collections are not supported")
+    if "expireAfterSeconds" in body and "timeseries" not in body:
+        raise MongoError(ErrorCode.InvalidOptions,
+                         "'expireAfterSeconds' is only supported on time-series collections or "
+                         "clustered collections")
+    validator = body.get("validator")
+    if validator is not None:
+        if not isinstance(validator, dict):
+            raise MongoError(ErrorCode.TypeMismatch,
+                             "BSON field 'create.validator' is the wrong type, expected object")
+        from query.match import compile_filter
+
+        compile_filter(validator)  # reject invalid validators now, with the matcher's errors
+
+
+async def handle(req: CommandRequest) -> dict[str, Any]:
+    body = req.body
+    check_fields(body, "create", ALLOWED)
+    name = namespace_arg(body, "create")
+    _refuse_unbuilt(body)
+    if "timeseries" in body:
+        from ..timeseries_service import create_timeseries
+
+        await create_timeseries(req, name)
+        return {}
+    options = plain_options(body)
+    db = req.db
+
+    def create() -> None:
+        catalog = req.storage.catalog
+        existing = catalog.entry(db, name)
+        if existing is not None:
+            if existing.kind == "collection" and existing.options == options:
+                return
+            raise MongoError(ErrorCode.NamespaceExists, f"Collection {db}.{name} already exists.")
+        catalog.create_collection(db, name, options)
+
+    await req.storage.run(create)
+    return {}

@@ -1,0 +1,38 @@
+"""distinct: the distinct values of a field among matching documents (arrays unwound)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from query.executor import distinct_values
+from storage.errors import ErrorCode, MongoError
+
+from ..context import CommandRequest
+from ..namespaces import namespace_kind
+from ._args import check_fields, get_doc, namespace_arg, require
+
+
+async def handle(req: CommandRequest) -> dict[str, Any]:
+    body = req.body
+    check_fields(body, "distinct", ("key", "query", "hint", "collation", "readConcern",
+                                    "maxTimeMS", "comment"))
+    name = namespace_arg(body, "distinct")
+    key = require(body, "distinct", "key")
+    if not isinstance(key, str):
+        raise MongoError(ErrorCode.TypeMismatch, "BSON field 'distinct.key' is the wrong type "
+                         f"'{type(key).__name__}', expected type 'string'")
+    if not key:
+        raise MongoError(ErrorCode.BadValue, "FieldPath cannot be constructed with empty string")
+    query = get_doc(body, "distinct", "query")
+    db = req.db
+    kind = await req.storage.run(namespace_kind, req.storage.catalog, db, name)
+    if kind == "timeseries":
+        from ..timeseries_service import distinct_measurements
+
+        return {"values": await distinct_measurements(req, name, key, query)}
+
+    def run() -> list[Any]:
+        coll = req.storage.catalog.get_collection(db, name)
+        return distinct_values(coll, key, query, hint=body.get("hint"))
+
+    return {"values": await req.storage.run(run)}

@@ -1,0 +1,36 @@
+"""drop: remove a collection (for a time-series collection, its view and buckets)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from storage.errors import ErrorCode, MongoError
+
+from ..context import CommandRequest
+from ._args import check_fields, namespace_arg
+
+
+async def handle(req: CommandRequest) -> dict[str, Any]:
+    check_fields(req.body, "drop", ())
+    name = namespace_arg(req.body, "drop")
+    db = req.db
+    if name.startswith("system.") and not name.startswith("system.buckets."):
+        raise MongoError(ErrorCode.IllegalOperation, f"can't drop system collection {db}.{name}")
+
+    def drop() -> int:
+        catalog = req.storage.catalog
+        entry = catalog.entry(db, name)
+        if entry is None:
+            return 0
+        with catalog.transaction():
+            catalog.drop_collection(db, name)
+            if entry.kind == "timeseries":
+                catalog.drop_collection(db, f"system.buckets.{name}")
+            if req.storage.timeseries is not None:
+                req.storage.timeseries.forget_namespace(db, name)
+        return len(entry.indexes) or 1
+
+    nindexes = await req.storage.run(drop)
+    req.cursors.close_for_namespace(f"{db}.{name}")
+    # MongoDB 7.0+ answers ok for a missing collection; nIndexesWas/ns only when it existed.
+    return {"nIndexesWas": nindexes, "ns": f"{db}.{name}"} if nindexes else {}

@@ -1,0 +1,105 @@
+"""find: query a collection (or a time-series collection) and open a cursor."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from query.executor import FindSpec, explain_find, prepare_find, run_find
+from storage.errors import ErrorCode, MongoError
+
+from ..context import CommandRequest
+from ..cursors import DEFAULT_FIRST_BATCH, first_batch_limit, take_batch
+from ..namespaces import namespace_kind
+from ._args import check_fields, get_bool, get_doc, get_int, namespace_arg
+
+ALLOWED = ("filter", "projection", "sort", "hint", "skip", "limit", "batchSize", "singleBatch",
+           "comment", "maxTimeMS", "readConcern", "max", "min", "returnKey", "showRecordId",
+           "tailable", "oplogReplay", "noCursorTimeout", "awaitData", "allowPartialResults",
+           "collation", "allowDiskUse", "let", "$_requestResumeToken", "$_resumeAfter",
+           "includeQueryStatsMetrics", "rawData")
+
+
+def parse_find(body: dict[str, Any], server_allow_disk: bool) -> tuple[FindSpec, int | None, bool]:
+    check_fields(body, "find", ALLOWED)
+    skip = get_int(body, "find", "skip", 0) or 0
+    if skip < 0:
+        raise MongoError(51024, f"BSON field 'skip' value must be >= 0, actual value '{skip}'")
+    limit = get_int(body, "find", "limit", 0) or 0
+    if limit < 0:
+        raise MongoError(51024, f"BSON field 'limit' value must be >= 0, actual value '{limit}'")
+    batch_size = get_int(body, "find", "batchSize")
+    if batch_size is not None and batch_size < 0:
+        raise MongoError(51024, f"BSON field 'batchSize' value must be >= 0, actual value "
+                         f"'{batch_size}'")
+    single_batch = get_bool(body, "find", "singleBatch")
+    if body.get("tailable") or body.get("awaitData"):
+        raise MongoError(ErrorCode.BadValue, "tailable cursor requested on non capped collection")
+    collation = body.get("collation")
+    if collation and (not isinstance(collation, dict) or collation.get("locale") != "simple"):
+        raise MongoError(ErrorCode.NotImplemented, "only the simple collation is supported")
+    if body.get("min") or body.get("max"):
+        raise MongoError(ErrorCode.NotImplemented, "find with min/max is not supported")
+    allow_disk = body.get("allowDiskUse")
+    spec = FindSpec(
+        filter=get_doc(body, "find", "filter"),
+        projection=get_doc(body, "find", "projection"),
+        sort=get_doc(body, "find", "sort"),
+        skip=skip, limit=limit, hint=body.get("hint"), let=get_doc(body, "find", "let"),
+        allow_disk_use=server_allow_disk if allow_disk is None else bool(allow_disk),
+    )
+    first = batch_size
+    if limit and limit <= (batch_size if batch_size is not None else DEFAULT_FIRST_BATCH):
+        # The whole result fits the first batch: MongoDB closes the cursor at once.
+        first = limit
+        single_batch = True
+    return spec, first, single_batch
+
+
+async def handle(req: CommandRequest) -> dict[str, Any]:
+    body = req.body
+    name = namespace_arg(body, "find")
+    spec, first, single_batch = parse_find(body, req.server.params.get("allowDiskUseByDefault"))
+    ns = f"{req.db}.{name}"
+    db = req.db
+    raw_data = body.get("rawData") is True
+    limit = first_batch_limit(first)
+
+    def open_query() -> Any:
+        # One hop to the storage thread: resolve, plan, and take the first batch.
+        if not raw_data and namespace_kind(req.storage.catalog, db, name) == "timeseries":
+            return None
+        coll = _collection(req, db, name)
+        source = run_find(coll, prepare_find(coll, spec), raw_ok=True)
+        return (source, *take_batch(source, limit))
+
+    opened = await req.storage.run(open_query)
+    if opened is None:
+        from ..timeseries_service import find_measurements
+
+        return await find_measurements(req, name, spec, first, single_batch)
+    source, batch, exhausted = opened
+    cursor = req.cursors.adopt(ns, source, batch, exhausted, single_batch=single_batch,
+                               run=req.storage.run, conn_id=req.conn.id)
+    return {"cursor": cursor}
+
+
+async def explain(req: CommandRequest, body: dict[str, Any], verbosity: str) -> dict[str, Any]:
+    name = namespace_arg(body, "find")
+    spec, _first, _single = parse_find(body, True)
+    db = req.db
+
+    def run() -> dict[str, Any]:
+        coll = _collection(req, db, name)
+        return explain_find(coll, prepare_find(coll, spec), verbosity, f"{db}.{name}")
+
+    out = await req.storage.run(run)
+    out["command"] = body
+    return out
+
+
+
+def _collection(req: CommandRequest, db: str, name: str) -> Any:
+    entry = req.storage.catalog.entry(db, name)
+    if entry is not None and entry.kind == "view":
+        raise MongoError(ErrorCode.CommandNotSupportedOnView, f"{db}.{name} is a view")
+    return req.storage.catalog.get_collection(db, name)

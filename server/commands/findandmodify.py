@@ -1,0 +1,87 @@
+"""findAndModify: update, replace or remove one document and return it (before or after)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from query.executor import UpdateStatement, apply_update_statement, delete_matching
+from query.paths import MISSING
+from query.projection import compile_projection
+from storage.errors import ErrorCode, MongoError
+
+from ..context import CommandRequest
+from ..namespaces import namespace_kind
+from ._args import check_fields, get_bool, get_doc, namespace_arg
+from ._write import make_validator, parse_write_concern
+
+ALLOWED = ("query", "sort", "remove", "update", "new", "fields", "upsert", "arrayFilters",
+           "bypassDocumentValidation", "collation", "hint", "let", "maxTimeMS", "comment",
+           "stmtId", "collectionUUID")
+
+
+async def handle(req: CommandRequest) -> dict[str, Any]:
+    body = req.body
+    cmd = next(iter(body))
+    check_fields(body, cmd, ALLOWED)
+    name = namespace_arg(body, cmd)
+    query = get_doc(body, cmd, "query") or {}
+    sort = get_doc(body, cmd, "sort")
+    remove = get_bool(body, cmd, "remove")
+    update = body.get("update")
+    return_new = get_bool(body, cmd, "new")
+    upsert = get_bool(body, cmd, "upsert")
+    fields = get_doc(body, cmd, "fields")
+    bypass = get_bool(body, cmd, "bypassDocumentValidation")
+    wc = parse_write_concern(body)
+    if remove and update is not None:
+        raise MongoError(ErrorCode.FailedToParse, "Cannot specify both an update and remove=true")
+    if not remove and update is None:
+        raise MongoError(ErrorCode.FailedToParse, "Either an update or remove=true must be "
+                         "specified")
+    if remove and (upsert or return_new):
+        raise MongoError(ErrorCode.FailedToParse,
+                         "Cannot specify both upsert=true and remove=true" if upsert else
+                         "Cannot specify both new=true and remove=true; 'remove' always returns "
+                         "the deleted document")
+    if update is not None and not isinstance(update, dict | list):
+        raise MongoError(ErrorCode.FailedToParse, "Update argument must be either an object or "
+                         "an array")
+    projection = compile_projection(fields) if fields else None
+    db = req.db
+
+    def run() -> dict[str, Any]:
+        catalog = req.storage.catalog
+        if namespace_kind(catalog, db, name) == "timeseries":
+            raise MongoError(ErrorCode.NotImplemented,
+                             "findAndModify on a time-series collection is not supported")
+        with catalog.transaction(durable=wc.j):
+            if remove:
+                coll = catalog.get_collection(db, name)
+                n, doc = delete_matching(coll, query, limit_one=True, sort=sort,
+                                         hint=body.get("hint"), want_doc=True)
+                value = doc
+                last: dict[str, Any] = {"n": n}
+            else:
+                coll = catalog.get_collection(db, name)
+                validator = None if bypass or coll is None else make_validator(
+                    coll.options, f"{db}.{name}")
+                stmt = UpdateStatement(q=query, u=update, upsert=upsert,
+                                       array_filters=body.get("arrayFilters"),
+                                       hint=body.get("hint"), sort=sort, let=body.get("let"))
+
+                def get_coll() -> Any:
+                    return catalog.get_or_create_collection(db, name) if upsert else \
+                        catalog.get_collection(db, name)
+
+                out = apply_update_statement(get_coll, stmt, validator=validator,
+                                             want_docs=True)
+                value = out.new_doc if return_new else out.old_doc
+                last = {"n": out.n or (1 if out.upserted_id is not MISSING else 0),
+                        "updatedExisting": out.n > 0}
+                if out.upserted_id is not MISSING:
+                    last["upserted"] = out.upserted_id
+        if value is not None and projection is not None:
+            value = projection.apply(value)
+        return {"lastErrorObject": last, "value": value}
+
+    return await req.storage.run(run)

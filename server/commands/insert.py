@@ -1,0 +1,91 @@
+"""insert: documents into a collection (ordered or not), or measurements into a time-series
+collection; per-document failures are reported in `writeErrors`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from query.executor import check_size, prepare_document_for_insert
+from storage.errors import ErrorCode, MongoError
+
+from ..context import CommandRequest
+from ..namespaces import namespace_kind
+from ._args import check_fields, get_bool, get_list, namespace_arg, require
+from ._write import check_batch_size, make_validator, parse_write_concern, write_reply
+
+
+async def handle(req: CommandRequest) -> dict[str, Any]:
+    body = req.body
+    check_fields(body, "insert", ("documents", "ordered", "bypassDocumentValidation",
+                                  "collectionUUID"))
+    name = namespace_arg(body, "insert")
+    docs = get_list(body, "insert", "documents")
+    if docs is None:
+        require(body, "insert", "documents")
+        docs = []
+    check_batch_size(len(docs), "insert")
+    ordered = get_bool(body, "insert", "ordered", True)
+    bypass = get_bool(body, "insert", "bypassDocumentValidation", False)
+    wc = parse_write_concern(body)
+    db = req.db
+    if name.startswith("system.") and not name.startswith("system.buckets.") and \
+            name not in ("system.js", "system.profile"):
+        raise MongoError(ErrorCode.InvalidNamespace, f"Invalid system namespace: {db}.{name}")
+
+    if namespace_kind(req.storage.catalog, db, name) == "timeseries":
+        # The catalog's in-memory table is read-only here; writes to it happen on the
+        # storage thread, and a namespace's kind never changes while it exists.
+        from ..timeseries_service import insert_measurements
+
+        return await insert_measurements(req, name, docs, ordered=ordered, durable=wc.j)
+
+    # Per-document checks that need no storage happen here, off the storage thread.
+    prepared: list[tuple[int, dict[str, Any], bytes]] = []
+    errors: list[tuple[int, MongoError]] = []
+    stop_at: int | None = None
+    for i, doc in enumerate(docs):
+        try:
+            if not isinstance(doc, dict):
+                raise MongoError(ErrorCode.TypeMismatch, "documents must be objects")
+            doc = prepare_document_for_insert(doc)
+            prepared.append((i, doc, check_size(doc)))
+        except MongoError as exc:
+            errors.append((i, exc))
+            if ordered:
+                stop_at = i
+                break
+
+    def write() -> int:
+        catalog = req.storage.catalog
+        coll = catalog.get_or_create_collection(db, name)
+        validator = None if bypass else make_validator(coll.options, f"{db}.{name}")
+        batch = prepared
+        if validator is not None:
+            batch = []
+            for i, doc, data in prepared:
+                try:
+                    validator(doc)
+                    batch.append((i, doc, data))
+                except MongoError as exc:
+                    errors.append((i, exc))
+                    if ordered:
+                        break
+            if ordered and errors:
+                first_bad = min(i for i, _ in errors)
+                batch = [b for b in batch if b[0] < first_bad]
+        if not batch:
+            return 0
+        result = coll.insert_many([d for _, d, _ in batch], ordered=ordered,
+                                  encoded=[e for _, _, e in batch], durable=wc.j)
+        for pos, exc in result.errors:
+            errors.append((batch[pos][0], exc))
+        return result.n_inserted
+
+    n = await req.storage.run(write) if prepared else 0
+    if stop_at is not None:
+        errors = [e for e in errors if e[0] <= stop_at] if ordered else errors
+    if ordered and errors:
+        first = min(i for i, _ in errors)
+        errors = [e for e in errors if e[0] == first]
+    req.server.opcounters["insert"] += len(docs) - 1 if docs else 0
+    return write_reply(n, errors)

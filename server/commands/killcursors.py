@@ -1,0 +1,24 @@
+"""killCursors: close cursors by id on one namespace."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from storage.errors import ErrorCode, MongoError
+
+from ..context import CommandRequest
+from ._args import check_fields, get_list, namespace_arg
+
+
+async def handle(req: CommandRequest) -> dict[str, Any]:
+    check_fields(req.body, "killCursors", ("cursors",))
+    coll = namespace_arg(req.body, "killCursors")
+    ids = get_list(req.body, "killCursors", "cursors")
+    if ids is None:
+        raise MongoError(ErrorCode.IDLFailedToParse,
+                         "BSON field 'killCursors.cursors' is missing but a required field")
+    for cid in ids:
+        if not isinstance(cid, int) or isinstance(cid, bool):
+            raise MongoError(ErrorCode.TypeMismatch,
+                             "BSON field 'killCursors.cursors' is the wrong type, expected long")
+    return req.cursors.kill(f"{req.db}.{coll}", [int(c) for c in ids])

@@ -1,0 +1,40 @@
+"""listCollections: namespaces of a database as MongoDB describes them, through a cursor."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..context import CommandRequest
+from ..namespaces import describe_namespace
+from ._args import check_fields, get_bool, get_doc, get_int
+
+
+async def handle(req: CommandRequest) -> dict[str, Any]:
+    body = req.body
+    check_fields(body, "listCollections", ("filter", "nameOnly", "authorizedCollections",
+                                           "cursor", "includePendingDrops"))
+    name_only = get_bool(body, "listCollections", "nameOnly")
+    flt = get_doc(body, "listCollections", "filter")
+    cursor_opts = get_doc(body, "listCollections", "cursor") or {}
+    batch_size = get_int(cursor_opts, "listCollections", "batchSize")
+    matcher = None
+    if flt:
+        from query.match import compile_filter
+
+        matcher = compile_filter(flt)
+    db = req.db
+
+    def collect() -> list[dict[str, Any]]:
+        out = []
+        for entry in req.storage.catalog.list_collections(db):
+            doc = describe_namespace(entry)
+            if matcher is not None and not matcher.matches(doc):
+                continue
+            out.append({"name": doc["name"], "type": doc["type"]} if name_only else doc)
+        return out
+
+    docs = await req.storage.run(collect)
+    cursor = await req.cursors.first_batch(f"{db}.$cmd.listCollections", iter(docs),
+                                           batch_size=batch_size,
+                                           conn_id=req.conn.id)
+    return {"cursor": cursor}

@@ -1,0 +1,39 @@
+"""renameCollection: move a collection to a new name, within or across databases."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from storage.errors import ErrorCode, MongoError
+
+from ..context import CommandRequest
+from ._args import check_fields, get_bool, require
+
+
+def _split(ns: Any, field: str) -> tuple[str, str]:
+    if not isinstance(ns, str):
+        raise MongoError(ErrorCode.TypeMismatch, f"'{field}' must be of type String")
+    db, dot, coll = ns.partition(".")
+    if not dot or not db or not coll:
+        raise MongoError(ErrorCode.InvalidNamespace, f"Invalid {field} namespace: {ns}")
+    return db, coll
+
+
+async def handle(req: CommandRequest) -> dict[str, Any]:
+    body = req.body
+    check_fields(body, "renameCollection", ("to", "dropTarget", "stayTemp", "collectionUUID"))
+    src_db, src = _split(body["renameCollection"], "source")
+    dst_db, dst = _split(require(body, "renameCollection", "to"), "target")
+    drop_target = get_bool(body, "renameCollection", "dropTarget")
+
+    def run() -> None:
+        catalog = req.storage.catalog
+        entry = catalog.entry(src_db, src)
+        if (entry is not None and entry.kind == "timeseries") or src.startswith("system.buckets."):
+            raise MongoError(ErrorCode.IllegalOperation,
+                             "Renaming a time-series collection is not allowed")
+        catalog.rename_collection(src_db, src, dst_db, dst, drop_target=drop_target)
+
+    await req.storage.run(run)
+    req.cursors.close_for_namespace(f"{src_db}.{src}")
+    return {}

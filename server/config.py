@@ -1,0 +1,214 @@
+"""Command-line flags and YAML config files, with mongod's names.
+
+`parse_args(argv)` returns a `Config` or raises `ConfigError` (one line; the caller
+prints it and exits with status 2). Precedence as mongod: command-line flags override
+the config file, which overrides the defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+__all__ = ["Config", "ConfigError", "parse_args", "DEFAULT_DBPATH"]
+
+DEFAULT_PORT = 27017
+DEFAULT_BIND_IP = "127.0.0.1"
+# The embedded default keeps data in a local folder next to where the server starts.
+DEFAULT_DBPATH = os.path.join(".", "data", "db")
+DEFAULT_MAX_CONNS = 1_000_000
+
+
+class ConfigError(Exception):
+    """Invalid flags or config file: reported as one line, exit status 2."""
+
+
+@dataclass(slots=True)
+class Config:
+    port: int = DEFAULT_PORT
+    bind_ip: list[str] = field(default_factory=lambda: [DEFAULT_BIND_IP])
+    dbpath: str = DEFAULT_DBPATH
+    logpath: str | None = None
+    quiet: bool = False
+    max_conns: int = DEFAULT_MAX_CONNS
+    slowms: int = 100
+    metrics_port: int | None = None
+    config_file: str | None = None
+    set_parameters: dict[str, str] = field(default_factory=dict)
+    argv: list[str] = field(default_factory=list)
+
+    def parsed(self) -> dict[str, Any]:
+        """The `parsed` document of getCmdLineOpts, shaped like mongod's."""
+        out: dict[str, Any] = {}
+        if self.config_file:
+            out["config"] = self.config_file
+        out["net"] = {"bindIp": ",".join(self.bind_ip), "port": self.port}
+        if self.max_conns != DEFAULT_MAX_CONNS:
+            out["net"]["maxIncomingConnections"] = self.max_conns
+        if self.set_parameters:
+            out["setParameter"] = dict(self.set_parameters)
+        out["storage"] = {"dbPath": self.dbpath}
+        if self.logpath or self.quiet:
+            log: dict[str, Any] = {}
+            if self.logpath:
+                log.update(destination="file", path=self.logpath)
+            if self.quiet:
+                log["quiet"] = True
+            out["systemLog"] = log
+        if self.slowms != 100:
+            out["operationProfiling"] = {"slowOpThresholdMs": self.slowms}
+        return out
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise ConfigError(message)
+
+
+def _parser() -> _Parser:
+    p = _Parser(prog="bucketd", add_help=True,
+                description="A MongoDB 8.0-compatible server built around time-series collections.")
+    p.add_argument("--port", type=int, help=f"port to listen on (default {DEFAULT_PORT})")
+    p.add_argument("--bind_ip", help="comma-separated addresses to listen on (default 127.0.0.1)")
+    p.add_argument("--bind_ip_all", action="store_true", help="listen on all addresses")
+    p.add_argument("--dbpath", help=f"data directory (default {DEFAULT_DBPATH}, created if missing)")
+    p.add_argument("--config", "-f", help="YAML configuration file with mongod's keys")
+    p.add_argument("--logpath", help="write the log to this file instead of stdout")
+    p.add_argument("--quiet", action="store_true", help="less log output")
+    p.add_argument("--maxConns", type=int, help="maximum number of simultaneous connections")
+    p.add_argument("--slowms", type=int, help="slow operation threshold in ms (default 100)")
+    p.add_argument("--metricsPort", type=int, help="serve Prometheus metrics on this port")
+    p.add_argument("--setParameter", action="append", default=[], metavar="NAME=VALUE",
+                   help="set a server parameter (repeatable)")
+    return p
+
+
+def _get(doc: dict[str, Any], dotted: str) -> Any:
+    cur: Any = doc
+    for part in dotted.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return None
+        cur = cur[part]
+    return cur
+
+
+_KNOWN_CONFIG_KEYS = {
+    "net": {"port", "bindIp", "bindIpAll", "maxIncomingConnections"},
+    "storage": {"dbPath", "journal", "engine"},
+    "systemLog": {"path", "destination", "quiet", "logAppend", "verbosity"},
+    "setParameter": None,
+    "operationProfiling": {"slowOpThresholdMs", "mode"},
+    "processManagement": {"fork", "pidFilePath", "timeZoneInfo"},
+    "metrics": {"port"},
+}
+
+
+def _load_config_file(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = yaml.safe_load(f)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        line = getattr(getattr(exc, "problem_mark", None), "line", None)
+        where = f" (line {line + 1})" if line is not None else ""
+        raise ConfigError(f"config file {path} is not valid YAML{where}") from None
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise ConfigError(f"config file {path} must be a YAML mapping")
+    for section, value in doc.items():
+        if section not in _KNOWN_CONFIG_KEYS:
+            raise ConfigError(f"unrecognized option in config file: {section}")
+        allowed = _KNOWN_CONFIG_KEYS[section]
+        if allowed is None:
+            continue
+        if not isinstance(value, dict):
+            raise ConfigError(f"config file option {section} must be a mapping")
+        for key in value:
+            if key not in allowed:
+                raise ConfigError(f"unrecognized option in config file: {section}.{key}")
+    return doc
+
+
+def _port(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 65535:
+        raise ConfigError(f"{what} must be an integer between 0 and 65535, got {value!r}")
+    return value
+
+
+def parse_args(argv: list[str]) -> Config:
+    ns = _parser().parse_args(argv)
+    cfg = Config(argv=list(argv))
+    file_doc: dict[str, Any] = {}
+    if ns.config:
+        cfg.config_file = ns.config
+        file_doc = _load_config_file(ns.config)
+
+    port = ns.port if ns.port is not None else _get(file_doc, "net.port")
+    if port is not None:
+        cfg.port = _port(port, "--port" if ns.port is not None else "net.port")
+
+    if ns.bind_ip_all or _get(file_doc, "net.bindIpAll") is True:
+        cfg.bind_ip = ["0.0.0.0", "::"]
+    else:
+        bind = ns.bind_ip if ns.bind_ip is not None else _get(file_doc, "net.bindIp")
+        if bind is not None:
+            if not isinstance(bind, str) or not bind.strip():
+                raise ConfigError(f"bindIp must be a comma-separated string, got {bind!r}")
+            cfg.bind_ip = [a.strip() for a in bind.split(",") if a.strip()]
+
+    dbpath = ns.dbpath if ns.dbpath is not None else _get(file_doc, "storage.dbPath")
+    if dbpath is not None:
+        if not isinstance(dbpath, str) or not dbpath:
+            raise ConfigError(f"dbPath must be a non-empty string, got {dbpath!r}")
+        cfg.dbpath = dbpath
+
+    logpath = ns.logpath if ns.logpath is not None else _get(file_doc, "systemLog.path")
+    if logpath is not None:
+        if not isinstance(logpath, str) or not logpath:
+            raise ConfigError(f"systemLog.path must be a non-empty string, got {logpath!r}")
+        cfg.logpath = logpath
+    cfg.quiet = bool(ns.quiet or _get(file_doc, "systemLog.quiet"))
+
+    max_conns = ns.maxConns if ns.maxConns is not None else _get(
+        file_doc, "net.maxIncomingConnections")
+    if max_conns is not None:
+        if isinstance(max_conns, bool) or not isinstance(max_conns, int) or max_conns < 1:
+            raise ConfigError(f"maxConns must be a positive integer, got {max_conns!r}")
+        cfg.max_conns = max_conns
+
+    slowms = ns.slowms if ns.slowms is not None else _get(
+        file_doc, "operationProfiling.slowOpThresholdMs")
+    if slowms is not None:
+        if isinstance(slowms, bool) or not isinstance(slowms, int):
+            raise ConfigError(f"slowms must be an integer, got {slowms!r}")
+        cfg.slowms = slowms
+
+    metrics = ns.metricsPort if ns.metricsPort is not None else _get(file_doc, "metrics.port")
+    if metrics is not None:
+        cfg.metrics_port = _port(metrics, "--metricsPort")
+
+    params = _get(file_doc, "setParameter") or {}
+    if not isinstance(params, dict):
+        raise ConfigError("setParameter in the config file must be a mapping")
+    cfg.set_parameters = {str(k): str(v).lower() if isinstance(v, bool) else str(v)
+                          for k, v in params.items()}
+    for item in ns.setParameter:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ConfigError(f"--setParameter expects name=value, got {item!r}")
+        cfg.set_parameters[name] = value
+    from .parameters import ServerParameters
+
+    check = ServerParameters()
+    for name, value in cfg.set_parameters.items():
+        try:
+            check.set_startup(name, value)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    return cfg

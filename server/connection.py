@@ -1,0 +1,202 @@
+"""One client connection: read frames, run commands one at a time, write replies.
+
+The protocol package turns bytes into requests; this module owns the socket. A fatal
+protocol error closes this connection only. Replies are compressed with the
+compressor the request arrived with (if negotiated), carry a checksum when the request
+did, and are withheld when the request set moreToCome. An awaitable hello sent with
+exhaustAllowed streams replies (moreToCome) until the client goes away or the server
+stops, as drivers' streaming monitors expect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from protocol import (
+    CompressorId,
+    MessageDecoder,
+    OpMsg,
+    OpQuery,
+    ProtocolError,
+    compress_message,
+    encode_op_msg,
+    encode_op_reply,
+)
+from protocol.constants import CHECKSUM_PRESENT, MORE_TO_COME
+from storage.bsonutil import CODEC_OPTIONS
+
+from .commands import NEVER_COMPRESS
+from .context import ConnectionState, ServerState
+from .dispatch import execute
+from .log import LOG
+
+__all__ = ["serve_connection"]
+
+READ_SIZE = 256 * 1024
+WRITE_HIGH_WATER = 1024 * 1024
+
+
+class _Writer:
+    """Numbers replies and accounts for bytes written."""
+
+    def __init__(self, server: ServerState, writer: asyncio.StreamWriter) -> None:
+        self.server = server
+        self.writer = writer
+        self.next_id = 1
+
+    def request_id(self) -> int:
+        rid = self.next_id
+        self.next_id = (self.next_id + 1) & 0x7FFFFFFF or 1
+        return rid
+
+    async def send(self, data: bytes) -> None:
+        self.server.bytes_out += len(data)
+        self.writer.write(data)
+        if self.writer.transport.get_write_buffer_size() > WRITE_HIGH_WATER:
+            await self.writer.drain()
+
+
+async def serve_connection(server: ServerState, reader: asyncio.StreamReader,
+                           writer: asyncio.StreamWriter) -> None:
+    peer = writer.get_extra_info("peername")
+    sock = writer.get_extra_info("sockname")
+    remote = _addr(peer)
+    conn = server.new_connection(remote, _addr(sock))
+    ctx = f"conn{conn.id}"
+    LOG.info("NETWORK", 22943, "listener", "Connection accepted", remote=remote,
+             isLoadBalanced=False, connectionId=conn.id, connectionCount=len(server.connections))
+    out = _Writer(server, writer)
+    decoder = MessageDecoder(codec_options=CODEC_OPTIONS)
+    try:
+        while not server.shutting_down.is_set():
+            data = await reader.read(READ_SIZE)
+            if not data:
+                break
+            server.bytes_in += len(data)
+            decoder.feed(data)
+            if not await _drain_messages(server, conn, decoder, reader, out):
+                break
+    except ProtocolError as exc:
+        LOG.warning("NETWORK", 22988, ctx, "Error receiving request from client. Ending "
+                    "connection from remote", error={"code": exc.code, "codeName": exc.code_name,
+                                                     "errmsg": exc.message},
+                    remote=remote, connectionId=conn.id)
+    except (ConnectionError, asyncio.IncompleteReadError, OSError):
+        pass
+    finally:
+        server.connections.pop(conn.id, None)
+        with contextlib.suppress(Exception):
+            writer.close()
+            await writer.wait_closed()
+        LOG.info("NETWORK", 22944, ctx, "Connection ended", remote=remote, connectionId=conn.id,
+                 connectionCount=len(server.connections))
+
+
+async def _drain_messages(server: ServerState, conn: ConnectionState, decoder: MessageDecoder,
+                          reader: asyncio.StreamReader, out: _Writer) -> bool:
+    """Handle every complete message buffered; False when the connection must close."""
+    while True:
+        try:
+            msg = decoder.next_message()
+        except ProtocolError as exc:
+            if exc.fatal:
+                raise
+            # The frame was sound but its content was not: answer ok: 0, keep going.
+            reply = {"ok": 0.0, "errmsg": exc.message, "code": exc.code,
+                     "codeName": exc.code_name}
+            await out.send(encode_op_msg(reply, out.request_id(), exc.request_id,
+                                         codec=CODEC_OPTIONS))
+            continue
+        if msg is None:
+            return True
+        server.num_requests += 1
+        conn.requests += 1
+        if msg.compressor_id is not None:
+            server.count_compression(_compressor_name(msg.compressor_id), "decompressor",
+                                     msg.wire_length, msg.length)
+        if isinstance(msg, OpQuery):
+            await _handle_op_query(server, conn, msg, out)
+        else:
+            await _handle_op_msg(server, conn, msg, reader, out)
+        if server.shutting_down.is_set():
+            return False
+
+
+async def _handle_op_query(server: ServerState, conn: ConnectionState, msg: OpQuery,
+                           out: _Writer) -> None:
+    if not msg.full_collection_name.endswith(".$cmd"):
+        body: dict[str, Any] = {"$err": "OP_QUERY is no longer supported", "code": 5739101,
+                                "ok": 0.0}
+    else:
+        query = msg.query
+        if "$query" in query and isinstance(query["$query"], dict):
+            query = query["$query"]
+        body, _ = await execute(server, conn, query, msg.database, via_op_query=True)
+    data = encode_op_reply(body, out.request_id(), msg.request_id, codec=CODEC_OPTIONS)
+    await out.send(_maybe_compress(server, conn, data, msg.compressor_id,
+                                   next(iter(msg.query), "")))
+
+
+async def _handle_op_msg(server: ServerState, conn: ConnectionState, msg: OpMsg,
+                         reader: asyncio.StreamReader, out: _Writer) -> None:
+    body = msg.body
+    db = body.get("$db")
+    name = next(iter(body), "")
+    reply, cmd = await execute(server, conn, body, db, exhaust_allowed=msg.exhaust_allowed)
+    if msg.more_to_come:
+        return  # fire-and-forget (w: 0): no reply
+    flags = 0
+    if msg.flag_bits & CHECKSUM_PRESENT:
+        flags |= CHECKSUM_PRESENT
+    streaming = (msg.exhaust_allowed and cmd is not None and cmd.name in ("hello", "isMaster",
+                                                                           "ismaster")
+                 and "topologyVersion" in body and "maxAwaitTimeMS" in body
+                 and reply.get("ok") == 1.0)
+    response_to = msg.request_id
+    while True:
+        rid = out.request_id()
+        data = encode_op_msg(reply, rid, response_to,
+                             flags | (MORE_TO_COME if streaming else 0),
+                             codec=CODEC_OPTIONS)
+        await out.send(_maybe_compress(server, conn, data, msg.compressor_id, name))
+        if not streaming:
+            return
+        await out.writer.drain()
+        # Exhaust: the next reply answers our own previous one, after the await period.
+        response_to = rid
+        if reader.at_eof() or server.shutting_down.is_set():
+            return
+        reply, _ = await execute(server, conn, body, db, exhaust_allowed=True)
+        if reader.at_eof() or server.shutting_down.is_set() or reply.get("ok") != 1.0:
+            return
+
+
+def _compressor_name(compressor_id: int) -> str:
+    try:
+        return CompressorId(compressor_id).name.lower()
+    except ValueError:
+        return str(compressor_id)
+
+
+def _maybe_compress(server: ServerState, conn: ConnectionState, data: bytes,
+                    compressor_id: int | None, name: str) -> bytes:
+    if compressor_id is None or compressor_id == CompressorId.NOOP or name in NEVER_COMPRESS:
+        return data
+    try:
+        comp = CompressorId(compressor_id)
+    except ValueError:
+        return data
+    if comp.name.lower() not in conn.compressors:
+        return data
+    packed = compress_message(data, comp)
+    server.count_compression(comp.name.lower(), "compressor", len(data), len(packed))
+    return packed
+
+
+def _addr(info: Any) -> str:
+    if isinstance(info, tuple) and len(info) >= 2:
+        host, port = info[0], info[1]
+        return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+    return str(info)

@@ -1,0 +1,185 @@
+"""Open cursors: batches for find/aggregate/list* replies, getMore, killCursors, timeouts.
+
+A cursor wraps an iterator of documents. Iterators that read storage must be advanced
+on the storage thread, so each cursor carries the `run` function that executes a
+batch fetch where it belongs. Documents are encoded once, when batched, into
+`RawBSONDocument`s: their size decides the batch (16 MiB per reply, as mongod) and the
+reply encoder copies their bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from bson import Int64
+from bson.raw_bson import RawBSONDocument
+
+from storage.bsonutil import encode
+from storage.errors import ErrorCode, MongoError
+
+__all__ = ["Cursor", "CursorManager", "Runner", "DEFAULT_FIRST_BATCH"]
+
+Runner = Callable[[Callable[[], Any]], Awaitable[Any]]
+
+DEFAULT_FIRST_BATCH = 101
+# Replies stay under the 16 MiB document limit with room for the envelope.
+MAX_BATCH_BYTES = 16 * 1024 * 1024 - 16 * 1024
+
+
+async def run_inline(fn: Callable[[], Any]) -> Any:
+    return fn()
+
+
+@dataclass(slots=True)
+class Cursor:
+    id: int
+    ns: str
+    source: Iterator[Any]
+    run: Runner
+    created: float = field(default_factory=time.monotonic)
+    last_used: float = field(default_factory=time.monotonic)
+    conn_id: int | None = None
+    exhausted: bool = False
+    in_use: bool = False
+    returned: int = 0
+    on_close: Callable[[], None] | None = None
+
+
+def _raw(doc: Any) -> RawBSONDocument:
+    if isinstance(doc, RawBSONDocument):
+        return doc
+    return RawBSONDocument(encode(doc))
+
+
+def first_batch_limit(batch_size: int | None) -> int:
+    return DEFAULT_FIRST_BATCH if batch_size is None else batch_size
+
+
+def take_batch(source: Iterator[Any], limit: int | None, max_bytes: int = MAX_BATCH_BYTES
+               ) -> tuple[list[RawBSONDocument], bool]:
+    """Up to `limit` documents (None: only the byte bound); (batch, exhausted)."""
+    batch: list[RawBSONDocument] = []
+    size = 0
+    n = 0
+    while limit is None or n < limit:
+        try:
+            doc = next(source)
+        except StopIteration:
+            return batch, True
+        raw = _raw(doc)
+        batch.append(raw)
+        n += 1
+        size += len(raw.raw)
+        if size >= max_bytes:
+            break
+    return batch, False
+
+
+class CursorManager:
+    def __init__(self) -> None:
+        self._cursors: dict[int, Cursor] = {}
+
+    def __len__(self) -> int:
+        return len(self._cursors)
+
+    async def first_batch(self, ns: str, source: Iterator[Any], *, batch_size: int | None,
+                          single_batch: bool = False, run: Runner = run_inline,
+                          conn_id: int | None = None,
+                          on_close: Callable[[], None] | None = None) -> dict[str, Any]:
+        """Run the first batch and open a cursor if more remain: the `cursor` reply field."""
+        limit = first_batch_limit(batch_size)
+        batch, exhausted = await run(lambda: take_batch(source, limit))
+        return self.adopt(ns, source, batch, exhausted, single_batch=single_batch, run=run,
+                          conn_id=conn_id, on_close=on_close)
+
+    def adopt(self, ns: str, source: Iterator[Any], batch: list[RawBSONDocument],
+              exhausted: bool, *, single_batch: bool = False, run: Runner = run_inline,
+              conn_id: int | None = None,
+              on_close: Callable[[], None] | None = None) -> dict[str, Any]:
+        """Open a cursor for a first batch already taken (on the storage thread, in the
+        same hop as the query itself): the `cursor` reply field."""
+        cursor_id = 0
+        if exhausted or single_batch:
+            if on_close is not None:
+                on_close()
+        else:
+            cursor_id = self._new_id()
+            self._cursors[cursor_id] = Cursor(cursor_id, ns, source, run, conn_id=conn_id,
+                                              returned=len(batch), on_close=on_close)
+        return {"firstBatch": batch, "id": Int64(cursor_id), "ns": ns}
+
+    async def get_more(self, cursor_id: int, ns: str, batch_size: int | None) -> dict[str, Any]:
+        cursor = self._cursors.get(cursor_id)
+        if cursor is None:
+            raise MongoError(ErrorCode.CursorNotFound, f"cursor id {cursor_id} not found")
+        if cursor.ns != ns:
+            raise MongoError(ErrorCode.Unauthorized,
+                             f"Requested getMore on namespace '{ns}', but cursor belongs to a "
+                             f"different namespace {cursor.ns}")
+        if cursor.in_use:
+            raise MongoError(ErrorCode.CursorInUse, f"Cursor id {cursor_id} is already in use")
+        cursor.in_use = True
+        try:
+            batch, exhausted = await cursor.run(lambda: take_batch(cursor.source, batch_size))
+        except BaseException:
+            self._close(cursor_id)
+            raise
+        finally:
+            cursor.in_use = False
+        cursor.last_used = time.monotonic()
+        cursor.returned += len(batch)
+        next_id = cursor_id
+        if exhausted:
+            self._close(cursor_id)
+            next_id = 0
+        return {"nextBatch": batch, "id": Int64(next_id), "ns": ns}
+
+    def kill(self, ns: str, ids: list[int]) -> dict[str, list[Int64]]:
+        killed: list[Int64] = []
+        not_found: list[Int64] = []
+        for cid in ids:
+            cursor = self._cursors.get(cid)
+            if cursor is None or cursor.ns != ns:
+                not_found.append(Int64(cid))
+            else:
+                self._close(cid)
+                killed.append(Int64(cid))
+        return {"cursorsKilled": killed, "cursorsNotFound": not_found, "cursorsAlive": [],
+                "cursorsUnknown": []}
+
+    def reap(self, idle_seconds: float) -> int:
+        """Close cursors idle for longer than `idle_seconds`; returns how many."""
+        now = time.monotonic()
+        stale = [c.id for c in self._cursors.values()
+                 if not c.in_use and now - c.last_used > idle_seconds]
+        for cid in stale:
+            self._close(cid)
+        return len(stale)
+
+    def close_all(self) -> None:
+        for cid in list(self._cursors):
+            self._close(cid)
+
+    def close_for_namespace(self, ns_prefix: str) -> None:
+        for cid, c in list(self._cursors.items()):
+            if c.ns == ns_prefix or c.ns.startswith(ns_prefix + "."):
+                self._close(cid)
+
+    def _close(self, cursor_id: int) -> None:
+        cursor = self._cursors.pop(cursor_id, None)
+        if cursor is not None and cursor.on_close is not None:
+            with contextlib.suppress(Exception):  # closing must never fail a command
+                cursor.on_close()
+
+    def _new_id(self) -> int:
+        for _ in itertools.count():
+            cid = secrets.randbits(63)
+            if cid and cid not in self._cursors:
+                return cid
+        raise AssertionError("unreachable")

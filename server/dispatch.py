@@ -1,0 +1,105 @@
+"""Run one command: find its handler, check the generic fields, turn errors into replies.
+
+This is the one place where `MongoError` becomes `{ok: 0, errmsg, code, codeName}` and
+where any other exception becomes `InternalError` (logged with its traceback).
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from typing import Any, Final
+
+from storage.errors import ErrorCode, MongoError
+
+from .commands import COMMANDS, Command
+from .context import CommandRequest, ConnectionState, ServerState
+from .generic_args import GENERIC_ARGUMENTS
+from .log import LOG
+
+__all__ = ["execute", "GENERIC_ARGUMENTS", "OP_QUERY_COMMANDS"]
+
+
+# OP_QUERY survives only for the handshake (MongoDB 6.0+ removed the rest).
+OP_QUERY_COMMANDS: Final = frozenset({"hello", "isMaster", "ismaster"})
+
+
+def _check_generic(body: dict[str, Any]) -> None:
+    api = body.get("apiVersion")
+    if api is not None and api != "1":
+        raise MongoError(ErrorCode.APIVersionError, 'API version must be "1"')
+    if "txnNumber" in body or body.get("startTransaction") or "autocommit" in body:
+        raise MongoError(ErrorCode.IllegalOperation,
+                         "Transaction numbers are only allowed on a replica set member or mongos")
+
+
+def _lookup(name: str) -> Command:
+    cmd = COMMANDS.get(name)
+    if cmd is None:
+        raise MongoError(ErrorCode.CommandNotFound, f"no such command: '{name}'")
+    return cmd
+
+
+async def execute(server: ServerState, conn: ConnectionState, body: dict[str, Any],
+                  db: str | None, *, via_op_query: bool = False,
+                  exhaust_allowed: bool = False) -> tuple[dict[str, Any], Command | None]:
+    """Run `body` and return (reply document with `ok`, the command that ran or None)."""
+    started = time.perf_counter()
+    name = next(iter(body), "")
+    cmd: Command | None = None
+    try:
+        if via_op_query and name not in OP_QUERY_COMMANDS:
+            raise MongoError(ErrorCode.UnsupportedOpQueryCommand,
+                             f"Unsupported OP_QUERY command: {name}. The client driver may "
+                             "require an upgrade. For more details see "
+                             "https://dochub.mongodb.org/core/legacy-opcode-removal")
+        cmd = _lookup(name)
+        if db is None:
+            raise MongoError(40571, "OP_MSG requests require a $db argument")
+        if not isinstance(db, str) or not db or "." in db or "\x00" in db or " " in db:
+            raise MongoError(ErrorCode.InvalidNamespace, f"Invalid database name: '{db}'")
+        if cmd.admin_only and db != "admin":
+            raise MongoError(ErrorCode.Unauthorized,
+                             f"{cmd.name} may only be run against the admin database.")
+        _check_generic(body)
+        server.opcounters[cmd.opcounter] += 1
+        server.command_counts[cmd.name] += 1
+        req = CommandRequest(server, conn, name, body, db, exhaust_allowed, via_op_query)
+        result = await cmd.handler(req)
+        reply = {**result, "ok": 1.0}
+    except MongoError as exc:
+        if cmd is not None:
+            server.command_failures[cmd.name] += 1
+        else:
+            server.opcounters["command"] += 1
+        reply = exc.to_reply()
+    except Exception as exc:  # a bug: answer InternalError, keep serving
+        server.command_failures[name] += 1
+        LOG.error("COMMAND", 21962, f"conn{conn.id}", "Assertion while executing command",
+                  command=name, db=db, error=f"{type(exc).__name__}: {exc}",
+                  trace=traceback.format_exc(limit=12))
+        reply = MongoError(ErrorCode.InternalError, f"{type(exc).__name__}: {exc}").to_reply()
+    elapsed_ms = (time.perf_counter() - started) * 1000.0
+    if LOG.verbosity > 0:
+        LOG.debug("COMMAND", 21965, f"conn{conn.id}", "Ran command", db=db, command=name, body=_redacted(body),
+                  ok=reply.get("ok"), code=reply.get("code"), durationMillis=elapsed_ms)
+    if server.metrics is not None:
+        server.metrics.observe_command(cmd.name if cmd else "unknown", elapsed_ms / 1000.0,
+                                       reply.get("ok") == 1.0)
+    if elapsed_ms >= server.params.get("slowOpThresholdMs") and name not in ("hello", "isMaster",
+                                                                               "ismaster"):
+        LOG.info("COMMAND", 51803, f"conn{conn.id}", "Slow query", type="command",
+                 ns=f"{db}.$cmd", command=_redacted(body), durationMillis=int(elapsed_ms),
+                 ok=int(reply.get("ok", 0)))
+    return reply, cmd
+
+
+def _redacted(body: dict[str, Any]) -> dict[str, Any]:
+    """The command for the slow-query log, with bulky arrays shortened."""
+    out: dict[str, Any] = {}
+    for k, v in body.items():
+        if isinstance(v, list) and len(v) > 3:
+            out[k] = f"<{len(v)} items>"
+        else:
+            out[k] = v
+    return out

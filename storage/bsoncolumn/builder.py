@@ -1,0 +1,476 @@
+"""BSONColumnBuilder: appends values one by one and produces MongoDB's exact bytes.
+
+Regular mode is one `EncodingState` writing into the column buffer. Objects and arrays
+that contain scalars switch to interleaved mode: while *determining the reference*,
+objects are buffered and merged into a candidate reference object (until there are more
+than twice as many buffered objects as reference scalars); then the interleaved start
+byte (0xF1 object root, 0xF2 array root) and the reference are written and each scalar
+field gets its own `EncodingState` with a private buffer. An incompatible object, a
+non-object or `finalize` ends the section: the sub-streams are flushed and their control
+blocks merged into the column in the order a decoder will ask for them (fewest values
+decoded first, ties by field order), followed by 0x00.
+
+Beyond MongoDB's API, `finalize()` does not end the builder (it finalizes a copy of the
+state), so a bucket can be committed and appended to again; `intermediate()` returns the
+bytes changed since the previous call as a `BinaryDiff`; `from_column()` reopens a
+column without re-encoding what precedes its last literal.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import bson
+
+from storage.bsonutil import CODEC_OPTIONS
+
+from .control import is_literal
+from .encoding import EncodingState
+from .errors import BSONColumnError
+from .objects import (
+    EMPTY_OBJECT,
+    contains_scalars,
+    has_empty_object,
+    merge_objects,
+    traverse_lock_step,
+)
+from .rawbson import T_ARRAY, T_OBJECT, VALID_TYPES, validate_value
+from .simple8b import block_count
+
+__all__ = ["BSONColumnBuilder", "BinaryDiff", "MISSING", "encode_value"]
+
+_DETERMINING: Final = 0
+_APPENDING: Final = 1
+
+
+class _Missing:
+    """Marker for a skipped row (the column has no value at that position)."""
+
+    __slots__ = ()
+    _instance: _Missing | None = None
+
+    def __new__(cls) -> _Missing:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __reduce__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Final = _Missing()
+
+
+@dataclass(frozen=True, slots=True)
+class BinaryDiff:
+    """Bytes to write at `offset` of the previous binary; everything after is replaced."""
+
+    offset: int
+    data: bytes
+
+    def apply(self, previous: bytes) -> bytes:
+        return previous[: self.offset] + self.data
+
+
+def encode_value(value: Any) -> tuple[int, bytes]:
+    """A Python value as a raw BSON (type, value bytes), following CODEC_OPTIONS."""
+    raw = bson.encode({"": value}, codec_options=CODEC_OPTIONS)
+    return raw[4], raw[6:-1]
+
+
+class _SubObj:
+    __slots__ = ("blocks", "buf", "state")
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.blocks: list[tuple[int, int]] = []
+        self.state = EncodingState(self.buf, self.blocks)
+
+    def clone(self) -> _SubObj:
+        c = _SubObj.__new__(_SubObj)
+        c.buf = bytearray(self.buf)
+        c.blocks = self.blocks[:]
+        c.state = self.state.clone(c.buf, c.blocks)
+        return c
+
+
+class _Interleaved:
+    __slots__ = ("buffered", "mode", "ref", "ref_type", "subobjs")
+
+    def __init__(self, ref: bytes, ref_type: int) -> None:
+        self.mode = _DETERMINING
+        self.subobjs: list[_SubObj] = []
+        self.ref = ref
+        self.ref_type = ref_type
+        self.buffered: list[bytes] = [ref]  # b"" is a skipped row
+
+    def clone(self) -> _Interleaved:
+        c = _Interleaved.__new__(_Interleaved)
+        c.mode = self.mode
+        c.subobjs = [s.clone() for s in self.subobjs]
+        c.ref = self.ref
+        c.ref_type = self.ref_type
+        c.buffered = self.buffered[:]
+        return c
+
+
+def _elems_in_control_block(data: bytes | bytearray, offset: int, size: int) -> int:
+    if is_literal(data[offset]):
+        return 1
+    n = 0
+    for p in range(offset + 1, offset + size, 8):
+        n += block_count(int.from_bytes(data[p : p + 8], "little"))
+    return n
+
+
+class BSONColumnBuilder:
+    """Builds a BSONColumn (BinData subtype 7 payload) byte-identical to MongoDB's."""
+
+    __slots__ = ("_buf", "_count", "_inter", "_n_interleaved", "_prev_tail", "_regular", "_stable")
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._regular: EncodingState | None = EncodingState(self._buf)
+        self._inter: _Interleaved | None = None
+        self._count = 0
+        # intermediate(): bytes before `_stable` never change; `_prev_tail` is what the
+        # previous diff produced from `_stable` on (None before the first call).
+        self._stable = 0
+        self._prev_tail: bytes | None = None
+        self._n_interleaved = 0
+
+    # -- appending -------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        """Rows appended so far, skipped rows included."""
+        return self._count
+
+    def append(self, value: Any) -> BSONColumnBuilder:
+        """Append a Python value (int → int32 when it fits, Int64, float, DatetimeMS, ...).
+
+        `MISSING` appends a skipped row.
+        """
+        if value is MISSING:
+            return self.skip()
+        t, v = encode_value(value)
+        return self.append_element(t, v)
+
+    def append_many(self, values: Iterable[Any]) -> BSONColumnBuilder:
+        for value in values:
+            self.append(value)
+        return self
+
+    def append_element(self, t: int, value: bytes) -> BSONColumnBuilder:
+        """Append a raw BSON value: its type byte and value bytes (no field name).
+
+        Type 0 (EOO) is a skip. The value is validated (bounds, terminators, UTF-8).
+        """
+        if t == 0:
+            return self.skip()
+        value = bytes(value)
+        if t not in VALID_TYPES:
+            raise BSONColumnError(f"Invalid BSON type {t} appended to BSON Column")
+        if validate_value(t, value, 0, len(value)) != len(value):
+            raise BSONColumnError("Malformed BSON value appended to BSON Column")
+        self._append_trusted(t, value)
+        return self
+
+    def _append_trusted(self, t: int, value: bytes) -> None:
+        self._count += 1
+        if (t != T_OBJECT and t != T_ARRAY) or len(value) == 5:
+            if self._inter is not None:
+                self._flush_interleaved()
+            self._regular.append(t, value)  # type: ignore[union-attr]
+            return
+        self._append_obj(t, value)
+
+    def skip(self, n: int = 1) -> BSONColumnBuilder:
+        """Append `n` skipped (missing) rows."""
+        for _ in range(n):
+            self._count += 1
+            self._skip_one()
+        return self
+
+    def _skip_one(self) -> None:
+        if self._regular is not None:
+            self._regular.skip()
+            return
+        inter = self._inter
+        assert inter is not None
+        # Skipping every sub-stream would not read back as a skipped row when the
+        # reference has an empty sub-object (it is always materialised).
+        if has_empty_object(inter.ref):
+            self._flush_interleaved()
+            self._regular.skip()  # type: ignore[union-attr]
+            return
+        if inter.mode == _DETERMINING:
+            inter.buffered.append(b"")
+        else:
+            for sub in inter.subobjs:
+                sub.state.skip()
+
+    # -- interleaved mode -------------------------------------------------------------------
+
+    def _append_obj(self, t: int, obj: bytes) -> None:
+        scalars = contains_scalars(obj)
+        if self._regular is not None:
+            if not scalars:
+                self._regular.append(t, obj)
+            else:
+                self._start_determine(obj, t)
+            return
+        inter = self._inter
+        assert inter is not None
+        if t != inter.ref_type:
+            self._flush_interleaved()
+            if not scalars:
+                self._regular.append(t, obj)  # type: ignore[union-attr]
+            else:
+                self._start_determine(obj, t)
+            return
+        if inter.mode == _DETERMINING:
+            count = 0
+
+            def counter(_ref: object, _elem: object) -> None:
+                nonlocal count
+                count += 1
+
+            if not traverse_lock_step(inter.ref, obj, counter):
+                merged = merge_objects(inter.ref, obj)
+                if merged is None:
+                    self._flush_interleaved()
+                    if not scalars:
+                        self._regular.append(t, obj)  # type: ignore[union-attr]
+                        return
+                    self._regular = None
+                    self._inter = _Interleaved(obj, t)
+                    return
+                inter.ref = merged
+            # Keep buffering while there are at most twice as many objects as scalars.
+            if count * 2 >= len(inter.buffered):
+                inter.buffered.append(obj)
+                return
+            self._finish_determine()
+        if not self._append_sub_elements(obj):
+            if not scalars:
+                self._regular.append(t, obj)  # type: ignore[union-attr]
+            else:
+                self._start_determine(obj, t)
+
+    def _start_determine(self, obj: bytes, t: int) -> None:
+        assert self._regular is not None
+        self._regular.flush()
+        self._regular = None
+        self._inter = _Interleaved(obj, t)
+
+    def _finish_determine(self) -> None:
+        inter = self._inter
+        assert inter is not None
+        buf = self._buf
+        buf.append(0xF1 if inter.ref_type == T_OBJECT else 0xF2)
+        buf += inter.ref
+        self._n_interleaved += 1
+
+        def start_stream(ref_elem: tuple[int, bytes], elem: tuple[int, bytes] | None) -> None:
+            sub = _SubObj()
+            inter.subobjs.append(sub)
+            st = sub.state
+            # The reference holds the first value: begin with a delta, not a literal.
+            st.ptype, st.pvalue = ref_elem
+            st.init_from_previous()
+            if elem is not None:
+                st.append(*elem)
+            else:
+                st.skip()
+
+        first = inter.buffered[0]
+        ok = traverse_lock_step(inter.ref, first or EMPTY_OBJECT, start_stream)
+        assert ok, "first buffered object must fit the reference"
+        inter.mode = _APPENDING
+        for obj in inter.buffered[1:]:
+            ok = self._append_sub_elements(obj or EMPTY_OBJECT)
+            assert ok, "buffered objects must fit the reference"
+        inter.buffered = []
+
+    def _append_sub_elements(self, obj: bytes) -> bool:
+        inter = self._inter
+        assert inter is not None
+        flat: list[tuple[int, bytes] | None] = []
+        if not traverse_lock_step(inter.ref, obj, lambda _r, e: flat.append(e)):
+            self._flush_interleaved()
+            return False
+        if len(flat) != len(inter.subobjs):
+            raise AssertionError("sub-field count does not match the reference object")
+        for sub, elem in zip(inter.subobjs, flat):
+            if elem is not None:
+                sub.state.append(*elem)
+            else:
+                sub.state.skip()
+        return True
+
+    def _flush_interleaved(self) -> None:
+        inter = self._inter
+        assert inter is not None
+        if inter.mode == _DETERMINING:
+            self._finish_determine()
+        for sub in inter.subobjs:
+            sub.state.flush()
+        # Merge control blocks in the order the decoder consumes them: the stream that
+        # has produced the fewest values reads next; ties go to the earlier field.
+        buf = self._buf
+        heap = [(0, i, 0) for i in range(len(inter.subobjs))]
+        heapq.heapify(heap)
+        while heap:
+            written, i, bi = heapq.heappop(heap)
+            sub = inter.subobjs[i]
+            if bi >= len(sub.blocks):
+                continue
+            offset, size = sub.blocks[bi]
+            buf += sub.buf[offset : offset + size]
+            if bi + 1 < len(sub.blocks):
+                written += _elems_in_control_block(sub.buf, offset, size)
+                heapq.heappush(heap, (written, i, bi + 1))
+        buf.append(0)
+        self._inter = None
+        self._regular = EncodingState(self._buf)
+
+    # -- output ----------------------------------------------------------------------------
+
+    def _snapshot(self) -> tuple:
+        regular = self._regular.clone(self._buf, None) if self._regular is not None else None
+        inter = self._inter.clone() if self._inter is not None else None
+        return regular, inter, len(self._buf), self._n_interleaved
+
+    def _restore(self, snap: tuple) -> None:
+        regular, inter, length, n_inter = snap
+        del self._buf[length:]
+        self._regular = regular
+        self._inter = inter
+        self._n_interleaved = n_inter
+
+    def finalize(self) -> bytes:
+        """The complete column (ending in 0x00). The builder stays usable for appends."""
+        snap = self._snapshot()
+        ctrl = self._regular.ctrl if self._regular is not None else None
+        ctrl_byte = self._buf[ctrl] if ctrl is not None else 0
+        if self._regular is not None:
+            self._regular.flush()
+        else:
+            self._flush_interleaved()
+        self._buf.append(0)
+        out = bytes(self._buf)
+        self._restore(snap)
+        if ctrl is not None:
+            self._buf[ctrl] = ctrl_byte
+        return out
+
+    def intermediate(self) -> BinaryDiff:
+        """Bytes changed since the previous call (offset 0 and everything the first time).
+
+        Applying each diff (`previous[:offset] + data`) to the previous binary yields
+        exactly `finalize()`.
+        """
+        full = self.finalize()
+        if self._prev_tail is None:
+            offset = 0
+        else:
+            s = self._stable
+            prev = self._prev_tail
+            n = min(len(prev), len(full) - s)
+            k = 0
+            while k < n and prev[k] == full[s + k]:
+                k += 1
+            offset = s + k
+        if self._regular is not None and self._regular.ctrl is not None:
+            self._stable = self._regular.ctrl
+        else:
+            self._stable = len(self._buf)
+        self._prev_tail = full[self._stable :]
+        return BinaryDiff(offset, full[offset:])
+
+    @property
+    def num_interleaved_start_written(self) -> int:
+        return self._n_interleaved
+
+    def state_key(self) -> tuple:
+        """Everything that determines future output (for tests comparing builders)."""
+        if self._regular is not None:
+            state: tuple = ("regular", self._regular.state_key())
+        else:
+            inter = self._inter
+            assert inter is not None
+            state = (
+                "interleaved",
+                inter.mode,
+                inter.ref,
+                inter.ref_type,
+                tuple(inter.buffered),
+                tuple((s.state.state_key(), bytes(s.buf), tuple(s.blocks)) for s in inter.subobjs),
+            )
+        return (bytes(self._buf), state)
+
+    # -- reopening ----------------------------------------------------------------------------
+
+    @classmethod
+    def from_column(cls, column: bytes | bytearray | memoryview) -> BSONColumnBuilder:
+        """A builder in the state of the one that wrote `column`, after `intermediate()`.
+
+        Appending to it produces the bytes appending to the original would have. The part
+        of the column before its last top-level literal is kept as is; only the values
+        after it are decoded and appended again (everything, when the column ends in
+        interleaved mode, as MongoDB does).
+        """
+        from .decoder import decode_with_anchor
+
+        column = bytes(column)
+        elements, anchor, anchor_row = decode_with_anchor(column)
+        builder = cls()
+        if anchor is not None:
+            builder._buf += column[:anchor]
+            builder._count = anchor_row
+            elements = elements[anchor_row:]
+        builder.extend_elements(elements)
+        builder.intermediate()
+        return builder
+
+    def extend_elements(self, elements: Iterable[tuple[int, bytes] | None]) -> BSONColumnBuilder:
+        """Append trusted raw elements; None is a skipped row."""
+        for e in elements:
+            if e is None:
+                self._count += 1
+                self._skip_one()
+            else:
+                self._append_trusted(e[0], e[1])
+        return self
+
+    def extend_rows(
+        self, rows: Iterable[tuple[int, int, bytes]], count: int | None = None
+    ) -> BSONColumnBuilder:
+        """Append (row index, type, value) entries of validated values, skipping rows
+        missing between them; with `count`, skip trailing rows up to that many rows."""
+        base = self._count
+        for row, t, v in rows:
+            gap = base + row - self._count
+            if gap < 0:
+                raise BSONColumnError("Row indexes must be increasing", code=2)
+            for _ in range(gap):
+                self._count += 1
+                self._skip_one()
+            self._append_trusted(t, v)
+        if count is not None:
+            gap = base + count - self._count
+            if gap < 0:
+                raise BSONColumnError("count is smaller than the number of rows", code=2)
+            for _ in range(gap):
+                self._count += 1
+                self._skip_one()
+        return self

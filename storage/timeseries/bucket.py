@@ -1,0 +1,140 @@
+"""An open bucket and the measurements headed for it.
+
+`Measurement` is one validated insert: its time, series key, decoded document (for
+min/max and schema) and raw elements (for the columns). `Bucket` is the in-memory state
+of an open bucket: identity, min time, `MinMax`, `Schema`, `Columns`, counts, the size
+MongoDB tracks against `timeseriesBucketMaxSize`, and the measurements staged by the
+batch in progress.
+
+Size accounting follows MongoDB 8's compressed buckets (calculateBucketFieldsAndSizeChange):
+while staging, a measurement adds the meta value once (on a bucket's first measurement),
+`12 + len(name) + 2 * element size` for each field the bucket has not committed yet (the
+data entry and its control.min/max), and an *estimate* of its uncompressed element size
+only for elements larger than timeseriesLargeMeasurementThreshold; on commit the estimate
+is replaced by the actual growth of the compressed columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bson import ObjectId
+
+from .columns import Columns, RawElement
+from .minmax import MinMax, Schema
+from .rollover import RolloverAction
+
+__all__ = ["Bucket", "Measurement", "SizeChange", "size_change"]
+
+
+@dataclass(slots=True)
+class Measurement:
+    """One measurement of an insert batch, validated and split for the catalog."""
+
+    index: int                 # position in the user's batch
+    time_ms: int
+    doc: dict[str, Any]        # decoded document (meta included; min/max skip it)
+    elems: list[RawElement]    # raw elements without the meta field, in document order
+    key: bytes                 # series key of the normalized meta value
+    meta: Any                  # normalized meta value, or metadata.MISSING
+    meta_value_size: int = 0   # bytes of the meta value (type byte + value)
+    names: tuple[str, ...] = ()  # names of `elems`
+    max_value_len: int = 0     # longest value in `elems`
+    signature: tuple | None = None  # ((name, type), ...) when no value is an object/array
+
+
+@dataclass(slots=True)
+class SizeChange:
+    """Sizes in MongoDB's `Sizes` struct: verified overheads and an estimate."""
+
+    verified: int = 0
+    estimate: int = 0
+    new_fields: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return self.verified + self.estimate
+
+
+def _num_digits(n: int) -> int:
+    d = 0
+    while n:
+        n //= 10
+        d += 1
+    return d
+
+
+def size_change(bucket: Bucket, m: Measurement, large_threshold: int) -> SizeChange:
+    """What adding `m` to `bucket` adds to the bucket's tracked size."""
+    sc = SizeChange()
+    if m.meta_value_size and bucket.size == 0:
+        sc.verified += 4 + m.meta_value_size  # "meta" + type byte + value
+    digits = _num_digits(bucket.num_measurements)
+    committed = bucket.field_names
+    if committed.issuperset(m.names) and m.max_value_len + digits + 2 <= large_threshold:
+        return sc  # the common case: known fields, small values
+    uncommitted = bucket.uncommitted_field_names
+    for name, _t, v in m.elems:
+        name_len = len(name) if name.isascii() else len(name.encode("utf-8"))
+        if name not in committed:
+            sc.new_fields.append(name)
+            if name not in uncommitted:
+                elem_size = 2 + name_len + len(v)
+                sc.verified += 12 + name_len + 2 * elem_size
+        element_size = 1 + len(v) + digits + 1
+        if element_size > large_threshold:
+            sc.estimate += element_size
+    return sc
+
+
+class Bucket:
+    """In-memory state of one open bucket."""
+
+    __slots__ = (
+        "bucket_id", "coll", "columns", "committed_doc_size", "field_names", "kept_open_large",
+        "key", "last_time_ms", "memory_usage", "meta", "min_time_ms", "minmax",
+        "num_committed", "num_measurements", "opened_due_to_metadata", "reopened",
+        "rollover_action", "schema", "schema_signatures", "size", "sorted_by_time", "staged",
+        "staged_estimate",
+        "time_field", "uncommitted_field_names", "uncompressed_size", "version",
+    )
+
+    def __init__(self, bucket_id: ObjectId, coll: Any, key: bytes, meta: Any,
+                 time_field: str, min_time_ms: int) -> None:
+        self.bucket_id = bucket_id
+        self.coll = coll
+        self.key = key
+        self.meta = meta
+        self.time_field = time_field
+        self.min_time_ms = min_time_ms
+        self.minmax = MinMax()
+        self.schema = Schema()
+        # Top-level signatures already folded into `schema` (see Measurement.signature).
+        self.schema_signatures: set[tuple] = set()
+        self.columns = Columns(time_field)
+        self.num_measurements = 0          # committed + staged
+        self.num_committed = 0
+        self.size = 0
+        self.field_names: set[str] = set()
+        self.uncommitted_field_names: set[str] = set()
+        self.sorted_by_time = True
+        self.version = 2
+        self.rollover_action = RolloverAction.kNone
+        self.kept_open_large = False
+        self.reopened = False
+        self.staged: list[Measurement] = []
+        self.staged_estimate = 0
+        self.opened_due_to_metadata = False
+        self.last_time_ms: int | None = None
+        self.committed_doc_size = 0
+        self.uncompressed_size = 0
+        self.memory_usage = 0
+
+    @property
+    def all_committed(self) -> bool:
+        return not self.staged
+
+    def __repr__(self) -> str:
+        return (f"Bucket({self.bucket_id}, n={self.num_measurements}, "
+                f"committed={self.num_committed}, action={self.rollover_action.name})")

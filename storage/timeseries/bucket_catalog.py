@@ -1,0 +1,930 @@
+"""The bucket catalog: which bucket each measurement goes into, and what to write.
+
+Theory of operation (single storage thread; MongoDB's BucketCatalog without stripes,
+eras and waiters, which only exist there to coordinate threads):
+
+1. `insert_batch(coll, options, measurements, source)` validates each measurement (a
+   BSON date in the time field, else BadValue for that index), normalizes its meta value,
+   groups the batch by series and sorts each group by time (stable), then *stages* each
+   measurement (tryInsert / insertWithReopeningContext):
+
+   - the series' open bucket (at most one whose rollover action is kNone) takes it unless
+     `determine_rollover` objects: time forward beyond bucketMaxSpanSeconds (soft close),
+     time backward before the bucket's min time (archive), count (hard close), size with
+     timeseriesBucketMinCount / timeseriesLargeMeasurementThreshold / cache pressure
+     (hard close), schema change (hard close);
+   - on time forward/backward it first tries an *alternate* bucket of the series that is
+     still pending a close and covers the time, then *reopening*: an archived bucket of
+     the series covering the time (fetched by `_id`), or, for time backward and when
+     there is no open bucket, a stored bucket found by `ReopeningQuery`;
+   - else the bucket rolls over: closed or archived now if it has nothing staged, else
+     when the batch commits; a new bucket (id from the rounded time) takes the
+     measurement.
+
+   Then each touched bucket is *prepared*: min/max folded in, rows appended to the column
+   builders (v2 becomes v3 when the batch starts before the bucket's last time), and the
+   full bucket document built. The result lists the writes (new bucket documents to
+   insert, new documents/diffs for existing ones) and per-index errors.
+
+2. The caller performs all writes in ONE storage transaction, then calls
+   `commit(result)` (counts, sizes, stats, deferred closes, idle list) or
+   `abort(result)`, which drops every bucket the batch touched from memory; they are
+   reopened from storage when needed, so a failed transaction leaves no trace.
+
+Other entry points: `clear(coll)` / `drop_collection(coll)` for drop and collMod,
+`handle_direct_write(coll, bucket_id)` after a write that bypassed the catalog
+(rawData, updates, deletes, TTL), `collection_stats(coll)` for collStats and
+`server_status()` for serverStatus.bucketCatalog. Memory pressure
+(timeseriesIdleBucketExpiryMemoryUsageThreshold) archives idle buckets, then forgets
+archived ones, before a bucket is allocated or reopened.
+"""
+
+from __future__ import annotations
+
+import bisect
+import datetime as _dt
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+import bson
+from bson import Int64, ObjectId
+from bson.datetime_ms import DatetimeMS
+
+from storage.bsoncolumn import BSONColumnError
+from storage.bsoncolumn.decoder import decode_elements
+from storage.bsonutil import CODEC_OPTIONS, decode, encode
+from storage.errors import ErrorCode, MongoError
+
+from .bucket import Bucket, Measurement, SizeChange, size_change
+from .bucket_document import build_bucket_document, compress_bucket, parse_bucket
+from .bucket_id import BucketIdGenerator
+from .columns import ColumnChange, Columns
+from .constants import (
+    LARGE_MEASUREMENTS_MAX_BUCKET_SIZE,
+    MAX_BUCKET_DOCUMENT_SIZE,
+    META,
+    VERSION_COMPRESSED_SORTED,
+    VERSION_COMPRESSED_UNSORTED,
+    VERSION_UNCOMPRESSED,
+    TimeseriesParameters,
+)
+from .elements import _D, _PACK, _Q, to_element
+from .metadata import MISSING, normalize_meta, series_key
+from .minmax import MinMax, Schema, SchemaChange
+from .options import TimeseriesOptions, round_timestamp_ms
+from .reopening import BucketSource, ReopeningQuery
+from .rollover import RolloverAction, RolloverReason
+from .stats import ExecutionStats
+
+__all__ = ["BatchResult", "BucketCatalog", "BucketWrite"]
+
+_INT32_MAX: Final = 2**31 - 1
+_DATE_MIN: Final = -(2**63)
+_BUCKET_OVERHEAD: Final = 512     # rough bytes of bookkeeping per open bucket
+_ARCHIVED_OVERHEAD: Final = 96    # per archived entry
+_META_CACHE_MAX: Final = 65536
+
+
+@dataclass(slots=True)
+class BucketWrite:
+    """One bucket document to write.
+
+    `kind` is "insert" for a new bucket, "update" to replace an existing one with
+    `document`. For updates, `column_changes` and `control_changes` describe the same
+    change as MongoDB's DocDiff (binary column diffs `{o: offset, d: bytes}`, new columns,
+    `control.count`/`control.version`); engines may store `document` whole instead.
+    """
+
+    kind: Literal["insert", "update"]
+    bucket_id: ObjectId
+    document: bytes
+    previous_count: int
+    measurement_indexes: list[int]
+    column_changes: list[ColumnChange] = field(default_factory=list)
+    control_changes: dict[str, Any] = field(default_factory=dict)
+    # set by the catalog for its own bookkeeping at commit
+    _compressed_delta: int = 0
+    _new_fields: list[str] = field(default_factory=list)
+    _estimate: int = 0
+    _last_time_ms: int | None = None
+
+
+@dataclass(slots=True)
+class BatchResult:
+    """What `insert_batch` asks the caller to write, and the measurements it refused."""
+
+    coll: Any
+    writes: list[BucketWrite]
+    errors: list[tuple[int, MongoError]]
+    num_inserted: int
+    _touched: list[Bucket] = field(default_factory=list)
+    _finished: bool = False
+
+
+class _Ctx:
+    """State of one insert_batch call."""
+
+    __slots__ = ("coll", "options", "rewrites", "source", "stats", "threshold", "touched",
+                 "touched_ids")
+
+    def __init__(self, coll: Any, options: TimeseriesOptions, source: BucketSource | None,
+                 stats: ExecutionStats, threshold: int) -> None:
+        self.coll = coll
+        self.options = options
+        self.source = source
+        self.stats = stats
+        self.threshold = threshold
+        self.touched: list[Bucket] = []
+        self.touched_ids: set[int] = set()
+        self.rewrites: dict[ObjectId, tuple[bytes, int]] = {}
+
+
+class _ReopenFailed(Exception):
+    pass
+
+
+class BucketCatalog:
+    """Open and archived buckets of every time-series collection (one per server)."""
+
+    def __init__(self, params: TimeseriesParameters | None = None, *,
+                 id_seed: int | None = None) -> None:
+        self.params = params or TimeseriesParameters()
+        self._ids = BucketIdGenerator(id_seed)
+        self._open_by_id: dict[ObjectId, Bucket] = {}
+        self._open_by_key: dict[tuple[Any, bytes], list[Bucket]] = {}
+        self._idle: OrderedDict[ObjectId, Bucket] = OrderedDict()
+        # (coll, key) -> parallel sorted lists of min times and bucket ids
+        self._archived: dict[tuple[Any, bytes], tuple[list[int], list[ObjectId]]] = {}
+        self._num_archived = 0
+        self._stats: dict[Any, ExecutionStats] = {}
+        self._global = ExecutionStats()
+        self._memory = 0
+        self._pending: BatchResult | None = None
+        self._meta_cache: dict[Any, tuple[bytes, Any, int]] = {}
+
+    # -- public: insert protocol -------------------------------------------------------------
+
+    def insert_batch(self, coll: Any, options: TimeseriesOptions,
+                     measurements: Sequence[Mapping[str, Any] | bytes],
+                     source: BucketSource | None = None, *, ordered: bool = True
+                     ) -> BatchResult:
+        """Stage a batch of measurements and return the bucket writes to perform.
+
+        With `ordered`, staging stops at the first invalid measurement (MongoDB's ordered
+        insert); otherwise every valid measurement is staged. Exactly one of `commit` or
+        `abort` must follow before the next call.
+        """
+        if self._pending is not None and not self._pending._finished:
+            raise MongoError(ErrorCode.InternalError,
+                             "bucket catalog: previous batch neither committed nor aborted")
+        stats = self._coll_stats(coll)
+        ctx = _Ctx(coll, options, source, stats, self.params.memory_threshold_bytes())
+        errors: list[tuple[int, MongoError]] = []
+        prepared: list[Measurement] = []
+        for i, m in enumerate(measurements):
+            try:
+                prepared.append(self._prepare_measurement(i, m, options))
+            except MongoError as e:
+                errors.append((i, e))
+                if ordered:
+                    break
+        groups: dict[bytes, list[Measurement]] = {}
+        for pm in prepared:
+            g = groups.get(pm.key)
+            if g is None:
+                groups[pm.key] = [pm]
+            else:
+                g.append(pm)
+        result = BatchResult(coll, [], errors, 0)
+        try:
+            for group in groups.values():
+                group.sort(key=_time_of)
+                for pm in group:
+                    self._stage(ctx, pm)
+            result.writes, too_large = self._prepare_writes(ctx)
+        except BaseException:
+            self._drop_buckets(ctx.touched)
+            raise
+        for idx in too_large:
+            result.errors.append((idx, MongoError(
+                ErrorCode.BSONObjectTooLarge,
+                "Measurement is too large to fit in a time-series bucket")))
+        result.errors.sort(key=lambda e: e[0])
+        result.num_inserted = len(prepared) - len(too_large)
+        result._touched = ctx.touched
+        self._pending = result
+        return result
+
+    def commit(self, result: BatchResult) -> None:
+        """The writes of `result` are durable: account for them (finish in MongoDB)."""
+        self._check_pending(result)
+        for w in result.writes:
+            b = self._open_by_id.get(w.bucket_id)
+            if b is None or not w.measurement_indexes:
+                continue
+            stats = self._coll_stats(b.coll)
+            n = len(w.measurement_indexes)
+            self._inc(stats, "numCommits")
+            self._inc(stats, "numBucketInserts" if w.previous_count == 0 else "numBucketUpdates")
+            if b.opened_due_to_metadata:
+                self._inc(stats, "numBucketsOpenedDueToMetadata")
+            self._inc(stats, "numMeasurementsCommitted", n)
+            b.num_committed += n
+            b.size += w._compressed_delta - w._estimate
+            b.field_names.update(w._new_fields)
+            b.uncommitted_field_names.clear()
+            b.staged = []
+            b.staged_estimate = 0
+            b.opened_due_to_metadata = False
+            b.last_time_ms = w._last_time_ms
+            b.committed_doc_size = len(w.document)
+            self._set_memory(b, _BUCKET_OVERHEAD + len(b.key) + b.columns.compressed_size
+                             + 2 * 48 * len(b.field_names))
+        for b in result._touched:
+            if self._open_by_id.get(b.bucket_id) is not b:
+                continue
+            b.staged = []
+            action = b.rollover_action
+            if action in (RolloverAction.kHardClose, RolloverAction.kSoftClose):
+                self._close_open_bucket(b)
+            elif action == RolloverAction.kArchive:
+                self._archive_bucket(b)
+            else:
+                self._mark_idle(b)
+        result._finished = True
+        self._pending = None
+
+    def abort(self, result: BatchResult) -> None:
+        """The writes of `result` failed: forget every bucket the batch touched."""
+        self._check_pending(result)
+        self._drop_buckets(result._touched)
+        result._finished = True
+        self._pending = None
+
+    # -- public: maintenance ------------------------------------------------------------------
+
+    def clear(self, coll: Any) -> None:
+        """Forget all open and archived buckets of `coll` (stats are kept)."""
+        for b in [b for b in self._open_by_id.values() if b.coll == coll]:
+            self._remove_open(b)
+        for k in [k for k in self._archived if k[0] == coll]:
+            times, _ids = self._archived.pop(k)
+            self._num_archived -= len(times)
+            self._memory -= _ARCHIVED_OVERHEAD * len(times)
+
+    def drop_collection(self, coll: Any) -> None:
+        """`drop`: forget the collection's buckets and statistics."""
+        self.clear(coll)
+        self._stats.pop(coll, None)
+
+    def handle_direct_write(self, coll: Any, bucket_id: ObjectId) -> None:
+        """A bucket was inserted, modified or deleted without the catalog (rawData, user
+        updates/deletes, TTL): drop any in-memory state for it."""
+        b = self._open_by_id.get(bucket_id)
+        if b is not None and b.coll == coll:
+            self._remove_open(b)
+        for k, (times, ids) in list(self._archived.items()):
+            if k[0] != coll:
+                continue
+            for i, oid in enumerate(ids):
+                if oid == bucket_id:
+                    del times[i]
+                    del ids[i]
+                    self._num_archived -= 1
+                    self._memory -= _ARCHIVED_OVERHEAD
+                    if not times:
+                        del self._archived[k]
+                    break
+
+    # -- public: statistics -------------------------------------------------------------------
+
+    def collection_stats(self, coll: Any) -> dict[str, Any]:
+        """collStats' storageStats.timeseries counters (execution and compression stats)."""
+        stats = self._stats.get(coll) or ExecutionStats()
+        doc = stats.to_document()
+        doc.update(stats.compression_document())
+        return doc
+
+    def merge_stats(self, coll: Any, other: ExecutionStats) -> None:
+        """Fold a side catalog's statistics for `coll` into this catalog (updates)."""
+        self._coll_stats(coll).add(other)
+        self._global.add(other)
+
+    def execution_stats(self, coll: Any) -> ExecutionStats:
+        return self._stats.get(coll) or ExecutionStats()
+
+    def server_status(self) -> dict[str, Any]:
+        """serverStatus.bucketCatalog (empty until a time-series collection was written)."""
+        if not self._stats:
+            return {}
+        num_open_keys = sum(1 for lst in self._open_by_key.values() if lst)
+        doc: dict[str, Any] = {
+            "numBuckets": bson.Int64(self.num_active_buckets),
+            "numOpenBuckets": bson.Int64(num_open_keys),
+            "numIdleBuckets": bson.Int64(len(self._idle)),
+            "numArchivedBuckets": bson.Int64(self.num_active_buckets - num_open_keys),
+            "memoryUsage": bson.Int64(self._memory),
+        }
+        doc.update(self._global.to_document())
+        doc["stateManagement"] = {"bucketsManaged": bson.Int64(len(self._open_by_id)),
+                                  "currentEra": bson.Int64(0),
+                                  "erasWithRemainingBuckets": bson.Int64(0),
+                                  "trackedClearOperations": bson.Int64(0)}
+        return doc
+
+    @property
+    def num_active_buckets(self) -> int:
+        return len(self._open_by_id) + self._num_archived
+
+    @property
+    def memory_usage(self) -> int:
+        return self._memory
+
+    def open_buckets(self, coll: Any | None = None) -> list[Bucket]:
+        """Open buckets (for tests and diagnostics)."""
+        return [b for b in self._open_by_id.values() if coll is None or b.coll == coll]
+
+    def archived_buckets(self, coll: Any | None = None) -> list[tuple[bytes, int, ObjectId]]:
+        return [(k[1], t, oid) for k, (times, ids) in self._archived.items()
+                if coll is None or k[0] == coll for t, oid in zip(times, ids)]
+
+    # -- measurement preparation --------------------------------------------------------------
+
+    def _prepare_measurement(self, index: int, m: Mapping[str, Any] | bytes,
+                             options: TimeseriesOptions) -> Measurement:
+        if isinstance(m, bytes | bytearray | memoryview):
+            doc = decode(bytes(m))
+        else:
+            doc = m if type(m) is dict else dict(m)
+        if "_id" not in doc:
+            doc = {"_id": ObjectId(), **doc}
+        tf = options.time_field
+        t = doc.get(tf)
+        if type(t) is not DatetimeMS:
+            if isinstance(t, _dt.datetime):
+                t = DatetimeMS(t)
+                doc = dict(doc)
+                doc[tf] = t
+            else:
+                raise MongoError(ErrorCode.BadValue,
+                                 f"'{tf}' must be present and contain a valid BSON UTC "
+                                 "datetime value")
+        mf = options.meta_field
+        elems: list[tuple[str, int, bytes]] = []
+        append = elems.append
+        max_len = 0
+        meta_v: Any = MISSING
+        pack = _PACK
+        qpack, dpack = _Q.pack, _D.pack
+        for name, v in doc.items():
+            if name == mf:
+                meta_v = v
+                continue
+            tv = type(v)
+            if tv is Int64:
+                append((name, 0x12, qpack(v)))
+                continue
+            if tv is float:
+                append((name, 0x01, dpack(v)))
+                continue
+            f = pack.get(tv)
+            t_, b_ = f(v) if f is not None else to_element(v)
+            append((name, t_, b_))
+            n = len(b_)
+            if n > max_len:
+                max_len = n
+        if max_len < 8 and elems:
+            max_len = 8
+        types = tuple(map(type, doc.values()))
+        nested = types.count(dict) + types.count(list)
+        if meta_v is not MISSING and type(meta_v) in (dict, list):
+            nested -= 1
+        sig = (tuple(doc), types) if nested == 0 else None
+        if meta_v is MISSING:
+            key, meta, meta_size = b"", MISSING, 0
+        else:
+            ck = _meta_cache_key(meta_v)
+            cached = self._meta_cache.get(ck) if ck is not None else None
+            if cached is None:
+                meta = normalize_meta(meta_v)
+                key = series_key(meta)
+                meta_el = to_element(meta_v)
+                cached = (key, meta, 1 + len(meta_el[1]))
+                if ck is not None:
+                    if len(self._meta_cache) >= _META_CACHE_MAX:
+                        self._meta_cache.clear()
+                    self._meta_cache[ck] = cached
+            key, meta, meta_size = cached
+        return Measurement(index, int(t), doc, elems, key, meta, meta_size,
+                           tuple(e[0] for e in elems), max_len, sig)
+
+    # -- staging (tryInsert / insertWithReopeningContext / insertIntoBucket) ---------------------
+
+    def _stage(self, ctx: _Ctx, m: Measurement) -> None:
+        kb = (ctx.coll, m.key)
+        bucket = self._use_bucket(kb)
+        if bucket is None:
+            reopened = self._try_reopen(ctx, m, allow_query=True)
+            if reopened is not None:
+                self._insert_into(ctx, reopened, m, allow_create=True, due_to_meta=False)
+                return
+            new = self._allocate(ctx, m)
+            self._insert_into(ctx, new, m, allow_create=True, due_to_meta=True)
+            return
+        reason = self._insert_into(ctx, bucket, m, allow_create=False, due_to_meta=False)
+        if reason is None:
+            return
+        alternate = self._use_alternate(ctx, kb, m.time_ms)
+        if alternate is not None and self._insert_into(
+                ctx, alternate, m, allow_create=False, due_to_meta=False) is None:
+            return
+        reopened = self._try_reopen(ctx, m,
+                                    allow_query=reason == RolloverReason.kTimeBackward)
+        if reopened is not None:
+            self._insert_into(ctx, reopened, m, allow_create=True, due_to_meta=False)
+            return
+        bucket = self._use_bucket(kb)
+        if bucket is None:
+            bucket = self._allocate(ctx, m)
+            self._insert_into(ctx, bucket, m, allow_create=True, due_to_meta=True)
+        else:
+            self._insert_into(ctx, bucket, m, allow_create=True, due_to_meta=False)
+
+    def _insert_into(self, ctx: _Ctx, bucket: Bucket, m: Measurement, *, allow_create: bool,
+                     due_to_meta: bool) -> RolloverReason | None:
+        """insertIntoBucket: stage `m` in `bucket` or (allowed) in the bucket replacing it.
+
+        Returns the rollover reason instead when the bucket would be soft-closed or
+        archived and `allow_create` is False.
+        """
+        newly_opened = bucket.size == 0
+        sizes: SizeChange | None = None
+        if not newly_opened:
+            action, reason, sizes = self._determine_rollover(ctx, bucket, m, allow_create)
+            if not allow_create and action in (RolloverAction.kSoftClose,
+                                               RolloverAction.kArchive):
+                return reason
+            if action != RolloverAction.kNone:
+                due_to_meta = False
+                bucket = self._rollover(ctx, bucket, action, m)
+                newly_opened = True
+        if newly_opened:
+            sizes = size_change(bucket, m, self.params.timeseriesLargeMeasurementThreshold)
+            bucket.schema.update(m.doc, ctx.options.meta_field)
+            if m.signature is not None:
+                bucket.schema_signatures.add(m.signature)
+            if due_to_meta:
+                bucket.opened_due_to_metadata = True
+        assert sizes is not None
+        if id(bucket) not in ctx.touched_ids:
+            ctx.touched_ids.add(id(bucket))
+            ctx.touched.append(bucket)
+        bucket.staged.append(m)
+        bucket.uncommitted_field_names.update(sizes.new_fields)
+        bucket.num_measurements += 1
+        bucket.staged_estimate += sizes.estimate
+        bucket.size += sizes.total
+        self._mark_not_idle(bucket)
+        return None
+
+    def _determine_rollover(self, ctx: _Ctx, bucket: Bucket, m: Measurement,
+                            allow_create: bool
+                            ) -> tuple[RolloverAction, RolloverReason, SizeChange | None]:
+        opts = ctx.options
+        p = self.params
+        if m.time_ms - bucket.min_time_ms >= opts.max_span_ms:
+            if allow_create:
+                self._inc(ctx.stats, "numBucketsClosedDueToTimeForward")
+            return RolloverAction.kSoftClose, RolloverReason.kTimeForward, None
+        if m.time_ms < bucket.min_time_ms:
+            if allow_create:
+                self._inc(ctx.stats, "numBucketsArchivedDueToTimeBackward")
+            return RolloverAction.kArchive, RolloverReason.kTimeBackward, None
+        if bucket.num_measurements >= p.timeseriesBucketMaxCount:
+            self._inc(ctx.stats, "numBucketsClosedDueToCount")
+            return RolloverAction.kHardClose, RolloverReason.kCount, None
+        effective, cache_derived = self._cache_derived_max_size()
+        absolute = min(LARGE_MEASUREMENTS_MAX_BUCKET_SIZE, cache_derived)
+        sizes = size_change(bucket, m, p.timeseriesLargeMeasurementThreshold)
+        if bucket.size + sizes.total > effective:
+            if bucket.num_measurements < p.timeseriesBucketMinCount:
+                if bucket.size + sizes.total > absolute:
+                    if absolute != LARGE_MEASUREMENTS_MAX_BUCKET_SIZE:
+                        self._inc(ctx.stats, "numBucketsClosedDueToCachePressure")
+                        return (RolloverAction.kHardClose, RolloverReason.kCachePressure,
+                                None)
+                    self._inc(ctx.stats, "numBucketsClosedDueToSize")
+                    return RolloverAction.kHardClose, RolloverReason.kSize, None
+                if not bucket.kept_open_large:
+                    bucket.kept_open_large = True
+                    self._inc(ctx.stats, "numBucketsKeptOpenDueToLargeMeasurements")
+            else:
+                if effective == p.timeseriesBucketMaxSize:
+                    self._inc(ctx.stats, "numBucketsClosedDueToSize")
+                    return RolloverAction.kHardClose, RolloverReason.kSize, None
+                self._inc(ctx.stats, "numBucketsClosedDueToCachePressure")
+                return RolloverAction.kHardClose, RolloverReason.kCachePressure, None
+        sig = m.signature
+        if sig is None or sig not in bucket.schema_signatures:
+            if not bucket.schema.compatible(m.doc, opts.meta_field):
+                self._inc(ctx.stats, "numBucketsClosedDueToSchemaChange")
+                return RolloverAction.kHardClose, RolloverReason.kSchemaChange, None
+            if sig is not None:
+                bucket.schema_signatures.add(sig)
+        return RolloverAction.kNone, RolloverReason.kNone, sizes
+
+    def _cache_derived_max_size(self) -> tuple[int, int]:
+        """getCacheDerivedBucketMaxSize: (effective max size, cache-derived size)."""
+        p = self.params
+        n = self.num_active_buckets
+        if n == 0:
+            return p.timeseriesBucketMaxSize, _INT32_MAX
+        derived = max(min(p.cache_size_bytes() // (2 * n), _INT32_MAX),
+                      p.timeseriesBucketMinSize)
+        return min(p.timeseriesBucketMaxSize, derived), derived
+
+    def _rollover(self, ctx: _Ctx, bucket: Bucket, action: RolloverAction,
+                  m: Measurement) -> Bucket:
+        if bucket.all_committed:
+            if action == RolloverAction.kArchive:
+                self._archive_bucket(bucket)
+            else:
+                self._close_open_bucket(bucket)
+        else:
+            bucket.rollover_action = action
+        return self._allocate(ctx, m)
+
+    def _use_bucket(self, kb: tuple[Any, bytes]) -> Bucket | None:
+        for b in self._open_by_key.get(kb, ()):
+            if b.rollover_action == RolloverAction.kNone:
+                return b
+        return None
+
+    def _use_alternate(self, ctx: _Ctx, kb: tuple[Any, bytes], t: int) -> Bucket | None:
+        span = ctx.options.max_span_ms
+        for b in self._open_by_key.get(kb, ()):
+            if b.rollover_action in (RolloverAction.kNone, RolloverAction.kHardClose):
+                continue
+            if t - b.min_time_ms >= span or t < b.min_time_ms:
+                continue
+            return b
+        return None
+
+    def _allocate(self, ctx: _Ctx, m: Measurement) -> Bucket:
+        self._expire_idle(ctx)
+        rounded = max(round_timestamp_ms(m.time_ms, ctx.options.rounding_seconds), _DATE_MIN)
+        for _ in range(max(1, self.params.timeseriesInsertMaxRetriesOnDuplicates)):
+            oid = self._ids.next(rounded)
+            if oid not in self._open_by_id:
+                break
+            self._ids.reset()
+        else:
+            raise MongoError(6130900, "Unable to insert documents due to internal OID "
+                             "generation collision. Increase the value of server parameter "
+                             "'timeseriesInsertMaxRetriesOnDuplicates' and try again")
+        b = Bucket(oid, ctx.coll, m.key, m.meta, ctx.options.time_field, rounded)
+        b.minmax.update({ctx.options.time_field: DatetimeMS(rounded)})
+        self._add_open(b)
+        return b
+
+    # -- reopening ------------------------------------------------------------------------------
+
+    def _find_archived(self, kb: tuple[Any, bytes], t: int, span_ms: int) -> ObjectId | None:
+        entry = self._archived.get(kb)
+        if entry is None:
+            return None
+        times, ids = entry
+        i = bisect.bisect_right(times, t) - 1
+        if i < 0 or t - times[i] >= span_ms:
+            return None
+        return ids[i]
+
+    def _remove_archived(self, kb: tuple[Any, bytes], oid: ObjectId) -> bool:
+        entry = self._archived.get(kb)
+        if entry is None:
+            return False
+        times, ids = entry
+        for i, x in enumerate(ids):
+            if x == oid:
+                del times[i]
+                del ids[i]
+                self._num_archived -= 1
+                self._memory -= _ARCHIVED_OVERHEAD
+                if not times:
+                    del self._archived[kb]
+                return True
+        return False
+
+    def _try_reopen(self, ctx: _Ctx, m: Measurement, *, allow_query: bool) -> Bucket | None:
+        kb = (ctx.coll, m.key)
+        opts = ctx.options
+        archived = self._find_archived(kb, m.time_ms, opts.max_span_ms)
+        doc: Any = None
+        if archived is not None:
+            if ctx.source is not None:
+                doc = ctx.source.fetch_bucket(ctx.coll, archived)
+            self._inc(ctx.stats, "numBucketsFetched" if doc is not None
+                      else "numBucketFetchesFailed")
+            if doc is None:
+                self._remove_archived(kb, archived)
+                return None
+        elif allow_query and ctx.source is not None:
+            effective, _ = self._cache_derived_max_size()
+            query = ReopeningQuery(opts.time_field, m.meta, m.time_ms,
+                                   opts.bucket_max_span_seconds,
+                                   self.params.timeseriesBucketMaxCount, effective)
+            doc = ctx.source.find_reopening_candidate(ctx.coll, query)
+            self._inc(ctx.stats, "numBucketsQueried" if doc is not None
+                      else "numBucketQueriesFailed")
+            if doc is None:
+                return None
+        else:
+            return None
+        if isinstance(doc, bytes | bytearray | memoryview):
+            doc = decode(bytes(doc))
+        oid = doc.get("_id")
+        meta = doc.get(META, MISSING)
+        if series_key(normalize_meta(meta) if meta is not MISSING else MISSING) != m.key:
+            # Equal under query semantics (1 == 1.0) but another series: MongoDB's
+            # "hash collision" check refuses it.
+            self._inc(ctx.stats, "numBucketReopeningsFailed")
+            if archived is not None:
+                self._remove_archived(kb, archived)
+            return None
+        existing = self._open_by_id.get(oid) if isinstance(oid, ObjectId) else None
+        if existing is not None:
+            if existing.coll != ctx.coll:
+                self._inc(ctx.stats, "numBucketReopeningsFailed")
+                return None
+            self._inc(ctx.stats, "numDuplicateBucketsReopened")
+            self._mark_not_idle(existing)
+            return existing
+        try:
+            bucket = self._rehydrate(ctx, m, doc)
+        except _ReopenFailed:
+            self._inc(ctx.stats, "numBucketReopeningsFailed")
+            if archived is not None:
+                self._remove_archived(kb, archived)
+            return None
+        self._expire_idle(ctx)
+        self._remove_archived(kb, bucket.bucket_id)
+        for other in list(self._open_by_key.get(kb, ())):
+            if other.rollover_action == RolloverAction.kNone:
+                self._inc(ctx.stats, "numBucketsClosedDueToReopening")
+                if other.all_committed:
+                    self._close_open_bucket(other)
+                else:
+                    other.rollover_action = RolloverAction.kSoftClose
+                break
+        self._add_open(bucket)
+        self._inc(ctx.stats, "numBucketsReopened")
+        return bucket
+
+    def _rehydrate(self, ctx: _Ctx, m: Measurement, doc: Mapping[str, Any]) -> Bucket:
+        """rehydrateBucket: in-memory state of a stored bucket (v1 buckets get compressed)."""
+        opts = ctx.options
+        oid = doc.get("_id")
+        if not isinstance(oid, ObjectId):
+            raise _ReopenFailed("_id is missing or not an ObjectId")
+        try:
+            parsed = parse_bucket(doc)
+        except MongoError as e:
+            raise _ReopenFailed(str(e)) from None
+        if parsed.closed:
+            raise _ReopenFailed("closed")
+        meta = parsed.meta
+        if opts.meta_field is None:
+            meta = MISSING if meta is MISSING else meta
+        key = series_key(normalize_meta(meta) if meta is not MISSING else MISSING)
+        if key != m.key:
+            raise _ReopenFailed("Bucket metadata does not match (hash collision)")
+        min_time = parsed.min_doc.get(opts.time_field)
+        if type(min_time) is not DatetimeMS:
+            raise _ReopenFailed("control.min time is not a date")
+        if parsed.version == VERSION_UNCOMPRESSED:
+            try:
+                compressed = compress_bucket(doc, opts.time_field)
+            except (MongoError, BSONColumnError, ValueError, TypeError):
+                raise _ReopenFailed("bucket could not be compressed") from None
+            raw = encode(compressed)
+            ctx.rewrites[oid] = (raw, int(compressed["control"]["count"]))
+            doc = compressed
+            parsed = parse_bucket(compressed)
+        else:
+            raw = encode(doc)
+        time_col = parsed.data.get(opts.time_field)
+        if not isinstance(time_col, bytes):
+            raise _ReopenFailed("missing a valid time column")
+        try:
+            times = decode_elements(time_col)
+        except BSONColumnError:
+            raise _ReopenFailed("time column could not be decompressed") from None
+        count = len(times)
+        last = times[-1] if times else None
+        try:
+            columns = Columns.from_data(parsed.data.items(), count)
+            minmax = MinMax.from_control(parsed.min_doc, parsed.max_doc)
+            schema = Schema.from_control(parsed.min_doc, parsed.max_doc)
+        except (BSONColumnError, SchemaChange, TypeError, ValueError):
+            raise _ReopenFailed("summaries or columns unusable") from None
+        b = Bucket(oid, ctx.coll, key, normalize_meta(meta) if meta is not MISSING else MISSING,
+                   opts.time_field, int(min_time))
+        b.columns = columns
+        b.minmax = minmax
+        b.schema = schema
+        b.num_measurements = b.num_committed = count
+        b.size = len(raw)
+        b.field_names = set(parsed.data)
+        b.sorted_by_time = parsed.version != VERSION_COMPRESSED_UNSORTED
+        b.version = VERSION_COMPRESSED_SORTED if b.sorted_by_time else VERSION_COMPRESSED_UNSORTED
+        b.reopened = True
+        b.committed_doc_size = len(raw)
+        b.uncompressed_size = len(raw)
+        if last is not None and last[0] == 0x09:
+            b.last_time_ms = int.from_bytes(last[1], "little", signed=True)
+        b.memory_usage = 0
+        return b
+
+    # -- commit preparation ---------------------------------------------------------------------
+
+    def _prepare_writes(self, ctx: _Ctx) -> tuple[list[BucketWrite], list[int]]:
+        writes: list[BucketWrite] = []
+        too_large: list[int] = []
+        touched_ids = set()
+        for b in list(ctx.touched):
+            touched_ids.add(b.bucket_id)
+            w = self._prepare_bucket(ctx, b)
+            if len(w.document) > MAX_BUCKET_DOCUMENT_SIZE:
+                too_large.extend(w.measurement_indexes)
+                ctx.touched.remove(b)
+                self._remove_open(b)
+                continue
+            writes.append(w)
+        for oid, (raw, count) in ctx.rewrites.items():
+            if oid not in touched_ids:
+                # A v1 bucket reopened (and compressed) but then not used.
+                writes.append(BucketWrite("update", oid, raw, count, []))
+        return writes, too_large
+
+    def _prepare_bucket(self, ctx: _Ctx, b: Bucket) -> BucketWrite:
+        ms = b.staged
+        ms.sort(key=_time_of)
+        prev = b.num_committed
+        changed_to_unsorted = False
+        if (prev and b.sorted_by_time and b.last_time_ms is not None
+                and ms[0].time_ms < b.last_time_ms):
+            b.sorted_by_time = False
+            b.version = VERSION_COMPRESSED_UNSORTED
+            changed_to_unsorted = True
+            self._inc(ctx.stats, "numCompressedBucketsConvertedToUnsorted")
+        b.minmax.update_many([m.doc for m in ms], ctx.options.meta_field)
+        changes, delta = b.columns.append([m.elems for m in ms])
+        new_fields = [f for f in b.columns.names() if f not in b.field_names]
+        count = prev + len(ms)
+        doc = build_bucket_document(b.bucket_id, version=b.version, min_doc=b.minmax.min(),
+                                    max_doc=b.minmax.max(), count=count, meta=b.meta,
+                                    columns=b.columns.column_bytes())
+        for row, m in enumerate(ms, prev):
+            digits = len(str(row))
+            b.uncompressed_size += sum(2 + digits + len(v) for _n, _t, v in m.elems)
+        control: dict[str, Any] = {"count": count}
+        if changed_to_unsorted:
+            control["version"] = VERSION_COMPRESSED_UNSORTED
+        rewritten = b.bucket_id in ctx.rewrites
+        return BucketWrite(
+            kind="update" if prev or rewritten else "insert",
+            bucket_id=b.bucket_id, document=doc, previous_count=prev,
+            measurement_indexes=[m.index for m in ms],
+            column_changes=[] if rewritten else changes,
+            control_changes=control, _compressed_delta=delta, _new_fields=new_fields,
+            _estimate=b.staged_estimate, _last_time_ms=ms[-1].time_ms)
+
+    # -- bucket lifecycle -------------------------------------------------------------------------
+
+    def _add_open(self, b: Bucket) -> None:
+        self._open_by_id[b.bucket_id] = b
+        self._open_by_key.setdefault((b.coll, b.key), []).append(b)
+        self._set_memory(b, _BUCKET_OVERHEAD + len(b.key) + b.columns.compressed_size)
+
+    def _remove_open(self, b: Bucket) -> None:
+        if self._open_by_id.get(b.bucket_id) is not b:
+            return
+        del self._open_by_id[b.bucket_id]
+        kb = (b.coll, b.key)
+        lst = self._open_by_key.get(kb)
+        if lst is not None:
+            lst.remove(b)
+            if not lst:
+                del self._open_by_key[kb]
+        self._idle.pop(b.bucket_id, None)
+        self._memory -= b.memory_usage
+        b.memory_usage = 0
+
+    def _set_memory(self, b: Bucket, usage: int) -> None:
+        self._memory += usage - b.memory_usage
+        b.memory_usage = usage
+
+    def _close_open_bucket(self, b: Bucket) -> None:
+        if b.num_committed:
+            stats = self._coll_stats(b.coll)
+            self._inc(stats, "numCompressedBuckets")
+            self._inc(stats, "numBytesCompressed", b.committed_doc_size)
+            self._inc(stats, "numBytesUncompressed", b.uncompressed_size)
+        self._remove_open(b)
+
+    def _archive_bucket(self, b: Bucket) -> None:
+        kb = (b.coll, b.key)
+        times, ids = self._archived.setdefault(kb, ([], []))
+        i = bisect.bisect_left(times, b.min_time_ms)
+        if i < len(times) and times[i] == b.min_time_ms:
+            # Same series and start time already archived: keep that one, close this one.
+            self._close_open_bucket(b)
+            return
+        times.insert(i, b.min_time_ms)
+        ids.insert(i, b.bucket_id)
+        self._num_archived += 1
+        self._memory += _ARCHIVED_OVERHEAD
+        self._remove_open(b)
+
+    def _mark_idle(self, b: Bucket) -> None:
+        self._idle[b.bucket_id] = b
+        self._idle.move_to_end(b.bucket_id)
+
+    def _mark_not_idle(self, b: Bucket) -> None:
+        self._idle.pop(b.bucket_id, None)
+
+    def _expire_idle(self, ctx: _Ctx) -> None:
+        """expireIdleBuckets: archive idle buckets, then forget archived ones, while over
+        the memory threshold (at most timeseriesIdleBucketExpiryMaxCountPerAttempt + 1)."""
+        limit = self.params.timeseriesIdleBucketExpiryMaxCountPerAttempt
+        n = 0
+        while self._idle and self._memory > ctx.threshold and n <= limit:
+            _oid, b = next(iter(self._idle.items()))
+            self._idle.pop(b.bucket_id)
+            self._archive_bucket(b)
+            self._inc(self._coll_stats(b.coll), "numBucketsArchivedDueToMemoryThreshold")
+            n += 1
+        while self._archived and self._memory > ctx.threshold and n <= limit:
+            kb = next(iter(self._archived))
+            times, ids = self._archived[kb]
+            times.pop()
+            ids.pop()
+            self._num_archived -= 1
+            self._memory -= _ARCHIVED_OVERHEAD
+            if not times:
+                del self._archived[kb]
+            self._inc(self._coll_stats(kb[0]), "numBucketsClosedDueToMemoryThreshold")
+            n += 1
+
+    def _drop_buckets(self, buckets: Iterable[Bucket]) -> None:
+        for b in list(buckets):
+            b.staged = []
+            self._remove_open(b)
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def _coll_stats(self, coll: Any) -> ExecutionStats:
+        s = self._stats.get(coll)
+        if s is None:
+            s = self._stats[coll] = ExecutionStats()
+        return s
+
+    def _inc(self, stats: ExecutionStats, name: str, n: int = 1) -> None:
+        stats.inc(name, n)
+        self._global.inc(name, n)
+
+    def _check_pending(self, result: BatchResult) -> None:
+        if result._finished:
+            raise MongoError(ErrorCode.InternalError, "bucket catalog: batch already finished")
+        if self._pending is not result:
+            raise MongoError(ErrorCode.InternalError, "bucket catalog: not the pending batch")
+
+
+def _time_of(m: Measurement) -> int:
+    return m.time_ms
+
+
+_SCALAR_META: Final = frozenset((str, int, float, Int64, bool, type(None), DatetimeMS, ObjectId))
+
+
+def _meta_cache_key(v: Any) -> Any:
+    """A hashable key that tells apart every meta value the cache may see (types included,
+    so 1 and 1.0 differ), or None to skip the cache (nested values)."""
+    tv = type(v)
+    if tv in _SCALAR_META:
+        return (tv, _D.pack(v)) if tv is float else (tv, v)   # -0.0 is not 0.0 here
+    if tv is dict:
+        items = []
+        for k, x in v.items():
+            tx = type(x)
+            if tx not in _SCALAR_META:
+                return None
+            items.append((k, tx, _D.pack(x) if tx is float else x))
+        return (dict, tuple(items))
+    return None
+
+
+# keep a reference to CODEC_OPTIONS users (decode of stored buckets) explicit
+_ = CODEC_OPTIONS

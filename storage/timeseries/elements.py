@@ -1,0 +1,85 @@
+"""Decoded values to raw BSON elements (type byte, value bytes) for the column builders.
+
+The common measurement types are packed directly (the bytes `bson.encode` would produce
+with storage.bsonutil.CODEC_OPTIONS); everything else goes through `bson.encode`, so
+the result is always what pymongo writes for the value.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import Any, Final
+
+import bson
+from bson import Int64, ObjectId
+from bson.datetime_ms import DatetimeMS
+
+from storage.bsonutil import CODEC_OPTIONS
+
+__all__ = ["to_element"]
+
+_D: Final = struct.Struct("<d")
+_I: Final = struct.Struct("<i")
+_Q: Final = struct.Struct("<q")
+_I32_MIN: Final = -(2**31)
+_I32_MAX: Final = 2**31 - 1
+_I64_MIN: Final = -(2**63)
+_I64_MAX: Final = 2**63 - 1
+
+
+def _generic(v: Any) -> tuple[int, bytes]:
+    raw = bson.encode({"": v}, codec_options=CODEC_OPTIONS)
+    return raw[4], raw[6:-1]
+
+
+def _int(v: int) -> tuple[int, bytes]:
+    if _I32_MIN <= v <= _I32_MAX:
+        return 0x10, _I.pack(v)
+    if _I64_MIN <= v <= _I64_MAX:
+        return 0x12, _Q.pack(v)
+    return _generic(v)  # raises like pymongo
+
+
+def _int64(v: Int64) -> tuple[int, bytes]:
+    return 0x12, _Q.pack(v)
+
+
+def _float(v: float) -> tuple[int, bytes]:
+    return 0x01, _D.pack(v)
+
+
+def _date(v: DatetimeMS) -> tuple[int, bytes]:
+    return 0x09, _Q.pack(int(v))
+
+
+def _str(v: str) -> tuple[int, bytes]:
+    try:
+        b = v.encode("utf-8")
+    except UnicodeEncodeError:
+        return _generic(v)
+    return 0x02, _I.pack(len(b) + 1) + b + b"\x00"
+
+
+def _bool(v: bool) -> tuple[int, bytes]:
+    return 0x08, b"\x01" if v else b"\x00"
+
+
+def _none(_v: None) -> tuple[int, bytes]:
+    return 0x0A, b""
+
+
+def _oid(v: ObjectId) -> tuple[int, bytes]:
+    return 0x07, v.binary
+
+
+_PACK: Final[dict[type, Callable[[Any], tuple[int, bytes]]]] = {
+    float: _float, int: _int, Int64: _int64, DatetimeMS: _date, str: _str, bool: _bool,
+    type(None): _none, ObjectId: _oid,
+}
+
+
+def to_element(v: Any) -> tuple[int, bytes]:
+    """(BSON type, value bytes) of a decoded value."""
+    f = _PACK.get(type(v))
+    return f(v) if f is not None else _generic(v)

@@ -1,0 +1,66 @@
+"""The metaField value of a measurement: normalization and the series key.
+
+MongoDB normalizes a measurement's metaField value before bucketing (metadata.cpp):
+the fields of every object are sorted by the binary order of their names, recursively;
+arrays keep their order but the objects inside them are normalized too. Two measurements
+belong to the same series when their normalized values are binary equal as BSON (so
+`1` and `1.0` are different series, and so are `{a: 1, b: 2}` and `{a: 1, b: 2.0}`).
+
+`series_key` is that binary form; it is what the bucket catalog hashes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import bson
+
+from storage.bsonutil import CODEC_OPTIONS
+
+__all__ = ["MISSING", "normalize_meta", "series_key", "meta_values_equal"]
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+# The measurement has no metaField (distinct from an explicit null).
+MISSING: Final = _Missing()
+
+
+def _field_sort_key(name: str) -> bytes:
+    return name.encode("utf-8", "surrogatepass")
+
+
+def normalize_meta(value: Any) -> Any:
+    """A copy of `value` with every object's fields sorted (arrays keep their order)."""
+    t = type(value)
+    if t is dict:
+        if len(value) > 1:
+            items = sorted(value.items(), key=lambda kv: _field_sort_key(kv[0]))
+        else:
+            items = value.items()
+        return {k: normalize_meta(v) for k, v in items}
+    if t is list or t is tuple:
+        return [normalize_meta(v) for v in value]
+    if isinstance(value, dict):  # SON and other mappings
+        return normalize_meta(dict(value))
+    return value
+
+
+def series_key(normalized: Any) -> bytes:
+    """The binary identity of a normalized meta value (b"" when the metaField is missing)."""
+    if normalized is MISSING:
+        return b""
+    return bson.encode({"": normalized}, codec_options=CODEC_OPTIONS)[4:-1]
+
+
+def meta_values_equal(a: Any, b: Any) -> bool:
+    """timeseries::metadata::areMetadataEqual: equal once normalized, types included."""
+    return series_key(normalize_meta(a)) == series_key(normalize_meta(b))

@@ -1,0 +1,72 @@
+"""Shared fixtures: a bucketd server run from this checkout, and clients for it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pymongo
+import pytest
+
+from pytest_bucketd import BucketdProcess
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVER_CMD = [sys.executable, "-m", "server"]
+
+
+def start_server(tmp_path: Path | None = None, *extra: str) -> BucketdProcess:
+    """A server from this checkout (not an installed copy) in a child process."""
+    proc = BucketdProcess(SERVER_CMD, dbpath=str(tmp_path) if tmp_path else None,
+                          extra_args=list(extra))
+    proc.start()
+    return proc
+
+
+@dataclass
+class ExternalServer:
+    """A server someone else started (``BUCKETD_URI``), e.g. the compose scenario's."""
+
+    uri: str
+    port: int
+    host: str
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[BucketdProcess | ExternalServer]:
+    external = os.environ.get("BUCKETD_URI")
+    if external:
+        hostport = external.split("://", 1)[1].split("/", 1)[0]
+        host, _, port = hostport.rpartition(":")
+        yield ExternalServer(external, int(port), host)
+        return
+    proc = start_server()
+    try:
+        yield proc
+    finally:
+        proc.stop()
+        proc.cleanup()
+
+
+@pytest.fixture(scope="session")
+def uri(server: BucketdProcess) -> str:
+    return server.uri
+
+
+@pytest.fixture
+def client(uri: str) -> Iterator[pymongo.MongoClient]:
+    c: pymongo.MongoClient = pymongo.MongoClient(uri, serverSelectionTimeoutMS=10_000)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def mongosh_path() -> str | None:
+    local = ROOT / ".ci" / "node" / "node_modules" / ".bin" / "mongosh"
+    if local.exists():
+        return str(local)
+    return shutil.which("mongosh")

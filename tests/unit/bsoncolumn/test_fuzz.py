@@ -1,0 +1,24 @@
+"""100,000+ random and mutated columns: each decodes or raises BSONColumnError.
+
+The mutation engine and corpus live in tools/fuzz_bsoncolumn.py (run it for longer
+campaigns). Besides the exception type, every decoded column must be valid BSON and
+hold no more rows than its bytes can encode; see `check` there.
+"""
+
+from __future__ import annotations
+
+import base64
+
+from tools.fuzz_bsoncolumn import fuzz
+
+CASES = 100_000
+
+
+def test_fuzz_decoders_fixed_seed() -> None:
+    stats = fuzz(seed=20240531, cases=CASES)
+    assert stats.cases == CASES
+    failures = [base64.b64encode(c).decode() + "\n" + tb for c, tb in stats.failures[:3]]
+    assert not failures, "\n".join(failures)
+    # the campaign reaches both outcomes in quantity
+    assert stats.decoded > CASES // 10
+    assert stats.rejected > CASES // 10
