@@ -32,7 +32,7 @@ import uuid as uuid_mod
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from bson.binary import Binary
 
@@ -46,6 +46,9 @@ from storage.indexes import (
     PartialFilterCompiler,
     id_index_spec,
 )
+
+if TYPE_CHECKING:
+    from storage.collection import Collection
 
 __all__ = [
     "Catalog",
@@ -193,7 +196,7 @@ class Catalog:
         self._entries: dict[bytes, CollectionEntry] = {}  # uuid bytes -> entry
         self._by_ns: dict[str, bytes] = {}
         self._runtime: dict[str, _IndexRuntime] = {}  # index ident -> runtime
-        self._collections: dict[bytes, Any] = {}  # uuid -> Collection handle
+        self._collections: dict[bytes, Collection] = {}  # uuid -> handle
         self._load()
 
     @classmethod
@@ -339,6 +342,12 @@ class Catalog:
             idx_size += st.total_index_size
         return DatabaseStats(db, colls, views, objects, data, storage, nidx, idx_size)
 
+    def ttl_indexes(self) -> list[tuple[str, str, str]]:
+        """(db, collection, index name) of every TTL index, for the TTL monitor (which
+        calls `Collection.delete_expired`)."""
+        return sorted((e.db, e.name, ix.name) for e in self._entries.values()
+                      for ix in e.indexes if ix.spec.is_ttl)
+
     # --- namespaces ---------------------------------------------------------------------------
 
     def list_collections(self, db: str) -> list[CollectionEntry]:
@@ -349,14 +358,15 @@ class Catalog:
         uuid = self._by_ns.get(f"{db}.{name}")
         return None if uuid is None else self._entries[uuid]
 
-    def get_collection(self, db: str, name: str) -> Any | None:
+    def get_collection(self, db: str, name: str) -> Collection | None:
         """The `Collection` for `db.name`, or None if there is none (or it is a view)."""
         entry = self.entry(db, name)
         if entry is None or entry.ident is None:
             return None
         return self.collection_by_uuid(bytes(entry.uuid))
 
-    def collection_by_uuid(self, uuid: bytes) -> Any:
+    def collection_by_uuid(self, uuid: bytes) -> Collection:
+        """The `Collection` with this UUID (NamespaceNotFound if dropped)."""
         from storage.collection import Collection
 
         coll = self._collections.get(uuid)
@@ -378,6 +388,12 @@ class Catalog:
             validate_collection_name(db, name)
         if f"{db}.{name}" in self._by_ns:
             raise MongoError(ErrorCode.NamespaceExists, f"Collection {db}.{name} already exists.")
+        if not self.database_exists(db):
+            for other in self.list_databases():
+                if other.lower() == db.lower():
+                    raise MongoError(ErrorCode.DatabaseDifferCase,
+                                     f"db already exists with different case already have: "
+                                     f"[{other}] trying to create [{db}]")
         uid = uuid_mod.uuid4()
         with self.engine.transaction():
             ident = None
@@ -396,7 +412,7 @@ class Catalog:
         assert new is not None
         return new
 
-    def get_or_create_collection(self, db: str, name: str) -> Any:
+    def get_or_create_collection(self, db: str, name: str) -> Collection:
         """The collection, created with default options if missing (implicit creation
         by writes). CommandNotSupportedOnView (166) for a view."""
         entry = self.entry(db, name)

@@ -9,7 +9,7 @@ with ``storage.bsonutil.decode``.
 Writes
     `insert_many(docs, ordered=...)` -> `InsertResult` (per-document RecordId or error;
     ordered stops at the first error, earlier documents stay written; unordered goes on),
-    `update(rid, new_doc)`, `delete(rid)`, `truncate()`. Errors are MongoErrors with
+    `update(rid, new_doc)`, `delete(rid)`, `truncate()`, `delete_expired(ttl_index, now)`. Errors are MongoErrors with
     MongoDB's codes: DuplicateKey 11000 (message ``E11000 duplicate key error collection:
     db.c index: a_1 dup key: { a: 1 }``, extra fields ``keyPattern`` and ``keyValue``),
     BSONObjectTooLarge 10334, CannotIndexParallelArrays 171.
@@ -28,15 +28,17 @@ Indexes and upkeep
 
 from __future__ import annotations
 
+import itertools
 import uuid as uuid_mod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
 import bson.errors
+from bson.datetime_ms import DatetimeMS
 
 from storage import bsonutil
-from storage.bounds import IndexBounds, plan_ranges
+from storage.bounds import IndexBounds, Interval, plan_ranges
 from storage.bson_order import values_equal
 from storage.bsontext import to_mongo_string
 from storage.engine.base import DuplicateKeyInIndex, KeyRange, RecordId, RecordStore
@@ -49,7 +51,7 @@ from storage.indexes import (
     compare_index_specs,
     validate_index_spec,
 )
-from storage.keystring import UNDEFINED, encode_key
+from storage.keystring import UNDEFINED, encode_value
 
 if TYPE_CHECKING:
     from storage.catalog import Catalog, CollectionEntry, IndexEntry, _IndexRuntime
@@ -65,6 +67,10 @@ __all__ = [
 
 _BUILD_CHUNK: Final = 10_000
 _EMPTY_KEYS: Final = KeySet([], ())
+
+
+class _DuplicateSeen(Exception):
+    """An optimistic batch write met a duplicate key; redo it carefully."""
 
 
 @dataclass
@@ -219,15 +225,16 @@ class Collection:
                     return rid, raw
             return None
         store = self._catalog._index_runtime(ix).store
-        key = encode_key((value,), (1,))
-        rids = store.lookup([key]).get(key)
-        if not rids:
-            return None
-        raw = self._rs().get(rids[0])
-        return None if raw is None else (rids[0], raw)
+        found = self._catalog.engine.fetch_by_key(store, self._rs(), encode_value(value))
+        return found[0] if found else None
 
     def index(self, name: str) -> IndexEntry | None:
         return self.entry.index(name)
+
+    def indexes_with_key(self, key: Mapping[str, Any]) -> list[IndexEntry]:
+        """Indexes whose key pattern equals `key` (for ``hint`` by key pattern)."""
+        return [ix for ix in self.entry.indexes if list(ix.spec.key) == list(key)
+                and all(values_equal(ix.spec.key[k], key[k]) for k in key)]
 
     def _require_index(self, name: str) -> IndexEntry:
         ix = self.entry.index(name)
@@ -265,6 +272,21 @@ class Collection:
                    reverse: bool = False, stats: ScanStats | None = None
                    ) -> Iterator[tuple[RecordId, bytes]]:
         """(RecordId, document bytes) in index order within `bounds`."""
+        ix = self._require_index(name)
+        ranges, flt = ([KeyRange()], None) if bounds is None else plan_ranges(
+            bounds, ix.spec.directions)
+        if flt is None and not ix.multikey:
+            # exact ranges: read keys and documents together
+            engine = self._catalog.engine
+            store = self._catalog._index_runtime(ix).store
+            rs = self._rs()
+            for rng in (reversed(ranges) if reverse else ranges):
+                for _key, rid, raw in engine.scan_with_records(store, rs, rng, reverse=reverse):
+                    if stats is not None:
+                        stats.keys_examined += 1
+                        stats.docs_examined += 1
+                    yield rid, raw
+            return
         rs = self._rs()
         batch: list[RecordId] = []
         size = 16
@@ -315,18 +337,33 @@ class Collection:
             raws[i] = raw
         runtimes = self._runtimes(entry)
         nix = len(runtimes)
+        todo = [i for i in range(n) if i not in failed] if failed else range(n)
         # keys[j][i]: the keys of document i for index j
         keys: list[list[KeySet]] = [[_EMPTY_KEYS] * n for _ in range(nix)]
         keygen_error: dict[int, tuple[int, MongoError]] = {}
-        for i, doc in enumerate(docs):
-            if i in failed:
-                continue
-            for j, rt in enumerate(runtimes):
+        for j, rt in enumerate(runtimes):
+            col = keys[j]
+            gen = rt.generator.keys
+            flt = rt.filter
+            for i in todo:
+                if keygen_error and i in keygen_error:
+                    continue
+                doc = docs[i]
                 try:
-                    keys[j][i] = self._keys(rt, doc)
+                    if flt is None or flt(doc):
+                        col[i] = gen(doc)
                 except MongoError as e:
                     keygen_error[i] = (j, e)
-                    break
+        if not failed and not keygen_error:
+            # Optimistic path: write everything; a unique index store refuses a
+            # duplicate, which rolls this attempt back and takes the careful path.
+            try:
+                rids = self._write_batch(entry, runtimes, keys, list(range(n)), raws, durable)
+            except _DuplicateSeen:
+                pass
+            else:
+                result.record_ids[:] = rids
+                return result
         unique = [j for j, ix in enumerate(entry.indexes) if ix.spec.unique]
         existing: dict[int, dict[bytes, list[RecordId]]] = {}
         for j in unique:
@@ -335,14 +372,15 @@ class Collection:
         seen: dict[int, set[bytes]] = {j: set() for j in unique}
         accepted: list[int] = []
         for i in range(n):
-            err = failed.get(i)
+            err = failed.get(i) if failed else None
             if err is None:
-                bad_j, bad_err = keygen_error.get(i, (nix, None))
+                bad_j, bad_err = keygen_error.get(i, (nix, None)) if keygen_error else (nix, None)
                 for j in unique:
                     if j >= bad_j:
                         break
+                    ex, sn = existing[j], seen[j]
                     for kb, values in keys[j][i].entries:
-                        if kb in existing[j] or kb in seen[j]:
+                        if kb in sn or (ex and kb in ex):
                             err = self._dup_error(entry.indexes[j], values)
                             break
                     if err is not None:
@@ -356,9 +394,23 @@ class Collection:
                 continue
             accepted.append(i)
             for j in unique:
-                seen[j].update(kb for kb, _ in keys[j][i].entries)
+                entries = keys[j][i].entries
+                if len(entries) == 1:
+                    seen[j].add(entries[0][0])
+                else:
+                    seen[j].update(kb for kb, _ in entries)
         if not accepted:
             return result
+        rids = self._write_batch(entry, runtimes, keys, accepted, raws, durable,
+                                 optimistic=False)
+        for i, rid in zip(accepted, rids):
+            result.record_ids[i] = rid
+        return result
+
+    def _write_batch(self, entry: CollectionEntry, runtimes: list[_IndexRuntime],
+                     keys: list[list[KeySet]], accepted: list[int], raws: list[bytes],
+                     durable: bool, *, optimistic: bool = True) -> list[RecordId]:
+        """Write documents `accepted` and their keys in one transaction (scope)."""
         with self._catalog.engine.transaction(durable=durable):
             rids = self._rs().insert([raws[i] for i in accepted])
             for j, rt in enumerate(runtimes):
@@ -367,13 +419,15 @@ class Collection:
                 if entries:
                     try:
                         rt.store.insert(entries)
-                    except DuplicateKeyInIndex as e:  # not expected after the checks above
+                    except DuplicateKeyInIndex as e:
+                        if optimistic:
+                            raise _DuplicateSeen from None
+                        # not expected after the careful checks
                         raise self._dup_error(entry.indexes[j], self._values_for(
                             col, accepted, e.key)) from None
-            self._note_multikey(entry, [[keys[j][i] for i in accepted] for j in range(nix)])
-        for i, rid in zip(accepted, rids):
-            result.record_ids[i] = rid
-        return result
+            self._note_multikey(entry, [[col[i] for i in accepted if col[i].is_multikey]
+                                        for col in keys])
+        return rids
 
     @staticmethod
     def _values_for(col: list[KeySet], accepted: list[int], key: bytes) -> tuple[Any, ...]:
@@ -396,10 +450,16 @@ class Collection:
 
     def _note_multikey(self, entry: CollectionEntry, keysets: list[list[KeySet]]) -> None:
         """Mark indexes multikey (with their multikey paths) when new keys call for it;
-        the change is persisted in the caller's transaction."""
+        the change is persisted in the caller's transaction. `keysets[j]`: key sets for
+        index j (only the multikey ones matter)."""
+        if not any(keysets):
+            return
         changed = False
         new_indexes = []
         for ix, sets in zip(entry.indexes, keysets):
+            if not sets:
+                new_indexes.append(ix)
+                continue
             flag = ix.multikey
             paths = [set(p) for p in ix.multikey_paths] or [set() for _ in ix.spec.fields]
             for ks in sets:
@@ -484,6 +544,34 @@ class Collection:
             for rt in self._runtimes(entry):
                 rt.store.truncate()
         return n
+
+    def delete_expired(self, index_name: str, now_ms: int, *, batch: int = 10_000) -> int:
+        """TTL: delete the documents whose indexed date (the earliest, for an array) is
+        more than the index's ``expireAfterSeconds`` before `now_ms` (ms since the
+        epoch). Values that are not dates never expire. Deletes in transactions of at
+        most `batch` documents; returns how many were deleted."""
+        ix = self._require_index(index_name)
+        if not ix.spec.is_ttl:
+            raise MongoError(ErrorCode.InvalidOptions, f"index {index_name} is not a TTL index")
+        try:
+            expire_ms = int(float(str(ix.spec.expire_after_seconds)) * 1000)
+        except (TypeError, ValueError):
+            return 0
+        cutoff = DatetimeMS(max(-(2**63), now_ms - expire_ms))
+        bounds = [[Interval(DatetimeMS(-(2**63)), True, cutoff, False)]]
+        deleted = 0
+        while True:
+            rids = [rid for rid, _ in itertools.islice(self.index_entries(index_name, bounds),
+                                                       batch)]
+            if not rids:
+                return deleted
+            rs = self._rs()
+            with self._catalog.engine.transaction():
+                for rid, raw in zip(rids, rs.get_many(rids)):
+                    if raw is not None and self.delete(rid, old_doc=bsonutil.decode(raw)):
+                        deleted += 1
+            if len(rids) < batch:
+                return deleted
 
     # --- indexes ---------------------------------------------------------------------------------
 
@@ -615,8 +703,7 @@ class Collection:
             names = ([ix.name for ix in entry.indexes if ix.name != ID_INDEX_NAME]
                      if target == "*" else [target])
         elif isinstance(target, Mapping):
-            found = [ix for ix in entry.indexes if list(ix.spec.key) == list(target)
-                     and all(values_equal(ix.spec.key[k], target[k]) for k in target)]
+            found = self.indexes_with_key(target)
             if not found:
                 raise MongoError(ErrorCode.IndexNotFound,
                                  f"can't find index with key: {to_mongo_string(dict(target))}")

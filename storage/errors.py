@@ -75,6 +75,7 @@ class ErrorCode(enum.IntEnum):
     OptionNotSupportedOnView = 167
     InvalidPipelineOperator = 168
     CannotIndexParallelArrays = 171
+    QueryPlanKilled = 175
     AmbiguousIndexKeyPattern = 181
     InvalidViewDefinition = 182
     InvalidIndexSpecificationOption = 197
@@ -106,6 +107,7 @@ class ErrorCode(enum.IntEnum):
     DuplicateKey = 11000
     InterruptedAtShutdown = 11600
     Interrupted = 11601
+    DatabaseDifferCase = 13297
     OutOfDiskSpace = 14031
     IDLDuplicateField = 40413
     IDLFailedToParse = 40414

@@ -38,7 +38,7 @@ from bson import Decimal128, Int64
 
 from storage.bsontext import to_mongo_string, type_name
 from storage.errors import ErrorCode, MongoError
-from storage.keystring import UNDEFINED, encode_key
+from storage.keystring import UNDEFINED, encode_key, encode_value
 
 __all__ = [
     "IndexSpec",
@@ -460,22 +460,29 @@ class _Missing:
 _MISSING: Final = _Missing()
 
 
-@dataclass(frozen=True, slots=True)
 class KeySet:
     """The keys of one document for one index."""
 
-    #: distinct keys: (encoded key bytes, one value per indexed field; missing -> None)
-    entries: list[tuple[bytes, tuple[Any, ...]]]
-    #: per indexed field, the path components (0-based) that held arrays
-    multikey_paths: tuple[frozenset[int], ...]
+    __slots__ = ("entries", "is_multikey", "multikey_paths")
 
-    @property
-    def is_multikey(self) -> bool:
-        return len(self.entries) > 1 or any(self.multikey_paths)
+    def __init__(self, entries: list[tuple[bytes, tuple[Any, ...]]],
+                 multikey_paths: tuple[frozenset[int], ...], is_multikey: bool | None = None
+                 ) -> None:
+        #: distinct keys: (encoded key bytes, one value per indexed field; missing -> None)
+        self.entries = entries
+        #: per indexed field, the path components (0-based) that held arrays
+        self.multikey_paths = multikey_paths
+        #: the index must be marked multikey for this document (MongoDB's rule: several
+        #: keys, or an array on an indexed path)
+        self.is_multikey = (len(entries) > 1 or any(multikey_paths)) if is_multikey is None \
+            else is_multikey
 
     @property
     def values(self) -> list[tuple[Any, ...]]:
         return [v for _, v in self.entries]
+
+    def __repr__(self) -> str:
+        return f"KeySet({self.values!r}, multikey={self.is_multikey})"
 
 
 @dataclass(slots=True)
@@ -523,7 +530,8 @@ def _extract_along_path(obj: Any, path: str) -> tuple[Any, str, str]:
 class KeyGenerator:
     """Keys of documents for one index spec (b-tree indexes)."""
 
-    __slots__ = ("_dirs", "_fields", "_is_id", "_n", "_path_lengths", "_sparse", "_split")
+    __slots__ = ("_dirs", "_empty", "_fields", "_is_id", "_n", "_path_lengths", "_single",
+                 "_sparse", "_split", "_top_level")
 
     def __init__(self, spec: IndexSpec) -> None:
         self._fields = spec.fields
@@ -531,13 +539,16 @@ class KeyGenerator:
         self._n = len(spec.fields)
         self._path_lengths = tuple(f.count(".") + 1 for f in spec.fields)
         self._split = tuple(tuple(f.split(".")) for f in spec.fields)
+        self._top_level = all("." not in f for f in spec.fields)
+        self._single = self._n == 1 and spec.directions[0] > 0
         self._sparse = spec.sparse
         self._is_id = spec.is_id_index
+        self._empty = (frozenset(),) * self._n
 
     def keys(self, doc: Mapping[str, Any]) -> KeySet:
         if self._is_id:
-            values = (doc.get("_id"),)
-            return KeySet([(encode_key(values, self._dirs), values)], (frozenset(),))
+            v = doc.get("_id")
+            return KeySet([(encode_value(v), (v,))], self._empty, False)
         fast = self._keys_without_arrays(doc)
         if fast is not None:
             return fast
@@ -551,31 +562,42 @@ class KeyGenerator:
         return KeySet(list(keys.items()), tuple(frozenset(s) for s in multikey))
 
     def _keys_without_arrays(self, doc: Mapping[str, Any]) -> KeySet | None:
+        """The single key of a document with no array on any indexed path (else None)."""
         values = []
         not_found = 0
-        for parts in self._split:
-            cur: Any = doc
-            for part in parts:
-                if isinstance(cur, Mapping):
-                    cur = cur.get(part, _MISSING)
-                    if isinstance(cur, list):
-                        return None
-                    if cur is _MISSING:
-                        break
-                elif isinstance(cur, list):
+        if self._top_level:
+            for f in self._fields:
+                v = doc.get(f, _MISSING)
+                if v is _MISSING:
+                    not_found += 1
+                    v = None
+                elif isinstance(v, list):
                     return None
-                else:
-                    cur = _MISSING
-                    break
-            if cur is _MISSING:
-                not_found += 1
-                cur = None
-            values.append(cur)
-        empty = (frozenset(),) * self._n
+                values.append(v)
+        else:
+            for parts in self._split:
+                cur: Any = doc
+                for part in parts:
+                    if isinstance(cur, Mapping):
+                        cur = cur.get(part, _MISSING)
+                        if isinstance(cur, list):
+                            return None
+                        if cur is _MISSING:
+                            break
+                    elif isinstance(cur, list):
+                        return None
+                    else:
+                        cur = _MISSING
+                        break
+                if cur is _MISSING:
+                    not_found += 1
+                    cur = None
+                values.append(cur)
         if self._sparse and not_found == self._n:
-            return KeySet([], empty)
+            return KeySet([], self._empty, False)
         key = tuple(values)
-        return KeySet([(encode_key(key, self._dirs), key)], empty)
+        enc = encode_value(key[0]) if self._single else encode_key(key, self._dirs)
+        return KeySet([(enc, key)], self._empty, False)
 
     def _with_array(self, paths: list[str], fixed: list[Any], obj: Any, not_found: int,
                     positional: list[_Positional], keys: dict[bytes, tuple[Any, ...]],

@@ -40,9 +40,9 @@ MaxKey 0xF0            tag only
 
 Numbers are exact across int32, int64, double and decimal128. A finite number v
 is written as D, the largest double <= v (8 bytes, order-preserving bit pattern),
-then 0x00 when v == D, or 0x01 followed by the decimal digits of the fraction
-(v - D) / (next double after D - D), two digits per byte (value + 1), ended by
-0x00. Doubles and int64 values up to 2**53 therefore take 10 bytes; larger int64
+then 0x00 when v == D, or 0x01 followed by the fraction f = (v - D) / (next double
+after D - D), 0 < f < 1, as 65535 minus its count of zeros after the decimal point
+(2 bytes) and its significant digits, two per byte (value + 1), ended by 0x00. Doubles and int64 values up to 2**53 therefore take 10 bytes; larger int64
 values and decimals that are not doubles carry the exact remainder. Decimals beyond
 the double range are written as a decimal exponent and digits.
 """
@@ -98,6 +98,24 @@ T_CODE: Final = 0x78
 T_CODE_W_SCOPE: Final = 0x82
 T_MAXKEY: Final = 0xF0
 
+_B_NUM_NAN: Final = bytes([T_NUM_NAN])
+_B_NUM_NEG_INF: Final = bytes([T_NUM_NEG_INF])
+_B_NUM_POS_INF: Final = bytes([T_NUM_POS_INF])
+_B_NUM_NEG_HUGE: Final = bytes([T_NUM_NEG_HUGE])
+_B_NUM_POS_HUGE: Final = bytes([T_NUM_POS_HUGE])
+_B_STRING: Final = bytes([T_STRING])
+_B_OBJECT: Final = bytes([T_OBJECT])
+_B_ARRAY: Final = bytes([T_ARRAY])
+_B_BINDATA: Final = bytes([T_BINDATA])
+_B_OID: Final = bytes([T_OID])
+_B_DATE: Final = bytes([T_DATE])
+_B_TIMESTAMP: Final = bytes([T_TIMESTAMP])
+_B_REGEX: Final = bytes([T_REGEX])
+_B_CODE: Final = bytes([T_CODE])
+_B_CODE_W_SCOPE: Final = bytes([T_CODE_W_SCOPE])
+_B_UNDEFINED: Final = bytes([T_UNDEFINED])
+_B_TRUE: Final = bytes([T_TRUE])
+_B_FALSE: Final = bytes([T_FALSE])
 _END: Final = b"\x00"  # end of an object or array, and of a digit string
 _STR_END: Final = b"\x00\x01"
 _INVERT: Final = bytes(255 - i for i in range(256))
@@ -110,6 +128,9 @@ _unpack_q = struct.Struct(">Q").unpack
 _pack_q = struct.Struct(">Q").pack
 _pack_i = struct.Struct(">I").pack
 _pack_h = struct.Struct(">H").pack
+_pack_exact = struct.Struct(">BQB").pack  # tag, double bits, exactness marker
+_SIGN: Final = 1 << 63
+_2_53: Final = 1 << 53
 
 
 class Undefined:
@@ -146,11 +167,7 @@ def invert(b: bytes) -> bytes:
 def _double_bits(d: float) -> bytes:
     """8 bytes whose unsigned order is the numeric order of finite doubles (-0.0 -> 0)."""
     (u,) = _unpack_q(_pack_d(d + 0.0))
-    if u >> 63:
-        u = ~u & _MASK64
-    else:
-        u |= 1 << 63
-    return _pack_q(u)
+    return _pack_q((u ^ _MASK64) if u >> 63 else (u | _SIGN))
 
 
 def _pack_digits(digits: str) -> bytes:
@@ -160,9 +177,10 @@ def _pack_digits(digits: str) -> bytes:
     return bytes(int(digits[i : i + 2]) + 1 for i in range(0, len(digits), 2)) + _END
 
 
-def _fraction_digits(num: int, den: int) -> str:
-    """Digits after the point of num/den (0 < num/den < 1, den = 2**a * 5**b), no
-    trailing zeros."""
+def _fraction_code(num: int, den: int) -> bytes:
+    """The fraction num/den (0 < num/den < 1, den = 2**a * 5**b), order-preserving:
+    65535 - (number of zeros after the point) as 2 bytes, then the significant
+    digits (no trailing zeros). More leading zeros means a smaller fraction."""
     a = (den & -den).bit_length() - 1
     rest = den >> a
     b = 0
@@ -170,35 +188,37 @@ def _fraction_digits(num: int, den: int) -> str:
         rest //= 5
         b += 1
     n = max(a, b)
-    # Decimal(int) converts without the int->str digit limit (keys of tiny decimals
-    # can have thousands of digits).
-    digits = "".join(map(str, Decimal(num * 10**n // den).as_tuple().digits))
-    return digits.rjust(n, "0").rstrip("0")
+    # num/den == m / 10**n with m an integer of n - z digits
+    m = num << (n - a) if n == b else num * 5 ** (n - b) << (n - a)
+    digits = "".join(map(str, Decimal(m).as_tuple().digits))  # no int->str digit limit
+    zeros = n - len(digits)
+    return _pack_h(0xFFFF - zeros) + _pack_digits(digits.rstrip("0"))
 
 
 def _finite(d_floor: float, frac_num: int = 0, frac_den: int = 1) -> bytes:
-    head = bytes([T_NUM_FINITE]) + _double_bits(d_floor)
+    (u,) = _unpack_q(_pack_d(d_floor + 0.0))
+    u = (u ^ _MASK64) if u >> 63 else (u | _SIGN)
     if frac_num == 0:
-        return head + b"\x00"
-    return head + b"\x01" + _pack_digits(_fraction_digits(frac_num, frac_den))
+        return _pack_exact(T_NUM_FINITE, u, 0)
+    return _pack_exact(T_NUM_FINITE, u, 1) + _fraction_code(frac_num, frac_den)
 
 
 _FINITE_ZERO: Final = _finite(0.0)
 
 
 def _enc_float(v: float) -> bytes:
+    if v - v == 0.0:  # finite (inf - inf and nan - nan are nan)
+        (u,) = _unpack_q(_pack_d(v + 0.0))
+        return _pack_exact(T_NUM_FINITE, (u ^ _MASK64) if u >> 63 else (u | _SIGN), 0)
     if v != v:
-        return bytes([T_NUM_NAN])
-    if v == math.inf:
-        return bytes([T_NUM_POS_INF])
-    if v == -math.inf:
-        return bytes([T_NUM_NEG_INF])
-    return _finite(v)
+        return _B_NUM_NAN
+    return _B_NUM_POS_INF if v > 0 else _B_NUM_NEG_INF
 
 
 def _enc_int(v: int) -> bytes:
-    if -(1 << 53) <= v <= (1 << 53):
-        return _finite(float(v))
+    if -_2_53 <= v <= _2_53:
+        (u,) = _unpack_q(_pack_d(float(v) + 0.0))
+        return _pack_exact(T_NUM_FINITE, (u ^ _MASK64) if u >> 63 else (u | _SIGN), 0)
     f = float(v)
     if f == v:
         return _finite(f)
@@ -214,16 +234,16 @@ def _enc_huge(d: Decimal) -> bytes:
     adj = int(exp) + len(digits)  # value = 0.ds * 10**adj
     body = _pack_h(adj) + _pack_digits(ds)
     if sign:
-        return bytes([T_NUM_NEG_HUGE]) + invert(body)
-    return bytes([T_NUM_POS_HUGE]) + body
+        return _B_NUM_NEG_HUGE + invert(body)
+    return _B_NUM_POS_HUGE + body
 
 
 def _enc_decimal(v: Decimal128) -> bytes:
     d = v.to_decimal()
     if d.is_nan():
-        return bytes([T_NUM_NAN])
+        return _B_NUM_NAN
     if d.is_infinite():
-        return bytes([T_NUM_POS_INF if d > 0 else T_NUM_NEG_INF])
+        return _B_NUM_POS_INF if d > 0 else _B_NUM_NEG_INF
     if d.is_zero():
         return _FINITE_ZERO
     if d > _DBL_MAX or d < _NEG_DBL_MAX:
@@ -248,7 +268,7 @@ def _str_body(s: str) -> bytes:
 
 
 def _enc_str(v: str) -> bytes:
-    return bytes([T_STRING]) + _str_body(v)
+    return _B_STRING + _str_body(v)
 
 
 _RANK_BYTE_BY_TAG: Final = {
@@ -276,42 +296,42 @@ def _obj_body(doc: Any) -> bytes:
 def _enc_obj(v: Any) -> bytes:
     if isinstance(v, DBRef):
         v = v.as_doc()
-    return bytes([T_OBJECT]) + _obj_body(v)
+    return _B_OBJECT + _obj_body(v)
 
 
 def _enc_array(v: Sequence[Any]) -> bytes:
-    return bytes([T_ARRAY]) + b"".join(encode_value(x) for x in v) + _END
+    return _B_ARRAY + b"".join(encode_value(x) for x in v) + _END
 
 
 def _enc_bin(v: bytes) -> bytes:
     sub = v.subtype if isinstance(v, Binary) else 0
-    return bytes([T_BINDATA]) + _pack_i(len(v)) + bytes([sub]) + bytes(v)
+    return _B_BINDATA + _pack_i(len(v)) + bytes([sub]) + bytes(v)
 
 
 def _enc_oid(v: ObjectId) -> bytes:
-    return bytes([T_OID]) + v.binary
+    return _B_OID + v.binary
 
 
 def _enc_bool(v: bool) -> bytes:
-    return bytes([T_TRUE if v else T_FALSE])
+    return _B_TRUE if v else _B_FALSE
 
 
 def _enc_date(v: DatetimeMS) -> bytes:
-    return bytes([T_DATE]) + _pack_q((int(v) + (1 << 63)) & _MASK64)
+    return _B_DATE + _pack_q((int(v) + (1 << 63)) & _MASK64)
 
 
 def _enc_ts(v: Timestamp) -> bytes:
-    return bytes([T_TIMESTAMP]) + _pack_i(v.time) + _pack_i(v.inc)
+    return _B_TIMESTAMP + _pack_i(v.time) + _pack_i(v.inc)
 
 
 def _enc_regex(v: Regex) -> bytes:
-    return bytes([T_REGEX]) + _str_body(v.pattern) + _str_body(regex_flags_str(v.flags))
+    return _B_REGEX + _str_body(v.pattern) + _str_body(regex_flags_str(v.flags))
 
 
 def _enc_code(v: Code) -> bytes:
     if v.scope is not None:
-        return bytes([T_CODE_W_SCOPE]) + _str_body(str(v)) + _obj_body(v.scope)
-    return bytes([T_CODE]) + _str_body(str(v))
+        return _B_CODE_W_SCOPE + _str_body(str(v)) + _obj_body(v.scope)
+    return _B_CODE + _str_body(str(v))
 
 
 _NULL_BYTES: Final = bytes([T_NULL])
@@ -336,7 +356,7 @@ _ENCODERS: Final[dict[type, Callable[[Any], bytes]]] = {
     DBRef: _enc_obj,
     MinKey: lambda _v: MIN_KEY_BYTES,
     MaxKey: lambda _v: MAX_KEY_BYTES,
-    Undefined: lambda _v: bytes([T_UNDEFINED]),
+    Undefined: lambda _v: _B_UNDEFINED,
 }
 
 
@@ -367,6 +387,9 @@ def encode_value(v: Any) -> bytes:
 
 def encode_key(values: Sequence[Any], directions: Sequence[int]) -> bytes:
     """A compound key: components concatenated, descending ones inverted."""
+    if len(values) == 1:
+        enc = encode_value(values[0])
+        return enc if directions[0] >= 0 else enc.translate(_INVERT)
     parts = []
     for v, d in zip(values, directions, strict=True):
         enc = encode_value(v)
@@ -416,7 +439,7 @@ def _skip_value(b: bytes, pos: int) -> int:
         pos += 9
         if b[pos] == 0:
             return pos + 1
-        return b.index(0, pos + 1) + 1
+        return b.index(0, pos + 3) + 1  # marker, 2-byte zero count, digits, 0x00
     if tag == T_NUM_POS_HUGE:
         return b.index(0, pos + 3) + 1
     if tag == T_NUM_NEG_HUGE:

@@ -19,7 +19,9 @@ layer makes them with `storage.keystring`, whose byte order is BSON order.
 Scans never hold an engine cursor between items: they fetch chunks and resume after
 the last item seen (like MongoDB's saveState/restoreState), so writes may happen
 between two `next()` calls of a live scan; an item changed behind the scan may or may
-not be seen, but a scan never fails because of it.
+not be seen, but a scan never fails because of it - unless its store is dropped:
+then the next chunk raises MongoError QueryPlanKilled (175), as a MongoDB cursor
+does when its collection goes away.
 
 Transactions (`StorageEngine.transaction()`): all-or-nothing over every store of the
 engine, catalog included. Nested use opens a savepoint: an error inside the inner
@@ -43,6 +45,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Final
 
+from storage.errors import ErrorCode, MongoError
+
 __all__ = [
     "RecordId",
     "RecordStore",
@@ -52,11 +56,17 @@ __all__ = [
     "KeyRange",
     "FULL_RANGE",
     "check_ident",
+    "store_dropped",
 ]
 
 RecordId = int
 
 _IDENT_RE: Final = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
+
+
+def store_dropped(ident: str) -> MongoError:
+    """What a scan raises when its store was dropped under it."""
+    return MongoError(ErrorCode.QueryPlanKilled, f"collection dropped (store {ident})")
 
 
 def check_ident(ident: str) -> str:
@@ -228,6 +238,36 @@ class StorageEngine(ABC):
         except KeyError:
             return False
         return True
+
+    # --- combined index + record reads (one round trip where the engine can) -------------
+
+    def fetch_by_key(self, index: IndexStore, records: RecordStore, key: bytes
+                     ) -> list[tuple[RecordId, bytes]]:
+        """The records whose entry in `index` has exactly `key`, in RecordId order."""
+        rids = index.lookup([key]).get(key, [])
+        return [(r, d) for r, d in zip(rids, records.get_many(rids)) if d is not None]
+
+    def scan_with_records(self, index: IndexStore, records: RecordStore, rng: KeyRange, *,
+                          reverse: bool = False) -> Iterator[tuple[bytes, RecordId, bytes]]:
+        """(key, RecordId, record) for the entries of `index` in `rng`, in index order;
+        entries whose record is gone are skipped."""
+        batch: list[tuple[bytes, RecordId]] = []
+        size = 16
+        for entry in index.scan(rng, reverse=reverse):
+            batch.append(entry)
+            if len(batch) >= size:
+                yield from self._join(batch, records)
+                batch = []
+                size = min(size * 4, 1024)
+        if batch:
+            yield from self._join(batch, records)
+
+    @staticmethod
+    def _join(batch: list[tuple[bytes, RecordId]], records: RecordStore
+              ) -> Iterator[tuple[bytes, RecordId, bytes]]:
+        for (key, rid), data in zip(batch, records.get_many([r for _, r in batch])):
+            if data is not None:
+                yield key, rid, data
 
     # --- durability and lifetime ----------------------------------------------------------
 

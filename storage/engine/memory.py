@@ -20,6 +20,7 @@ from storage.engine.base import (
     RecordStore,
     StorageEngine,
     check_ident,
+    store_dropped,
 )
 
 __all__ = ["MemoryEngine"]
@@ -36,6 +37,7 @@ class MemoryRecordStore(RecordStore):
         self._ids: list[RecordId] = []
         self._next_id = 1
         self._size = 0
+        self.dropped = False
 
     def insert(self, datas: Sequence[bytes]) -> list[RecordId]:
         self._engine._require_txn()
@@ -93,10 +95,12 @@ class MemoryRecordStore(RecordStore):
 
     def scan(self, *, start: RecordId | None = None, reverse: bool = False
              ) -> Iterator[tuple[RecordId, bytes]]:
-        ids = self._ids
         if not reverse:
-            pos = bisect.bisect_left(ids, start) if start is not None else 0
+            pos = bisect.bisect_left(self._ids, start) if start is not None else 0
             while True:
+                if self.dropped:
+                    raise store_dropped(self.ident)
+                ids = self._ids
                 chunk = ids[pos:pos + _CHUNK]
                 if not chunk:
                     return
@@ -106,8 +110,11 @@ class MemoryRecordStore(RecordStore):
                         yield rid, data
                 pos = bisect.bisect_right(ids, chunk[-1])
         else:
-            end = bisect.bisect_right(ids, start) if start is not None else len(ids)
+            end = bisect.bisect_right(self._ids, start) if start is not None else len(self._ids)
             while True:
+                if self.dropped:
+                    raise store_dropped(self.ident)
+                ids = self._ids
                 chunk = ids[max(0, end - _CHUNK):end]
                 if not chunk:
                     return
@@ -143,6 +150,7 @@ class MemoryIndexStore(IndexStore):
         self.unique = unique
         self._engine = engine
         self._entries: list[tuple[bytes, RecordId]] = []
+        self.dropped = False
 
     def _find_key(self, key: bytes) -> int:
         return bisect.bisect_left(self._entries, (key, -1))
@@ -194,6 +202,8 @@ class MemoryIndexStore(IndexStore):
         if not reverse:
             pos = 0 if lo is None else bisect.bisect_left(lst, (lo, -1))
             while pos < len(lst):
+                if self.dropped:
+                    raise store_dropped(self.ident)
                 entry = lst[pos]
                 key = entry[0]
                 if lo is not None and key == lo and not rng.lo_inclusive:
@@ -202,10 +212,13 @@ class MemoryIndexStore(IndexStore):
                 if hi is not None and (key > hi or (key == hi and not rng.hi_inclusive)):
                     return
                 yield entry
-                pos = bisect.bisect_right(lst, entry)  # re-seek: tolerate writes meanwhile
+                lst = self._entries  # re-seek: tolerate writes (and truncate) meanwhile
+                pos = bisect.bisect_right(lst, entry)
         else:
             pos = len(lst) - 1 if hi is None else bisect.bisect_right(lst, (hi, _MAX_RID)) - 1
             while pos >= 0:
+                if self.dropped:
+                    raise store_dropped(self.ident)
                 entry = lst[pos]
                 key = entry[0]
                 if hi is not None and key == hi and not rng.hi_inclusive:
@@ -214,6 +227,7 @@ class MemoryIndexStore(IndexStore):
                 if lo is not None and (key < lo or (key == lo and not rng.lo_inclusive)):
                     return
                 yield entry
+                lst = self._entries
                 pos = bisect.bisect_left(lst, entry) - 1
 
     def count(self) -> int:
@@ -254,7 +268,13 @@ class MemoryEngine(StorageEngine):
     def drop_record_store(self, ident: str) -> None:
         self._require_txn()
         rs = self._records.pop(ident)
-        self.on_rollback(lambda: self._records.__setitem__(ident, rs))
+        rs.dropped = True
+
+        def undo() -> None:
+            rs.dropped = False
+            self._records[ident] = rs
+
+        self.on_rollback(undo)
 
     def record_store(self, ident: str) -> RecordStore:
         return self._records[ident]
@@ -272,7 +292,13 @@ class MemoryEngine(StorageEngine):
     def drop_index_store(self, ident: str) -> None:
         self._require_txn()
         ix = self._indexes.pop(ident)
-        self.on_rollback(lambda: self._indexes.__setitem__(ident, ix))
+        ix.dropped = True
+
+        def undo() -> None:
+            ix.dropped = False
+            self._indexes[ident] = ix
+
+        self.on_rollback(undo)
 
     def index_store(self, ident: str) -> IndexStore:
         return self._indexes[ident]

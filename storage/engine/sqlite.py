@@ -19,7 +19,8 @@ with every committed transaction and never corrupts the file. A commit with
 ``durable=True`` (`j: true`) fsyncs the WAL before returning; other commits are
 fsynced by a small background thread at most `group_commit_ms` later (it touches
 only a file descriptor of the WAL, never the connection). `flush()` syncs at once,
-`checkpoint()` folds the WAL into the database file.
+`checkpoint()` folds the WAL into the database file and returns the pages of dropped
+stores to the file system (incremental auto-vacuum).
 
 A lock file (``mongod.lock``, flock) keeps a second server off the same dbpath
 (DBPathInUse, 98). The connection belongs to the thread that opened the engine.
@@ -45,6 +46,7 @@ from storage.engine.base import (
     RecordStore,
     StorageEngine,
     check_ident,
+    store_dropped,
 )
 from storage.errors import ErrorCode, MongoError
 
@@ -62,6 +64,11 @@ def _storage_error(e: sqlite3.Error) -> MongoError:
     msg = str(e)
     if isinstance(e, sqlite3.OperationalError) and "full" in msg:
         return MongoError(ErrorCode.OutOfDiskSpace, f"storage engine: {msg}")
+    if isinstance(e, sqlite3.OperationalError) and msg.startswith("no such table: r_"):
+        return store_dropped(msg.split(": ", 1)[1][2:])
+    if isinstance(e, sqlite3.OperationalError) and msg.startswith(("no such table: iu_",
+                                                                  "no such table: in_")):
+        return store_dropped(msg.split(": ", 1)[1][3:])
     if isinstance(e, sqlite3.DatabaseError) and "malformed" in msg:
         return MongoError(ErrorCode.DataCorruptionDetected, f"storage engine: {msg}")
     return MongoError(ErrorCode.InternalError, f"storage engine error: {msg}")
@@ -132,6 +139,8 @@ class SQLiteRecordStore(RecordStore):
         return None if row is None else row[0]
 
     def get_many(self, rids: Sequence[RecordId]) -> list[bytes | None]:
+        if len(rids) == 1:
+            return [self.get(rids[0])]
         found: dict[RecordId, bytes] = {}
         for i in range(0, len(rids), _IN_CHUNK):
             part = rids[i:i + _IN_CHUNK]
@@ -191,11 +200,10 @@ class SQLiteIndexStore(IndexStore):
         self._engine = engine
         t = f'"{"iu" if unique else "in"}_{ident}"'
         self._table = t
-        self._order_cols = "k" if unique else "k, rid"
         self._sql_insert = (f"INSERT INTO {t}(k, rid) VALUES (?, ?)" if unique
                             else f"INSERT OR IGNORE INTO {t}(k, rid) VALUES (?, ?)")
         self._sql_delete = f"DELETE FROM {t} WHERE k = ? AND rid = ?"
-        self._sql_get = f"SELECT rid FROM {t} WHERE k = ?"
+        self._sql_get = f"SELECT rid FROM {t} WHERE k = ? ORDER BY rid"
         self._scan_sql: dict[tuple[Any, ...], str] = {}
 
     def insert(self, entries: Sequence[tuple[bytes, RecordId]]) -> None:
@@ -222,6 +230,11 @@ class SQLiteIndexStore(IndexStore):
 
     def lookup(self, keys: Sequence[bytes]) -> dict[bytes, list[RecordId]]:
         out: dict[bytes, list[RecordId]] = {}
+        if len(keys) == 1:  # point lookups: a cached statement
+            rows = self._engine._qall(self._sql_get, (keys[0],))
+            if rows:
+                out[keys[0]] = [r[0] for r in rows]
+            return out
         for i in range(0, len(keys), _IN_CHUNK):
             part = keys[i:i + _IN_CHUNK]
             sql = f"SELECT k, rid FROM {self._table} WHERE k IN ({','.join('?' * len(part))})"
@@ -229,25 +242,31 @@ class SQLiteIndexStore(IndexStore):
                 out.setdefault(k, []).append(rid)
         return out
 
-    def _sql_for(self, rng: KeyRange, reverse: bool, resume: bool) -> str:
+    def _sql_for(self, rng: KeyRange, reverse: bool, resume: bool, join: str = "") -> str:
+        """The chunk query for a range scan (resuming after :lk/:lr); with `join`, a
+        record table whose data is fetched in the same statement."""
         shape = (rng.lo is not None, rng.lo_inclusive, rng.hi is not None, rng.hi_inclusive,
-                 reverse, resume)
+                 reverse, resume, join)
         sql = self._scan_sql.get(shape)
         if sql is None:
             conds = []
             # On resume the position after the last row replaces the start bound: with
             # both, SQLite seeks on the start bound and filters (slow on hot keys).
             if rng.lo is not None and not (resume and not reverse):
-                conds.append("k >= :lo" if rng.lo_inclusive else "k > :lo")
+                conds.append("i.k >= :lo" if rng.lo_inclusive else "i.k > :lo")
             if rng.hi is not None and not (resume and reverse):
-                conds.append("k <= :hi" if rng.hi_inclusive else "k < :hi")
+                conds.append("i.k <= :hi" if rng.hi_inclusive else "i.k < :hi")
             if resume:
                 op = "<" if reverse else ">"
-                conds.append(f"k {op} :lk" if self.unique else f"(k, rid) {op} (:lk, :lr)")
+                conds.append(f"i.k {op} :lk" if self.unique else f"(i.k, i.rid) {op} (:lk, :lr)")
             where = f" WHERE {' AND '.join(conds)}" if conds else ""
             direction = " DESC" if reverse else ""
-            order = ", ".join(f"{c.strip()}{direction}" for c in self._order_cols.split(","))
-            sql = f"SELECT k, rid FROM {self._table}{where} ORDER BY {order} LIMIT :n"
+            order = f"i.k{direction}" if self.unique else f"i.k{direction}, i.rid{direction}"
+            if join:
+                sql = (f"SELECT i.k, i.rid, r.data FROM {self._table} AS i JOIN {join} AS r "
+                       f"ON r.id = i.rid{where} ORDER BY {order} LIMIT :n")
+            else:
+                sql = f"SELECT i.k, i.rid FROM {self._table} AS i{where} ORDER BY {order} LIMIT :n"
             self._scan_sql[shape] = sql
         return sql
 
@@ -352,7 +371,9 @@ class SQLiteEngine(StorageEngine):
 
     def _configure(self, cache_mb: int, page_size: int) -> None:
         c = self._conn
-        c.execute(f"PRAGMA page_size={int(page_size)}")  # only takes effect on a new file
+        # page_size and auto_vacuum only take effect on a new file
+        c.execute(f"PRAGMA page_size={int(page_size)}")
+        c.execute("PRAGMA auto_vacuum=INCREMENTAL")
         if self.is_durable:
             mode = c.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if str(mode).lower() != "wal":
@@ -483,6 +504,33 @@ class SQLiteEngine(StorageEngine):
     def list_idents(self) -> list[str]:
         return sorted([*self._records, *self._indexes])
 
+    # --- combined reads: index entry and record in one statement ---------------------------
+
+    def fetch_by_key(self, index: IndexStore, records: RecordStore, key: bytes
+                     ) -> list[tuple[RecordId, bytes]]:
+        assert isinstance(index, SQLiteIndexStore) and isinstance(records, SQLiteRecordStore)
+        sql = (f"SELECT r.id, r.data FROM {index._table} AS i JOIN {records._table} AS r "
+               f"ON r.id = i.rid WHERE i.k = ? ORDER BY i.rid")
+        return self._qall(sql, (key,))
+
+    def scan_with_records(self, index: IndexStore, records: RecordStore, rng: KeyRange, *,
+                          reverse: bool = False) -> Iterator[tuple[bytes, RecordId, bytes]]:
+        # Index entries and records change in the same transactions, so the join loses
+        # no row: a chunk shorter than asked is the end.
+        assert isinstance(index, SQLiteIndexStore) and isinstance(records, SQLiteRecordStore)
+        params: dict[str, Any] = {"lo": rng.lo, "hi": rng.hi, "n": _SCAN_FIRST}
+        resume = False
+        while True:
+            rows = self._qall(index._sql_for(rng, reverse, resume, join=records._table), params)
+            if not rows:
+                return
+            yield from rows
+            if len(rows) < params["n"]:
+                return
+            params["lk"], params["lr"] = rows[-1][0], rows[-1][1]
+            params["n"] = min(params["n"] * 4, _SCAN_MAX_ROWS)
+            resume = True
+
     # --- transactions ----------------------------------------------------------------------
 
     def _txn_begin(self) -> None:
@@ -546,6 +594,11 @@ class SQLiteEngine(StorageEngine):
     def checkpoint(self) -> None:
         if self.in_transaction:
             raise RuntimeError("checkpoint inside a transaction")
+        try:  # return pages of dropped stores to the file system (executescript steps
+            # the pragma to completion; execute() would free a single page)
+            self._conn.executescript("PRAGMA incremental_vacuum;")
+        except sqlite3.Error as e:
+            raise _storage_error(e) from e
         if self.is_durable:
             self._q1("PRAGMA wal_checkpoint(TRUNCATE)")
 

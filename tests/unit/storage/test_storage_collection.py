@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import random
+from functools import cmp_to_key
 from typing import Any
 
 import pytest
@@ -12,6 +14,7 @@ from storage import bsonutil
 from storage.bounds import Interval
 from storage.bson_order import compare, sort_key
 from storage.catalog import Catalog
+from storage.collection import ScanStats
 from storage.errors import ErrorCode, MongoError
 from storage.indexes import KeyGenerator
 from storage.keystring import UNDEFINED
@@ -94,6 +97,14 @@ def test_invalid_names(catalog: Catalog, db, name):
         catalog.create_collection(db, name)
     assert ei.value.code == ErrorCode.InvalidNamespace
     assert catalog.list_databases() == []
+
+
+def test_database_names_differing_in_case(catalog: Catalog):
+    catalog.create_collection("Test", "a")
+    with pytest.raises(MongoError) as ei:
+        catalog.create_collection("test", "b")
+    assert ei.value.code == ErrorCode.DatabaseDifferCase
+    catalog.create_collection("Test", "b")
 
 
 def test_system_buckets_allowed(catalog: Catalog):
@@ -384,7 +395,7 @@ def test_index_scan_bounds(catalog: Catalog):
     assert ids([[Interval(3, False, MaxKey(), True)], every]) == []
     assert ids([[Interval.point(1)], [Interval.point(9), Interval.point(5)]]) == [9, 5]
     assert ids([[], every]) == []
-    stats = __import__("storage.collection", fromlist=["ScanStats"]).ScanStats()
+    stats = ScanStats()
     assert ids([every, [Interval.point(7)]], stats=stats) == [7]
     assert stats.keys_examined == 20 and stats.docs_examined == 1
     with pytest.raises(MongoError) as ei:
@@ -426,8 +437,6 @@ def _in(v, iv: Interval) -> bool:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_index_scan_matches_brute_force(catalog: Catalog, seed):
-    import random
-
     rnd = random.Random(seed)
     coll = catalog.get_or_create_collection("d", f"c{seed}")
     dirs = [rnd.choice([1, -1]) for _ in range(3)]
@@ -449,19 +458,18 @@ def test_index_scan_matches_brute_force(catalog: Catalog, seed):
     for _ in range(25):
         bounds = []
         for _f in "abc":
-            pts = sorted(rnd.sample(scalars, rnd.randint(1, 3)), key=lambda v: (v is None, 0))
+            pts = rnd.sample(scalars, rnd.randint(1, 3))
             choice = rnd.random()
             if choice < 0.3:
                 ivs = [Interval.all()]
             elif choice < 0.6:
                 uniq = []
-                for p in sorted(pts, key=__import__("functools").cmp_to_key(compare)):
+                for p in sorted(pts, key=cmp_to_key(compare)):
                     if not uniq or compare(uniq[-1], p) != 0:
                         uniq.append(p)
                 ivs = [Interval.point(p) for p in uniq]
             else:
-                lo, hi = sorted(rnd.sample(scalars, 2),
-                                key=__import__("functools").cmp_to_key(compare))
+                lo, hi = sorted(rnd.sample(scalars, 2), key=cmp_to_key(compare))
                 ivs = [Interval(lo, rnd.random() < 0.5, hi, rnd.random() < 0.5)]
             bounds.append(ivs)
         expected = set()
@@ -555,3 +563,27 @@ def test_reopen_keeps_everything(tmp_path):
         assert coll.validate().valid
     finally:
         cat.close()
+
+
+def test_ttl_delete_expired(catalog: Catalog):
+    from bson.datetime_ms import DatetimeMS
+
+    coll = catalog.get_or_create_collection("d", "ttl")
+    coll.create_indexes([{"key": {"at": 1}, "name": "at_1", "expireAfterSeconds": 10},
+                         {"key": {"x": 1}, "name": "x_1"}])
+    now = 1_000_000
+    coll.insert_many([
+        {"_id": 1, "at": DatetimeMS(now - 20_000)},           # expired
+        {"_id": 2, "at": DatetimeMS(now - 5_000)},            # live
+        {"_id": 3, "at": [DatetimeMS(now), DatetimeMS(now - 11_000)]},  # earliest expired
+        {"_id": 4, "at": now - 20_000},                       # not a date: never expires
+        {"_id": 5},
+        {"_id": 6, "at": DatetimeMS(now - 10_000)},           # exactly at the limit: live
+    ])
+    assert catalog.ttl_indexes() == [("d", "ttl", "at_1")]
+    assert coll.delete_expired("at_1", now, batch=1) == 2
+    assert sorted(d["_id"] for d in docs_of(coll)) == [2, 4, 5, 6]
+    assert coll.delete_expired("at_1", now) == 0
+    with pytest.raises(MongoError):
+        coll.delete_expired("x_1", now)
+    assert coll.validate().valid

@@ -291,3 +291,58 @@ def test_sqlite_durable_commit_and_flush(tmp_path):
 def test_unknown_engine():
     with pytest.raises(ValueError):
         open_engine("rocks")
+
+
+def test_sqlite_checkpoint_returns_space_of_dropped_stores(tmp_path):
+    import os
+
+    path = str(tmp_path / "db")
+    eng = open_engine("sqlite", path)
+    try:
+        with eng.transaction():
+            eng.create_record_store("big").insert([b"x" * 1000] * 3000)
+        eng.checkpoint()
+        full = os.path.getsize(os.path.join(path, "bucketd.sqlite"))
+        with eng.transaction():
+            eng.drop_record_store("big")
+        eng.checkpoint()
+        assert os.path.getsize(os.path.join(path, "bucketd.sqlite")) < full // 10
+    finally:
+        eng.close()
+
+
+@pytest.mark.parametrize("unique", [True, False])
+def test_combined_index_and_record_reads(engine: StorageEngine, unique):
+    with engine.transaction():
+        rs = engine.create_record_store("jr")
+        ix = engine.create_index_store("jr_ix", unique=unique)
+        rids = rs.insert([f"doc{i}".encode() for i in range(300)])
+        ix.insert([(k(i if unique else i // 3), rid) for i, rid in enumerate(rids)])
+    key = k(7)
+    want = [(r, rs.get(r)) for r in ix.lookup([key])[key]]
+    assert engine.fetch_by_key(ix, rs, key) == want
+    assert engine.fetch_by_key(ix, rs, k(9999)) == []
+    rng = KeyRange(k(10), False, k(60), True)
+    for reverse in (False, True):
+        joined = list(engine.scan_with_records(ix, rs, rng, reverse=reverse))
+        assert [(key, rid) for key, rid, _ in joined] == list(ix.scan(rng, reverse=reverse))
+        assert all(rs.get(rid) == data for _, rid, data in joined)
+
+
+def test_scan_of_a_dropped_store_fails_cleanly(engine: StorageEngine):
+    with engine.transaction():
+        rs = engine.create_record_store("gone")
+        ix = engine.create_index_store("gone_ix", unique=False)
+        rids = rs.insert([b"x"] * 1000)
+        ix.insert([(b"k", r) for r in rids])
+    scans = [rs.scan(), ix.scan()]
+    for it in scans:
+        next(it)
+    with engine.transaction():
+        engine.drop_record_store("gone")
+        engine.drop_index_store("gone_ix")
+    for it in scans:
+        with pytest.raises(MongoError) as ei:
+            for _ in it:
+                pass
+        assert ei.value.code == ErrorCode.QueryPlanKilled

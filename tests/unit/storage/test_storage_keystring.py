@@ -144,7 +144,7 @@ values = st.recursive(
 # --- order properties -----------------------------------------------------------------------
 
 
-@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(values, values)
 def test_order_matches_bson_order(a, b):
     a, b = mat(a), mat(b)
@@ -154,13 +154,13 @@ def test_order_matches_bson_order(a, b):
 numbers = st.one_of(int32s, int64s, big_int64s, floats, decimal_strings)
 
 
-@settings(max_examples=800)
+@settings(max_examples=500, deadline=None)
 @given(numbers, numbers)
 def test_numbers_order_exactly_across_types(a, b):
     assert byte_cmp(ks.encode_value(a), ks.encode_value(b)) == sign(compare(a, b))
 
 
-@settings(max_examples=200)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(values, min_size=2, max_size=3), st.lists(values, min_size=2, max_size=3),
        st.lists(st.sampled_from([1, -1]), min_size=3, max_size=3))
 def test_compound_keys_with_directions(a, b, dirs):
@@ -176,7 +176,7 @@ def test_compound_keys_with_directions(a, b, dirs):
     assert byte_cmp(ks.encode_key(a, dirs), ks.encode_key(b, dirs)) == expected
 
 
-@settings(max_examples=200)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(values, min_size=1, max_size=4), st.data())
 def test_component_spans_split_exactly(vals, data):
     vals = mat(vals)
