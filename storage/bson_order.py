@@ -68,6 +68,8 @@ def type_rank(v: Any) -> int:
         return RANK_NULL
     if isinstance(v, bool):
         return RANK_BOOL
+    if isinstance(v, Code):  # before str: Code subclasses str but sorts after regex
+        return RANK_CODE_W_SCOPE if v.scope is not None else RANK_CODE
     if isinstance(v, int | float | Decimal128):
         return RANK_NUMBER
     if isinstance(v, str):
@@ -78,8 +80,6 @@ def type_rank(v: Any) -> int:
         return RANK_ARRAY
     if isinstance(v, bytes | Binary):
         return RANK_BINDATA
-    if isinstance(v, Code):
-        return RANK_CODE_W_SCOPE if v.scope is not None else RANK_CODE
     raise TypeError(f"not a BSON value: {t.__name__}")
 
 
