@@ -22,7 +22,7 @@ from pymongo.errors import BulkWriteError, OperationFailure
 
 from storage.bsoncolumn import decompress
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 T0 = dt.datetime(2024, 5, 1, 12, 0, 0)
 MS_CODEC: CodecOptions = CodecOptions(datetime_conversion=DatetimeConversion.DATETIME_MS)
 

@@ -31,14 +31,11 @@ def byte_cmp(a: bytes, b: bytes) -> int:
 
 @pytest.fixture(scope="module", autouse=True)
 def _code_rank_fix():
-    """bson_order.type_rank ranks bson.Code (a str subclass) as a string; MongoDB ranks
-    code and code-with-scope after regex. Correct the reference for these tests, and teach
-    it BSON undefined (the key of an empty array), which decoding never produces."""
+    """Teach the reference BSON undefined (the key of an empty array), which decoding
+    never produces."""
     original = bson_order.type_rank
 
     def type_rank(v):
-        if isinstance(v, Code):
-            return bson_order.RANK_CODE_W_SCOPE if v.scope is not None else bson_order.RANK_CODE
         if v is ks.UNDEFINED:
             return bson_order.RANK_UNDEFINED
         return original(v)
