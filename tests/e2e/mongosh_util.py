@@ -19,6 +19,10 @@ def run_mongosh(uri: str, script: str, timeout: float = 60.0) -> tuple[dict, str
                          capture_output=True, text=True, timeout=timeout)
     output = res.stdout + res.stderr
     assert res.returncode == 0, output
-    last = [line for line in res.stdout.splitlines() if line.startswith("{")]
-    assert last, output
-    return json.loads(last[-1]), output
+    for line in reversed(res.stdout.splitlines()):
+        if line.startswith("{"):
+            try:
+                return json.loads(line), output
+            except json.JSONDecodeError:
+                continue  # the shell's own echo of a result, not our EJSON line
+    raise AssertionError(f"no JSON line in mongosh output:\n{output}")
