@@ -6,8 +6,9 @@ Fixtures:
 - ``bucketd_client`` (function scope): a ``pymongo.MongoClient`` connected to it.
 
 The executable comes from ``--bucketd-bin`` or ``$BUCKETD_BIN`` (a path, or a command
-line such as ``"python -m server"``), else ``bucketd`` on ``PATH`` — so the server may
-live in its own environment (e.g. installed with pipx) apart from the tests.
+line such as ``"python -m server"``), else ``bucketd`` on ``PATH`` (or beside the running
+Python) — so the server may live in its own environment (e.g. installed with pipx)
+apart from the tests.
 
 `BucketdProcess` is the launcher behind the fixtures, usable on its own.
 """
@@ -21,6 +22,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -127,6 +129,10 @@ def resolve_command(option: str | None) -> list[str]:
     if spec:
         return shlex.split(spec)
     found = shutil.which("bucketd")
+    if found is None:
+        # installed in the same virtual environment as pytest, but that env is not on PATH
+        beside = os.path.join(os.path.dirname(sys.executable), "bucketd")
+        found = beside if os.access(beside, os.X_OK) else None
     if found is None:
         raise RuntimeError("bucketd executable not found: put it on PATH, set BUCKETD_BIN, "
                            "or pass --bucketd-bin")

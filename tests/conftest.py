@@ -18,6 +18,21 @@ ROOT = Path(__file__).resolve().parent.parent
 SERVER_CMD = [sys.executable, "-m", "server"]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # Installed, the package registers the plugin through its pytest11 entry point; from a
+    # plain checkout, register it here so the example tests find its fixtures.
+    import pytest_bucketd
+
+    pm = config.pluginmanager
+    if not pm.is_registered(pytest_bucketd):
+        pm.register(pytest_bucketd, "pytest_bucketd")
+    # A checkout whose package is not installed has no `bucketd` executable: run it from
+    # the source instead (an installed one, beside this Python, always wins).
+    beside = Path(sys.executable).with_name("bucketd")
+    if not beside.exists() and shutil.which("bucketd") is None:
+        os.environ.setdefault("BUCKETD_BIN", f"{sys.executable} -m server")
+
+
 def start_server(tmp_path: Path | None = None, *extra: str) -> BucketdProcess:
     """A server from this checkout (not an installed copy) in a child process."""
     proc = BucketdProcess(SERVER_CMD, dbpath=str(tmp_path) if tmp_path else None,
