@@ -73,3 +73,37 @@ def test_inspect_decodes_the_vectors(tmp_path) -> None:
         assert field["count"] == len(expected)
         assert field["encodedBytes"] == len(base64.b64decode(v["column_b64"]))
         assert field["plainBytes"] == len(bson.encode(expected))
+
+
+def test_progress_bar_only_on_a_terminal(tmp_path) -> None:
+    import os
+    import pty
+
+    docs = [bson.encode({"_id": i, "control": {"version": 1, "min": {}, "max": {}},
+                         "data": {"x": {"0": i}}}) for i in range(500)]
+    dump = tmp_path / "many.bson"
+    dump.write_bytes(b"".join(docs))
+    piped = subprocess.run([sys.executable, "-m", "server", "inspect", str(dump), "--json"],
+                           capture_output=True, text=True, timeout=120)
+    assert piped.returncode == 0 and "%" not in piped.stderr
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "server", "inspect", str(dump), "--json"],
+                              stdout=subprocess.DEVNULL, stderr=slave, timeout=120)
+        os.close(slave)
+        slave = -1
+        out = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        if slave >= 0:
+            os.close(slave)
+        os.close(master)
+    assert proc.returncode == 0
+    assert b"100%" in out and b"500 buckets" in out
