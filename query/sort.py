@@ -20,6 +20,7 @@ from query.match.types import is_number
 from query.paths import MISSING, iter_leaves, validate_field_path
 from storage.bson_order import RANK_UNDEFINED, sort_key
 from storage.errors import ErrorCode, MongoError
+from storage.keystring import UNDEFINED, encode_key
 
 __all__ = ["SortSpec", "compile_sort", "parse_sort", "field_sort_key"]
 
@@ -95,25 +96,30 @@ def field_sort_key(doc: Any, parts: tuple[str, ...], ascending: bool) -> tuple[A
     return min(keys) if ascending else max(keys)
 
 
-class _Mixed:
-    """A composite key honouring per-field direction."""
-
-    __slots__ = ("dirs", "k")
-
-    def __init__(self, k: tuple[Any, ...], dirs: tuple[bool, ...]) -> None:
-        self.k = k
-        self.dirs = dirs
-
-    def __lt__(self, other: _Mixed) -> bool:
-        for a, b, asc in zip(self.k, other.k, self.dirs):
-            if a != b:
-                return a < b if asc else a > b
-        return False
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Mixed) and self.k == other.k
-
-    __hash__ = None  # type: ignore[assignment]
+def field_sort_value(doc: Any, parts: tuple[str, ...], ascending: bool) -> Any:
+    """The value a sort field compares by: the field itself, or an array's least (ascending)
+    / greatest (descending) element; None when missing; UNDEFINED for an empty array."""
+    cur = doc
+    for part in parts:  # fast path: a walk through documents only
+        if type(cur) is not dict:
+            break
+        cur = cur.get(part, MISSING)
+        if cur is MISSING:
+            return None
+    else:
+        if type(cur) is not list:
+            return cur
+    best: Any = MISSING
+    best_key: Any = None
+    for v, _ in iter_leaves(doc, parts, False):
+        candidates = (v if v else [UNDEFINED]) if type(v) is list else [v]
+        for c in candidates:
+            if c is MISSING:
+                c = None
+            k = _UNDEFINED_KEY if c is UNDEFINED else sort_key(c)
+            if best is MISSING or (k < best_key if ascending else k > best_key):
+                best, best_key = c, k
+    return None if best is MISSING else best
 
 
 class SortSpec:
@@ -133,12 +139,13 @@ class SortSpec:
             (p, asc), = parts
             if asc:
                 return lambda doc: field_sort_key(doc, p, True)
-            dirs1 = (False,)
-            return lambda doc: _Mixed((field_sort_key(doc, p, False),), dirs1)
-        if all(asc for _, asc in parts):
+        elif all(asc for _, asc in parts):
             return lambda doc: tuple(field_sort_key(doc, p, True) for p, _ in parts)
-        dirs = tuple(asc for _, asc in parts)
-        return lambda doc: _Mixed(tuple(field_sort_key(doc, p, a) for p, a in parts), dirs)
+        # Any descending field: compare index-key bytes (storage.keystring encodes BSON order
+        # with per-field direction), several times faster than a Python comparison object.
+        dirs = tuple(1 if asc else -1 for _, asc in parts)
+        return lambda doc: encode_key(tuple(field_sort_value(doc, p, a) for p, a in parts),
+                                      dirs)
 
     def __call__(self, doc: Any) -> Any:
         return self._key(doc)
