@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from query.context import PipelineContext
+from query.dependencies import pipeline_fields
 from query.executor import FindSpec, check_size, prepare_document_for_insert, prepare_find, run_find
 from query.match import compile_filter
 from query.pipeline import Pipeline, compile_pipeline, resolve_let_variables
@@ -27,7 +28,8 @@ __all__ = ["build_context", "collection_source", "run_pipeline"]
 
 def collection_source(req: CommandRequest, db: str, name: str,
                       flt: dict[str, Any] | None = None,
-                      sort: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+                      sort: dict[str, Any] | None = None,
+                      fields: set[str] | None = None) -> Iterator[dict[str, Any]]:
     """Documents of `db.name` as a pipeline sees them (time-series: unpacked measurements)."""
     catalog = req.storage.catalog
     entry = catalog.entry(db, name)
@@ -36,7 +38,8 @@ def collection_source(req: CommandRequest, db: str, name: str,
     if entry.kind == "timeseries":
         from .timeseries_service import unpacked_source
 
-        return unpacked_source(req, db, name, flt)
+        return unpacked_source(req, db, name, flt,
+                               frozenset(fields) if fields is not None else None)
     coll = catalog.get_collection(db, name)
     spec = FindSpec(filter=flt, sort=sort)
     return run_find(coll, prepare_find(coll, spec))
@@ -180,11 +183,12 @@ def run_pipeline(req: CommandRequest, coll: str | None, stages: list[Any],
     if coll is None or pipeline.starts_with_source:
         return pipeline, pipeline.run(())
     flt, rest = split_leading_match(stages)
+    fields = pipeline_fields(stages)  # lets time-series reads decode only these columns
     if flt is not None and not _uses_variables(flt):
-        source = collection_source(req, req.db, coll, flt)
+        source = collection_source(req, req.db, coll, flt, fields=fields)
         tail = compile_pipeline(rest, ctx)
         return pipeline, tail.run(source)
-    return pipeline, pipeline.run(collection_source(req, req.db, coll))
+    return pipeline, pipeline.run(collection_source(req, req.db, coll, fields=fields))
 
 
 def _uses_variables(flt: Any) -> bool:
