@@ -7,13 +7,16 @@ BinData subtype 7, without its header).
 
 from __future__ import annotations
 
+import functools
 import struct
 from typing import Final
+
+import numpy as np
 
 from .builder import BSONColumnBuilder
 from .decoder import DEFAULT_MAX_VALUES, decode_elements
 from .errors import BSONColumnError
-from .rawbson import validate_value
+from .rawbson import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64, T_TIMESTAMP, validate_value
 
 __all__ = ["MAX_DECOMPRESSED_SIZE", "compress", "decompress", "rows_to_document"]
 
@@ -64,15 +67,97 @@ def iter_row_elements(doc: bytes) -> list[tuple[int, int, bytes]]:
     return out
 
 
+_FIXED_SIZE: Final = {T_DOUBLE: 8, T_INT32: 4, T_INT64: 8, T_DATE: 8, T_TIMESTAMP: 8, T_BOOL: 1}
+_DTYPE: Final = {
+    T_DOUBLE: "<f8",
+    T_INT32: "<i4",
+    T_INT64: "<i8",
+    T_DATE: "<i8",
+    T_TIMESTAMP: "<i8",
+    T_BOOL: "u1",
+}
+
+
+def _doc_length(n: int, size: int) -> int:
+    """Bytes of {"0": v, ..., "<n-1>": v} with values of `size` bytes."""
+    total = 5
+    digits = 1
+    lo = 0
+    while lo < n:
+        hi = min(n, 10**digits)
+        total += (hi - lo) * (2 + digits + size)
+        lo = hi
+        digits += 1
+    return total
+
+
+def _rows_for_length(length: int, size: int) -> int | None:
+    lo, hi = 0, max(0, (length - 5) // (3 + size)) + 1
+    while lo < hi:  # _doc_length is increasing in n
+        mid = (lo + hi) // 2
+        if _doc_length(mid, size) < length:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo if _doc_length(lo, size) == length else None
+
+
+@functools.lru_cache(maxsize=16)
+def _layout(n: int, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Positions of type bytes, key bytes (with their NULs) and value bytes, and the keys."""
+    klen = np.array([len(str(i)) for i in range(n)], dtype=np.int64)
+    elem = 2 + klen + size
+    off = 4 + np.cumsum(elem) - elem
+    key_total = int((klen + 1).sum())
+    key_starts = np.cumsum(klen + 1) - (klen + 1)
+    key_pos = np.repeat(off + 1, klen + 1) + (
+        np.arange(key_total) - np.repeat(key_starts, klen + 1)
+    )
+    keys = np.frombuffer(b"".join(b"%d\x00" % i for i in range(n)), dtype=np.uint8)
+    value_pos = (np.repeat(off + 2 + klen, size) + np.tile(np.arange(size), n)).astype(np.intp)
+    return off, key_pos, keys, value_pos
+
+
+def parse_uniform(doc: bytes) -> tuple[int, np.ndarray] | None:
+    """(type, values) when `doc` is {"0": v0, "1": v1, ...} without gaps and all values
+    share one fixed-size numeric type (int32, int64, double, date, timestamp, bool);
+    None otherwise. Vectorised: checks every type and key byte against the expected
+    layout instead of walking the elements."""
+    if len(doc) < 6 or doc[-1] != 0 or _I32.unpack_from(doc)[0] != len(doc):
+        return None
+    t = doc[4]
+    size = _FIXED_SIZE.get(t)
+    if size is None:
+        return None
+    n = _rows_for_length(len(doc), size)
+    if n is None or n > 1 << 20:
+        return None
+    off, key_pos, keys, value_pos = _layout(n, size)
+    a = np.frombuffer(doc, dtype=np.uint8)
+    if not (a[off] == t).all() or not np.array_equal(a[key_pos], keys):
+        return None
+    values = a[value_pos].view(_DTYPE[t])
+    if t == T_BOOL and (values > 1).any():
+        return None
+    return t, values
+
+
 def compress(doc: bytes, count: int | None = None) -> bytes:
     """BSONColumn of the values of `doc` (keys "0", "1", ...; gaps are skipped rows).
 
     `count` is the total number of rows; rows after the last key up to `count` are
     skipped rows too.
     """
-    rows = iter_row_elements(doc)
+    doc = bytes(doc)
     builder = BSONColumnBuilder()
-    builder.extend_rows(rows, count)
+    uniform = parse_uniform(doc)
+    if uniform is not None and (count is None or count >= len(uniform[1])):
+        t, values = uniform
+        builder.append_array(t, values)
+        if count is not None:
+            builder.skip(count - len(values))
+        return builder.finalize()
+    builder.extend_rows(iter_row_elements(doc), count)
     return builder.finalize()
 
 

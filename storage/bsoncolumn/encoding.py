@@ -16,8 +16,11 @@ as far as the values still pending allow.
 
 from __future__ import annotations
 
+import bisect
 import struct
 from typing import Final
+
+import numpy as np
 
 from .control import CONTROL_FOR_SCALE, DELTA_OF_DELTA_TYPES, TYPES_128
 from .errors import BSONColumnError
@@ -42,9 +45,17 @@ from .rawbson import (
     T_TIMESTAMP,
     T_UNDEFINED,
 )
-from .simple8b import Simple8bBuilder
+from .simple8b import (
+    Pending,
+    Simple8bBuilder,
+    _pending_value,
+    pending_columns_np,
+    run_ends,
+)
 from .type_util import (
+    MASK64,
     MEMORY_AS_INTEGER,
+    SCALE_MULTIPLIER,
     decode_double,
     decode_int64,
     encode_binary,
@@ -70,6 +81,23 @@ _NOT_DELTA_ENCODABLE: Final = frozenset(
 )
 
 ControlBlocks = list[tuple[int, int]]
+
+_PACK_INT: Final = {
+    T_INT32: _I.pack,
+    T_INT64: _Q.pack,
+    T_DATE: _Q.pack,
+    T_TIMESTAMP: _Q.pack,
+    T_BOOL: lambda v: b"\x01" if v else b"\x00",
+}
+INT_RUN_TYPES: Final = frozenset(_PACK_INT)
+
+
+def _unpack_int(t: int, v: bytes) -> int:
+    if t == T_INT32:
+        return _I.unpack(v)[0]
+    if t == T_BOOL:
+        return 1 if v[0] else 0
+    return _Q.unpack(v)[0]
 
 
 class Encoder64:
@@ -199,7 +227,11 @@ class Encoder64:
             self.prev_encoded = encoded
             return True
 
-        # A block was written: restart from the lowest scale and re-append what is pending.
+        self._restart_after_block(st)
+        return True
+
+    def _restart_after_block(self, st: EncodingState) -> None:
+        """A block was written: restart from the lowest scale and re-append what is pending."""
         prev_scale = self.scale
         self.prev_encoded, self.scale = scale_and_encode_double(self.last_in_prev_block, 0)
         old = self.s8b
@@ -216,7 +248,6 @@ class Encoder64:
                 prev = val
             else:
                 self.s8b.skip(st.write_block)
-        return True
 
 
 class Encoder128:
@@ -271,6 +302,84 @@ class Encoder128:
         if t == T_DECIMAL:
             return self._append_encoded(st, encode_decimal128(v))
         raise BSONColumnError(f"Unexpected BSON type {t} for 128-bit delta encoding")
+
+
+def _run_ends_list(values: list) -> list[int]:
+    out = [0] * len(values)
+    end = len(values)
+    for k in range(len(values) - 1, -1, -1):
+        if k + 1 < len(values) and values[k + 1] != values[k]:
+            end = k + 1
+        out[k] = end
+    return out
+
+
+class _ScaleTable:
+    """Encodings of an array of doubles at every scale, computed with numpy.
+
+    `enc[s][j]`: value j encoded at scale s (meaningless where not encodable);
+    `bad_prefix[s][j]`: how many of values 0..j-1 do not encode at scale s;
+    `bad[s]`: the sorted indexes of those values; `lane(s)`: per value, the zigzag
+    delta from value j-1 at scale s with its Simple-8b pending tuple, bit columns and
+    run ends (the arguments of `Simple8bBuilder.extend`).
+    """
+
+    __slots__ = ("_encs", "_lanes", "bad", "bad_prefix", "enc", "minscale", "row_bytes")
+
+    def __init__(self, x: np.ndarray) -> None:
+        n = len(x)
+        bits = x.view(np.int64)
+        self.enc: list[list[int]] = []
+        self.bad_prefix: list[list[int]] = []
+        self.bad: list[list[int]] = []
+        self._encs: list[np.ndarray] = []
+        with np.errstate(invalid="ignore", over="ignore"):
+            for k in range(MEMORY_AS_INTEGER):
+                mult = SCALE_MULTIPLIER[k]
+                scaled = x * mult
+                inrange = (scaled >= -_SAFE53) & (scaled <= _SAFE53)
+                safe = np.where(inrange, scaled, 0.0)
+                # llround: nearest, halves away from zero
+                n_k = np.trunc(safe)
+                frac = safe - n_k
+                n_k = n_k + (frac >= 0.5) - (frac <= -0.5)
+                enc = n_k.astype(np.int64)
+                ok = inrange & ((enc / mult).view(np.int64) == bits)
+                self._encs.append(enc)
+                self.enc.append(enc.tolist())
+                self.bad_prefix.append(np.concatenate(([0], np.cumsum(~ok))).tolist())
+                self.bad.append(np.flatnonzero(~ok).tolist())
+        minscale = np.full(n, MEMORY_AS_INTEGER, dtype=np.int64)
+        for k in range(MEMORY_AS_INTEGER - 1, -1, -1):
+            okk = np.asarray(self.bad_prefix[k][1:], dtype=np.int64) - np.asarray(
+                self.bad_prefix[k][:-1], dtype=np.int64
+            )
+            minscale[okk == 0] = k
+        self.minscale: list[int] = minscale.tolist()
+        rb = x.astype("<f8").tobytes()
+        self.row_bytes = [rb[8 * k : 8 * k + 8] for k in range(n)]
+        self._encs.append(bits)
+        self.enc.append(bits.tolist())
+        self.bad_prefix.append([0] * (n + 1))
+        self.bad.append([])
+        self._lanes: list[tuple | None] = [None] * 6
+
+    def lane(self, s: int) -> tuple:
+        lane = self._lanes[s]
+        if lane is None:
+            enc = self._encs[s]
+            with np.errstate(over="ignore"):
+                d = np.diff(enc, prepend=enc[:1])
+            zz = (d.view(np.uint64) << np.uint64(1)) ^ (d >> 63).view(np.uint64)
+            entries, cols = pending_columns_np(zz)
+            lane = self._lanes[s] = (zz.tolist(), entries, run_ends(zz), cols)
+        return lane
+
+    def entries(self, s: int) -> list[Pending | None]:
+        return self.lane(s)[1]  # type: ignore[no-any-return]
+
+
+_SAFE53: Final = 9007199254740992.0
 
 
 class EncodingState:
@@ -396,6 +505,217 @@ class EncodingState:
         if not compressed:
             enc.s8b.flush(self.write_block)
             self._write_literal()
+
+    def extend_ints(self, t: int, vals: np.ndarray, present: np.ndarray | None = None) -> None:
+        """Append many values of one integer-like type (int32, int64, date, timestamp as
+        int64 bits, bool as 0/1) with skips where `present` is False.
+
+        Same result as appending (or skipping) them one by one: deltas are computed with
+        numpy and the Simple-8b packing runs over precomputed per-value bit counts.
+        """
+        n = len(vals)
+        i = 0
+        pack = _PACK_INT[t]
+        dod = t in DELTA_OF_DELTA_TYPES
+        while i < n:
+            if self.ptype != t:
+                # the first value of this type is a literal
+                while i < n and present is not None and not present[i]:
+                    self.skip()
+                    i += 1
+                if i < n:
+                    self.append(t, pack(int(vals[i])))
+                    i += 1
+                continue
+            pres = present[i:] if present is not None else None
+            p = vals[i:] if pres is None else vals[i:][pres]
+            if not len(p):
+                for _ in range(n - i):
+                    self.skip()
+                return
+            enc = self.enc
+            prev = _unpack_int(t, self.pvalue)
+            with np.errstate(over="ignore"):
+                deltas = np.diff(p, prepend=np.int64(prev))
+                if dod:
+                    zz_src = np.diff(deltas, prepend=np.int64(enc.prev_delta))  # type: ignore[union-attr]
+                else:
+                    zz_src = deltas
+                zz = (zz_src.view(np.uint64) << np.uint64(1)) ^ (zz_src >> 63).view(np.uint64)
+            pendings, cols = pending_columns_np(zz)
+            if pres is None:
+                row_vals: list[int | None] = zz.tolist()
+                row_pend: list = pendings
+                row_runs = run_ends(zz)
+                row_of = None
+                row_bits = cols
+            else:
+                row_of = np.flatnonzero(pres)
+                m = len(pres)
+                full = np.full(m, MASK64, dtype=np.uint64)  # skips never join a run
+                full[row_of] = zz
+                row_runs = run_ends(full)
+                row_vals = [None] * m
+                row_pend = [None] * m
+                row_bits = ([61] * m, [61] * m, [61] * m, [61] * m)
+                for r, zv, pv in zip(row_of.tolist(), zz.tolist(), pendings):
+                    row_vals[r] = zv
+                    row_pend[r] = pv
+                    if pv is not None:
+                        row_bits[0][r] = pv[1]
+                        row_bits[1][r] = pv[2]
+                        row_bits[2][r] = pv[3]
+                        row_bits[3][r] = pv[4]
+            self.wtype = t
+            done = enc.s8b.extend(row_vals, row_pend, row_runs, self.write_block, bits=row_bits)
+            # values [0, k) of `p` went in; bring the delta state up to there
+            k = done if row_of is None else int(np.searchsorted(row_of, done))
+            if k:
+                self.pvalue = pack(int(p[k - 1]))
+                if dod:
+                    enc.prev_delta = int(deltas[k - 1])  # type: ignore[union-attr]
+            if done == len(row_vals):
+                return
+            # row `done` holds a delta Simple-8b cannot store: a literal, then go on
+            self.append(t, pack(int(p[k])))
+            i += done + 1
+
+    def extend_doubles(self, vals: np.ndarray, present: np.ndarray | None = None) -> None:
+        """Append many doubles (skips where `present` is False), as one by one.
+
+        The scaled encodings of every value at every scale are computed with numpy.
+        Stretches of values that keep the current scale go through
+        `Simple8bBuilder.extend` in one call; after each written block the restart at
+        the lowest scale is checked (`_after_block_fast`); scale changes, literals and
+        skips take the exact per-value path.
+        """
+        raw = np.ascontiguousarray(vals, dtype="<f8")
+        flags = None if present is None else np.asarray(present, dtype=bool)
+        rows = raw if flags is None else raw[flags]
+        m = len(rows)
+        rb = rows.tobytes()
+        row_bytes = [rb[8 * k : 8 * k + 8] for k in range(m)]
+        table = _ScaleTable(rows)
+        # runs of present rows: (first present index, end), with skips before each
+        if flags is None:
+            runs = [(0, 0, m)]
+        else:
+            runs = []
+            fl = flags.tolist()
+            j = 0
+            r = 0
+            while r < len(fl):
+                skips = 0
+                while r < len(fl) and not fl[r]:
+                    skips += 1
+                    r += 1
+                start = j
+                while r < len(fl) and fl[r]:
+                    j += 1
+                    r += 1
+                runs.append((skips, start, j))
+        for skips, a, b in runs:
+            for _ in range(skips):
+                self.skip()
+            self._extend_double_run(table, row_bytes, a, b)
+
+    def _extend_double_run(
+        self, table: _ScaleTable, row_bytes: list[bytes], a: int, b: int
+    ) -> None:
+        write = self.write_block
+        j = a
+        while j < b:
+            enc = self.enc
+            if self.ptype != T_DOUBLE or j == 0 or type(enc) is not Encoder64:
+                self.append(T_DOUBLE, row_bytes[j])
+                j += 1
+                continue
+            s = enc.scale
+            encs = table.enc[s]
+            if (
+                enc.prev_encoded != encs[j - 1]
+                or table.bad_prefix[s][j + 1] != table.bad_prefix[s][j - 1]
+            ):
+                self.append(T_DOUBLE, row_bytes[j])  # a scale change: the exact path
+                j += 1
+                continue
+            bad = table.bad[s]
+            e = bisect.bisect_left(bad, j)
+            e = bad[e] if e < len(bad) and bad[e] < b else b
+            zz, entries, ends, cols = table.lane(s)
+            self.wtype = T_DOUBLE
+
+            def sync(i: int, enc: Encoder64 = enc, encs: list[int] = encs) -> None:
+                # the block writer reads the encoding of the value before the new one
+                enc.prev_encoded = encs[i - 1]
+
+            restarted = False
+
+            def after(i: int, enc: Encoder64 = enc, s: int = s) -> bool:
+                nonlocal restarted
+                enc.prev_encoded = table.enc[s][i]
+                if row_bytes[i] == row_bytes[i - 1]:
+                    return True  # a repeat appends a zero delta: no restart
+                if self._after_block_fast(enc, table, i, s):
+                    return True
+                restarted = True  # the encoder state was rebuilt: stop here
+                return False
+
+            k = enc.s8b.extend(zz, entries, ends, write, j, e, cols, after, sync)
+            if k > j:
+                self.pvalue = row_bytes[k - 1]
+                if not restarted:
+                    enc.prev_encoded = encs[k - 1]
+                j = k
+            else:  # a delta Simple-8b cannot store: the exact path writes a literal
+                self.append(T_DOUBLE, row_bytes[j])
+                j += 1
+
+    def _after_block_fast(self, enc: Encoder64, table: _ScaleTable, j: int, s: int) -> bool:
+        """A block was written while appending value j at scale s (see _restart_after_block).
+
+        The exact path restarts at the lowest scale of the last written value and
+        re-appends the pending values into a fresh builder. When that lands on scale s
+        again and those values stay at s, the result is known: the same pending values
+        (changed in place, True: the caller may go on), or a fresh builder given the same
+        deltas (False: the caller must take the new builder).
+        """
+        old = enc.s8b
+        count = old.rle_count + len(old.pending)
+        row = j - count  # the value that ended the written block
+        bp = table.bad_prefix[s]
+        if (
+            row < 0
+            or table.minscale[row] != s
+            or _D.pack(enc.last_in_prev_block) != table.row_bytes[row]
+            or bp[j + 1] != bp[row]
+        ):
+            enc.prev_encoded = table.enc[s][j - 1]  # as before the value was appended
+            enc._restart_after_block(self)
+            return False
+        pending = old.pending
+        if not old.rle_count and pending[0][0] != 0 and pending[0][0] is not None:
+            b0 = max(p[1] for p in pending)
+            if b0 * len(pending) <= 60:
+                # A fresh builder given these values would hold exactly them, with every
+                # selector possible and no RLE value.
+                old.last = 0
+                old.possible = [True, True, True, True]
+                old.last_valid_ext = 0
+                return True
+        values = old.pending_values()
+        if None in values:
+            enc.prev_encoded = table.enc[s][j - 1]
+            enc._restart_after_block(self)
+            return False
+        new = Simple8bBuilder(False)
+        new.initialize_rle_from(old)
+        pend = list(pending)
+        if old.rle_count:
+            pend = [_pending_value(old.last, False)] * old.rle_count + pend  # type: ignore[arg-type]
+        new.extend(values, pend, _run_ends_list(values), self.write_block)  # type: ignore[arg-type]
+        enc.s8b = new
+        return False
 
     def skip(self) -> None:
         before = len(self.buf)

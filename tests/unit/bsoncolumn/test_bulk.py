@@ -1,0 +1,161 @@
+"""The vectorised bulk paths give the same bytes and state as appending value by value."""
+
+from __future__ import annotations
+
+import math
+import struct
+
+import bson
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from storage.bsoncolumn import BSONColumnBuilder, compress
+from storage.bsoncolumn.api import iter_row_elements, parse_uniform
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+_PACK = {
+    0x10: struct.Struct("<i").pack,
+    0x12: struct.Struct("<q").pack,
+    0x09: struct.Struct("<q").pack,
+    0x11: struct.Struct("<q").pack,
+    0x08: lambda v: b"\x01" if v else b"\x00",
+    0x01: struct.Struct("<d").pack,
+}
+
+
+@st.composite
+def int_runs(draw: st.DrawFn) -> tuple[int, list[int]]:
+    t = draw(st.sampled_from([0x10, 0x12, 0x09, 0x11, 0x08]))
+    n = draw(st.integers(1, 400))
+    kind = draw(st.sampled_from(["counter", "walk", "wide", "random", "shifted", "const"]))
+    rnd = draw(st.randoms(use_true_random=False))
+    x = rnd.randint(-1000, 1000)
+    out = []
+    for _ in range(n):
+        if t == 0x08:
+            x = rnd.randint(0, 1) if kind != "const" else 1
+        elif kind == "counter":
+            x += 1
+        elif kind == "walk":
+            x += rnd.randint(-3, 3)
+        elif kind == "wide":
+            x += rnd.randint(-(2**40), 2**40)
+        elif kind == "random":
+            x = rnd.getrandbits(64) - 2**63
+        elif kind == "shifted":
+            x += rnd.randint(-4, 4) << rnd.choice([8, 20, 40, 58])
+        if t == 0x10:
+            x = max(-(2**31), min(2**31 - 1, x))
+        x = ((x + 2**63) % 2**64) - 2**63
+        out.append(x)
+    return t, out
+
+
+@st.composite
+def double_runs(draw: st.DrawFn) -> tuple[int, list[float]]:
+    n = draw(st.integers(1, 400))
+    kind = draw(st.sampled_from(["walk", "mixed", "special", "wide", "repeat"]))
+    decimals = draw(st.integers(0, 6))
+    rnd = draw(st.randoms(use_true_random=False))
+    x = rnd.uniform(-1000, 1000)
+    out = []
+    for _ in range(n):
+        if kind == "walk":
+            x = round(x + rnd.uniform(-1, 1) * rnd.choice([0.01, 1, 100]), decimals)
+        elif kind == "mixed":
+            x = round(rnd.uniform(-1e6, 1e6), rnd.randint(0, 9))
+        elif kind == "special":
+            x = rnd.choice([0.0, -0.0, 1.5, math.inf, -math.inf, math.nan, 1e300, 5e-324, 0.1])
+        elif kind == "wide":
+            x = rnd.uniform(-1e18, 1e18)
+        else:
+            x = rnd.choice([x, x, round(x + 1, 1)])
+        out.append(x)
+    return 0x01, out
+
+
+prefixes = st.sampled_from(
+    [[], [None], [(0x10, b"\x03\x00\x00\x00")], [(0x02, b"\x02\x00\x00\x00a\x00")], "same"]
+)
+
+
+def _one_by_one(b: BSONColumnBuilder, t: int, values: list, flags: list[bool] | None) -> None:
+    for i, v in enumerate(values):
+        if flags is not None and not flags[i]:
+            b.skip()
+        else:
+            b.append_element(t, _PACK[t](v))
+
+
+def _prefix(b: BSONColumnBuilder, prefix: object, t: int, values: list) -> None:
+    if prefix == "same":
+        b.append_element(t, _PACK[t](values[0]))
+        return
+    for e in prefix:  # type: ignore[attr-defined]
+        b.skip() if e is None else b.append_element(*e)
+
+
+@SETTINGS
+@given(int_runs() | double_runs(), prefixes, st.data())
+def test_append_array_equals_one_by_one(run: tuple, prefix: object, data: st.DataObject) -> None:
+    t, values = run
+    flags = data.draw(
+        st.none() | st.lists(st.booleans(), min_size=len(values), max_size=len(values))
+    )
+    a = BSONColumnBuilder()
+    b = BSONColumnBuilder()
+    _prefix(a, prefix, t, values)
+    _prefix(b, prefix, t, values)
+    _one_by_one(a, t, values, flags)
+    dtype = np.float64 if t == 0x01 else np.int64
+    b.append_array(t, np.array(values, dtype=dtype), None if flags is None else np.array(flags))
+    assert b.state_key() == a.state_key()
+    assert b.finalize() == a.finalize()
+    assert len(b) == len(a)
+
+
+def test_append_array_after_interleaved_keeps_leading_skips_in_the_section() -> None:
+    a = BSONColumnBuilder().append({"x": 1}).append({"x": 2})
+    b = BSONColumnBuilder().append({"x": 1}).append({"x": 2})
+    a.skip().append_element(0x12, struct.pack("<q", 5))
+    b.append_array(0x12, np.array([0, 5]), np.array([False, True]))
+    assert b.finalize() == a.finalize()
+
+
+@SETTINGS
+@given(int_runs() | double_runs())
+def test_compress_fast_parse_equals_generic(run: tuple) -> None:
+    t, values = run
+    if t == 0x10:
+        doc = bson.encode({str(i): v for i, v in enumerate(values)})
+    else:
+        body = b"".join(
+            bytes((t,)) + str(i).encode() + b"\x00" + _PACK[t](v) for i, v in enumerate(values)
+        )
+        doc = struct.pack("<i", len(body) + 5) + body + b"\x00"
+    uniform = parse_uniform(doc)
+    assert uniform is not None and uniform[0] == t and len(uniform[1]) == len(values)
+    generic = BSONColumnBuilder().extend_rows(iter_row_elements(doc)).finalize()
+    assert compress(doc) == generic
+    assert (
+        compress(doc, len(values) + 3)
+        == BSONColumnBuilder().extend_rows(iter_row_elements(doc), len(values) + 3).finalize()
+    )
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        bson.encode({"0": 1, "2": 2}),  # a gap
+        bson.encode({"0": 1, "1": bson.Int64(2)}),  # mixed types
+        bson.encode({"0": 1, "1": "x"}),
+        bson.encode({}),
+    ],
+)
+def test_fast_parse_declines_other_documents(doc: bytes) -> None:
+    assert parse_uniform(doc) is None
+    assert parse_uniform(bson.encode({"a": 1})) is None
+    assert compress(doc) == BSONColumnBuilder().extend_rows(iter_row_elements(doc)).finalize()
