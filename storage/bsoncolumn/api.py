@@ -16,7 +16,18 @@ import numpy as np
 from .builder import BSONColumnBuilder
 from .decoder import DEFAULT_MAX_VALUES, decode_elements
 from .errors import BSONColumnError
-from .rawbson import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64, T_TIMESTAMP, validate_value
+from .rawbson import (
+    T_ARRAY,
+    T_BOOL,
+    T_DATE,
+    T_DOUBLE,
+    T_INT32,
+    T_INT64,
+    T_OBJECT,
+    T_TIMESTAMP,
+    iter_elements,
+    validate_value,
+)
 
 __all__ = ["MAX_DECOMPRESSED_SIZE", "compress", "decompress", "rows_to_document"]
 
@@ -142,6 +153,68 @@ def parse_uniform(doc: bytes) -> tuple[int, np.ndarray] | None:
     return t, values
 
 
+def _object_fields(
+    obj: bytes, start: int, end: int, out: list[tuple[int, int, int]], mask: np.ndarray
+) -> bool:
+    """Scalar fields (type, value offset, size) of an object of fixed-size numeric values
+    and non-empty sub-objects, marking value bytes in `mask`; False for anything else."""
+    if end - start == 5:
+        return False  # empty sub-objects change the interleaving rules
+    for t, _name, vs, ve in iter_elements(obj, start, end):
+        if t in (T_OBJECT, T_ARRAY):
+            if not _object_fields(obj, vs, ve, out, mask):
+                return False
+        elif _FIXED_SIZE.get(t) == ve - vs:
+            out.append((t, vs, ve - vs))
+            mask[vs:ve] = True
+        else:
+            return False
+    return True
+
+
+def parse_uniform_objects(doc: bytes) -> tuple[int, bytes, list[tuple[int, np.ndarray]]] | None:
+    """(root type, first object, per scalar field (type, values)) when `doc` is
+    {"0": o0, "1": o1, ...} without gaps and every object has exactly the layout of the
+    first (same fields, order and types; fixed-size numeric values only). Vectorised:
+    the objects then all have one size, and every byte that is not a value is compared
+    with the first object's."""
+    if len(doc) < 6 or doc[-1] != 0 or _I32.unpack_from(doc)[0] != len(doc):
+        return None
+    t = doc[4]
+    if t not in (T_OBJECT, T_ARRAY) or doc[5:7] != b"0\x00" or len(doc) < 11:
+        return None
+    size = _I32.unpack_from(doc, 7)[0]
+    if size < 5 or 7 + size > len(doc) - 1:
+        return None
+    first = doc[7 : 7 + size]
+    try:
+        validate_value(t, first, 0, size)
+    except BSONColumnError:
+        return None
+    mask = np.zeros(size, dtype=bool)
+    fields: list[tuple[int, int, int]] = []
+    if not _object_fields(first, 0, size, fields, mask) or not fields:
+        return None
+    n = _rows_for_length(len(doc), size)
+    if n is None or n > 1 << 20:
+        return None
+    off, key_pos, keys, value_pos = _layout(n, size)
+    a = np.frombuffer(doc, dtype=np.uint8)
+    if not (a[off] == t).all() or not np.array_equal(a[key_pos], keys):
+        return None
+    rows = a[value_pos].reshape(n, size)
+    structure = ~mask
+    if not (rows[:, structure] == np.frombuffer(first, dtype=np.uint8)[structure]).all():
+        return None
+    columns = []
+    for ft, vs, fsize in fields:
+        col = np.ascontiguousarray(rows[:, vs : vs + fsize]).view(_DTYPE[ft]).ravel()
+        if ft == T_BOOL and (col > 1).any():
+            return None
+        columns.append((ft, col))
+    return t, first, columns
+
+
 def compress(doc: bytes, count: int | None = None) -> bytes:
     """BSONColumn of the values of `doc` (keys "0", "1", ...; gaps are skipped rows).
 
@@ -156,6 +229,13 @@ def compress(doc: bytes, count: int | None = None) -> bytes:
         builder.append_array(t, values)
         if count is not None:
             builder.skip(count - len(values))
+        return builder.finalize()
+    objects = parse_uniform_objects(doc) if uniform is None else None
+    if objects is not None and (count is None or count >= len(objects[2][0][1])):
+        t, first, columns = objects
+        builder.append_uniform_objects(t, first, columns)
+        if count is not None:
+            builder.skip(count - len(columns[0][1]))
         return builder.finalize()
     builder.extend_rows(iter_row_elements(doc), count)
     return builder.finalize()

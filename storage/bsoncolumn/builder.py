@@ -45,6 +45,7 @@ from .rawbson import (
     T_INT32,
     T_OBJECT,
     VALID_TYPES,
+    iter_elements,
     validate_value,
 )
 from .simple8b import block_count
@@ -221,6 +222,45 @@ class BSONColumnBuilder:
             regular.extend_doubles(np.asarray(values, dtype="<f8"), present)
         else:
             raise ValueError(f"append_array does not take BSON type {t}")
+        self._count += n
+        return self
+
+    def append_uniform_objects(
+        self, t: int, first: bytes, columns: list[tuple[int, np.ndarray]]
+    ) -> BSONColumnBuilder:
+        """Append n objects (t = object or array) that all have the layout of `first`:
+        per scalar field of `first`, in order, its BSON type and n values (the first being
+        the value in `first`). Same result as appending the objects one by one: they form
+        one interleaved section whose reference is `first`, one stream per field.
+        """
+        n = len(columns[0][1])
+        nscalars = len(columns)
+        if self._regular is None or n <= 2 * nscalars + 1:
+            # few objects: the reference is still being determined; do it one by one
+            for obj in _rebuild_objects(first, columns, n):
+                self._append_trusted(t, obj)
+            return self
+        self._start_determine(first, t)
+        inter = self._inter
+        assert inter is not None
+        buf = self._buf
+        buf.append(0xF1 if t == T_OBJECT else 0xF2)
+        buf += first
+        self._n_interleaved += 1
+        refs: list[tuple[int, bytes]] = []
+        traverse_lock_step(first, first, lambda r, _e: refs.append(r))
+        for (rt, rv), (ct, col) in zip(refs, columns):
+            sub = _SubObj()
+            inter.subobjs.append(sub)
+            st = sub.state
+            st.ptype, st.pvalue = rt, rv
+            st.init_from_previous()
+            if ct == T_DOUBLE:
+                st.extend_doubles(col)
+            else:
+                st.extend_ints(ct, col.astype(np.int64))
+        inter.mode = _APPENDING
+        inter.buffered = []
         self._count += n
         return self
 
@@ -529,3 +569,28 @@ class BSONColumnBuilder:
                 self._count += 1
                 self._skip_one()
         return self
+
+
+def _rebuild_objects(first: bytes, columns: list[tuple[int, np.ndarray]], n: int) -> list[bytes]:
+    """The n objects described by `first` and its field columns (for small n)."""
+    offsets: list[int] = []
+    pos = [0]
+
+    def collect(obj: bytes, start: int, end: int) -> None:
+        for t, _name, vs, ve in iter_elements(obj, start, end):
+            if t in (T_OBJECT, T_ARRAY):
+                collect(obj, vs, ve)
+            else:
+                offsets.append(vs)
+        pos[0] += 1
+
+    collect(first, 0, len(first))
+    raws = [col.astype(col.dtype.newbyteorder("<"), copy=False).tobytes() for _t, col in columns]
+    sizes = [col.dtype.itemsize for _t, col in columns]
+    out = []
+    for i in range(n):
+        obj = bytearray(first)
+        for off, raw, size in zip(offsets, raws, sizes):
+            obj[off : off + size] = raw[i * size : (i + 1) * size]
+        out.append(bytes(obj))
+    return out
