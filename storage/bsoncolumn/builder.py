@@ -25,6 +25,8 @@ from typing import Any, Final
 
 import bson
 import numpy as np
+from bson import Int64
+from bson.datetime_ms import DatetimeMS
 
 from storage.bsonutil import CODEC_OPTIONS
 
@@ -41,9 +43,12 @@ from .objects import (
 from .rawbson import (
     T_ARRAY,
     T_BOOL,
+    T_DATE,
     T_DOUBLE,
     T_INT32,
+    T_INT64,
     T_OBJECT,
+    T_TIMESTAMP,
     VALID_TYPES,
     iter_elements,
     validate_value,
@@ -175,8 +180,55 @@ class BSONColumnBuilder:
         return self.append_element(t, v)
 
     def append_many(self, values: Iterable[Any]) -> BSONColumnBuilder:
-        for value in values:
-            self.append(value)
+        """Append Python values (MISSING = skipped row); same bytes as `append` one by one.
+
+        Runs of int (all fitting int32), Int64, float, bool or DatetimeMS values, with
+        MISSING among them, go through the vectorised `append_array`.
+        """
+        values = list(values)
+        n = len(values)
+        i = 0
+        while i < n:
+            kind = _py_kind(values[i])
+            if kind is None or kind == _MISSING_KIND:
+                if values[i] is MISSING:
+                    self.skip()
+                else:
+                    self.append(values[i])
+                i += 1
+                continue
+            j = i + 1
+            while j < n:
+                k = _py_kind(values[j])
+                if k != kind and k != _MISSING_KIND:
+                    break
+                j += 1
+            run = values[i:j]
+            if j - i < _MIN_BULK:
+                for v in run:
+                    self.skip() if v is MISSING else self.append(v)
+                i = j
+                continue
+            present = np.fromiter((v is not MISSING for v in run), dtype=bool, count=len(run))
+            filled = [0 if v is MISSING else v for v in run]
+            t = kind
+            if kind == T_INT32:
+                if any(v > 2**31 - 1 or v < -(2**31) for v in filled):
+                    for v in run:  # some need int64: bson decides per value
+                        self.skip() if v is MISSING else self.append(v)
+                    i = j
+                    continue
+                arr = np.array(filled, dtype=np.int64)
+            elif kind == T_DATE:
+                arr = np.array([int(v) for v in filled], dtype=np.int64)
+            elif kind == T_DOUBLE:
+                arr = np.array(filled, dtype=np.float64)
+            elif kind == T_BOOL:
+                arr = np.array(filled, dtype=bool)
+            else:
+                arr = np.array([int(v) for v in filled], dtype=np.int64)
+            self.append_array(t, arr, None if present.all() else present)
+            i = j
         return self
 
     def append_array(
@@ -538,13 +590,41 @@ class BSONColumnBuilder:
         return builder
 
     def extend_elements(self, elements: Iterable[tuple[int, bytes] | None]) -> BSONColumnBuilder:
-        """Append trusted raw elements; None is a skipped row."""
-        for e in elements:
-            if e is None:
-                self._count += 1
-                self._skip_one()
-            else:
-                self._append_trusted(e[0], e[1])
+        """Append trusted raw elements; None is a skipped row. Runs of one fixed-size
+        numeric type go through the vectorised `append_array`."""
+        rows = list(elements)
+        n = len(rows)
+        i = 0
+        while i < n:
+            e = rows[i]
+            t = e[0] if e is not None else 0
+            if t not in _RAW_BULK:
+                if e is None:
+                    self._count += 1
+                    self._skip_one()
+                else:
+                    self._append_trusted(e[0], e[1])
+                i += 1
+                continue
+            j = i + 1
+            while j < n and (rows[j] is None or rows[j][0] == t):  # type: ignore[index]
+                j += 1
+            if j - i < _MIN_BULK:
+                for e2 in rows[i:j]:
+                    if e2 is None:
+                        self._count += 1
+                        self._skip_one()
+                    else:
+                        self._append_trusted(e2[0], e2[1])
+                i = j
+                continue
+            size, dtype = _RAW_BULK[t]
+            zero = bytes(size)
+            raw = b"".join(zero if r is None else r[1] for r in rows[i:j])
+            arr = np.frombuffer(raw, dtype=dtype)
+            present = np.fromiter((r is not None for r in rows[i:j]), dtype=bool, count=j - i)
+            self.append_array(t, arr, None if present.all() else present)
+            i = j
         return self
 
     def extend_rows(
@@ -569,6 +649,36 @@ class BSONColumnBuilder:
                 self._count += 1
                 self._skip_one()
         return self
+
+
+_MIN_BULK: Final = 16  # shorter runs are cheaper one by one
+_MISSING_KIND: Final = -1
+_RAW_BULK: Final = {
+    T_INT32: (4, "<i4"),
+    T_INT64: (8, "<i8"),
+    T_DOUBLE: (8, "<f8"),
+    T_DATE: (8, "<i8"),
+    T_TIMESTAMP: (8, "<i8"),
+    T_BOOL: (1, "u1"),
+}
+
+
+def _py_kind(v: Any) -> int | None:
+    """BSON type a Python value gets under CODEC_OPTIONS, for the bulk-capable types."""
+    tv = type(v)
+    if tv is float:
+        return T_DOUBLE
+    if tv is int:
+        return T_INT32  # checked for range by the caller
+    if tv is Int64:
+        return T_INT64
+    if tv is bool:
+        return T_BOOL
+    if tv is DatetimeMS:
+        return T_DATE
+    if v is MISSING:
+        return _MISSING_KIND
+    return None
 
 
 def _rebuild_objects(first: bytes, columns: list[tuple[int, np.ndarray]], n: int) -> list[bytes]:

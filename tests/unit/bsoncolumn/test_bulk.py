@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from storage.bsoncolumn import BSONColumnBuilder, compress
+from storage.bsoncolumn import MISSING, BSONColumnBuilder, compress
 from storage.bsoncolumn.api import iter_row_elements, parse_uniform
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -206,3 +206,45 @@ def test_compress_uniform_objects_equals_generic(rows: list) -> None:
     b = BSONColumnBuilder().append_uniform_objects(*parsed)
     assert b.state_key() == generic.state_key()
     assert len(b) == len(rows)
+
+
+py_values = st.one_of(
+    st.integers(-5, 5),
+    st.integers(-(2**31), 2**31 - 1),
+    st.integers(-(2**63), 2**63 - 1),
+    st.integers(-(2**40), 2**40).map(bson.Int64),
+    st.floats(allow_nan=False).map(lambda x: round(x, 2) if math.isfinite(x) else x),
+    st.booleans(),
+    st.integers(0, 10**6).map(lambda i: bson.DatetimeMS(1_700_000_000_000 + i * 1000)),
+    st.just("s"),
+    st.just(MISSING),
+)
+
+
+@st.composite
+def py_runs(draw: st.DrawFn) -> list:
+    out: list = []
+    for _ in range(draw(st.integers(1, 4))):
+        v = draw(py_values)
+        n = draw(st.integers(1, 80))
+        step = draw(st.sampled_from([0, 1]))
+        for i in range(n):
+            if draw(st.integers(0, 20)) == 0:
+                out.append(MISSING)
+            elif type(v) is int and step:
+                out.append(max(-(2**63), min(2**63 - 1, v + i)))
+            else:
+                out.append(v)
+    return out
+
+
+@SETTINGS
+@given(py_runs())
+def test_append_many_equals_append(values: list) -> None:
+    a = BSONColumnBuilder()
+    for v in values:
+        a.skip() if v is MISSING else a.append(v)
+    b = BSONColumnBuilder().append_many(values)
+    assert b.state_key() == a.state_key()
+    assert b.finalize() == a.finalize()
+    assert len(b) == len(a) == len(values)
