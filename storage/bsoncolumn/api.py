@@ -24,6 +24,7 @@ from .rawbson import (
     T_INT32,
     T_INT64,
     T_OBJECT,
+    T_OID,
     T_TIMESTAMP,
     iter_elements,
     validate_value,
@@ -78,7 +79,15 @@ def iter_row_elements(doc: bytes) -> list[tuple[int, int, bytes]]:
     return out
 
 
-_FIXED_SIZE: Final = {T_DOUBLE: 8, T_INT32: 4, T_INT64: 8, T_DATE: 8, T_TIMESTAMP: 8, T_BOOL: 1}
+_FIXED_SIZE: Final = {
+    T_DOUBLE: 8,
+    T_INT32: 4,
+    T_INT64: 8,
+    T_DATE: 8,
+    T_TIMESTAMP: 8,
+    T_BOOL: 1,
+    T_OID: 12,
+}
 _DTYPE: Final = {
     T_DOUBLE: "<f8",
     T_INT32: "<i4",
@@ -86,6 +95,7 @@ _DTYPE: Final = {
     T_DATE: "<i8",
     T_TIMESTAMP: "<i8",
     T_BOOL: "u1",
+    T_OID: "u1",
 }
 
 
@@ -150,6 +160,8 @@ def parse_uniform(doc: bytes) -> tuple[int, np.ndarray] | None:
     values = a[value_pos].view(_DTYPE[t])
     if t == T_BOOL and (values > 1).any():
         return None
+    if t == T_OID:
+        values = values.reshape(n, 12)
     return t, values
 
 
@@ -208,6 +220,8 @@ def parse_uniform_objects(doc: bytes) -> tuple[int, bytes, list[tuple[int, np.nd
         return None
     columns = []
     for ft, vs, fsize in fields:
+        if ft == T_OID:
+            return None  # (ObjectId fields take the general path)
         col = np.ascontiguousarray(rows[:, vs : vs + fsize]).view(_DTYPE[ft]).ravel()
         if ft == T_BOOL and (col > 1).any():
             return None

@@ -25,7 +25,7 @@ from typing import Any, Final
 
 import bson
 import numpy as np
-from bson import Int64
+from bson import Int64, ObjectId
 from bson.datetime_ms import DatetimeMS
 
 from storage.bsonutil import CODEC_OPTIONS
@@ -48,6 +48,7 @@ from .rawbson import (
     T_INT32,
     T_INT64,
     T_OBJECT,
+    T_OID,
     T_TIMESTAMP,
     VALID_TYPES,
     iter_elements,
@@ -225,6 +226,11 @@ class BSONColumnBuilder:
                 arr = np.array(filled, dtype=np.float64)
             elif kind == T_BOOL:
                 arr = np.array(filled, dtype=bool)
+            elif kind == T_OID:
+                zero = bytes(12)
+                arr = np.frombuffer(
+                    b"".join(zero if v == 0 else v.binary for v in filled), dtype=np.uint8
+                )
             else:
                 arr = np.array([int(v) for v in filled], dtype=np.int64)
             self.append_array(t, arr, None if present.all() else present)
@@ -237,9 +243,12 @@ class BSONColumnBuilder:
         """Append a run of values of one BSON type from a numpy array (fast path).
 
         `t` is the BSON type: int32 (0x10), int64 (0x12), date (0x09, milliseconds),
-        timestamp (0x11, the uint64 bits), bool (0x08) or double (0x01). Rows where
-        `present` is False are skipped. Same bytes as appending the values one by one.
+        timestamp (0x11, the uint64 bits), bool (0x08), double (0x01) or ObjectId (0x07,
+        n x 12 bytes). Rows where `present` is False are skipped. Same bytes as appending
+        the values one by one.
         """
+        if t == T_OID:
+            values = np.asarray(values, dtype=np.uint8).reshape(-1, 12)
         n = len(values)
         if present is not None:
             present = np.asarray(present, dtype=bool)
@@ -272,6 +281,8 @@ class BSONColumnBuilder:
             regular.extend_ints(t, arr, present)
         elif t == T_DOUBLE:
             regular.extend_doubles(np.asarray(values, dtype="<f8"), present)
+        elif t == T_OID:
+            regular.extend_oids(values, present)
         else:
             raise ValueError(f"append_array does not take BSON type {t}")
         self._count += n
@@ -654,6 +665,7 @@ class BSONColumnBuilder:
 _MIN_BULK: Final = 16  # shorter runs are cheaper one by one
 _MISSING_KIND: Final = -1
 _RAW_BULK: Final = {
+    T_OID: (12, "u1"),
     T_INT32: (4, "<i4"),
     T_INT64: (8, "<i8"),
     T_DOUBLE: (8, "<f8"),
@@ -676,6 +688,8 @@ def _py_kind(v: Any) -> int | None:
         return T_BOOL
     if tv is DatetimeMS:
         return T_DATE
+    if tv is ObjectId:
+        return T_OID
     if v is MISSING:
         return _MISSING_KIND
     return None

@@ -506,35 +506,56 @@ class EncodingState:
             enc.s8b.flush(self.write_block)
             self._write_literal()
 
-    def extend_ints(self, t: int, vals: np.ndarray, present: np.ndarray | None = None) -> None:
+    def extend_ints(
+        self,
+        t: int,
+        vals: np.ndarray,
+        present: np.ndarray | None = None,
+        raw: list[bytes] | None = None,
+        breaks: list[int] | None = None,
+    ) -> None:
         """Append many values of one integer-like type (int32, int64, date, timestamp as
-        int64 bits, bool as 0/1) with skips where `present` is False.
+        int64 bits, bool as 0/1, ObjectId as its 7-byte encoding) with skips where
+        `present` is False. `raw` gives the value bytes per row when they are not the
+        packed integer (ObjectId); rows in `breaks` are appended one by one (ObjectIds
+        whose process part changes, which makes a literal).
 
         Same result as appending (or skipping) them one by one: deltas are computed with
         numpy and the Simple-8b packing runs over precomputed per-value bit counts.
         """
         n = len(vals)
         i = 0
-        pack = _PACK_INT[t]
+        pack = _PACK_INT.get(t)
         dod = t in DELTA_OF_DELTA_TYPES
+        stops = [*sorted(set(breaks or ())), n]
+        stop_at = 0
+
+        def value(row: int) -> bytes:
+            return raw[row] if raw is not None else pack(int(vals[row]))  # type: ignore[misc]
+
         while i < n:
-            if self.ptype != t:
-                # the first value of this type is a literal
+            while stops[stop_at] < i:
+                stop_at += 1
+            if self.ptype != t or stops[stop_at] == i:
+                # the first value of this type is a literal; break rows go one by one
                 while i < n and present is not None and not present[i]:
                     self.skip()
                     i += 1
                 if i < n:
-                    self.append(t, pack(int(vals[i])))
+                    self.append(t, value(i))
                     i += 1
                 continue
-            pres = present[i:] if present is not None else None
-            p = vals[i:] if pres is None else vals[i:][pres]
+            end = stops[stop_at]
+            pres = present[i:end] if present is not None else None
+            rows = np.arange(i, end) if pres is None else np.arange(i, end)[pres]
+            p = vals[rows]
             if not len(p):
-                for _ in range(n - i):
+                for _ in range(end - i):
                     self.skip()
-                return
+                i = end
+                continue
             enc = self.enc
-            prev = _unpack_int(t, self.pvalue)
+            prev = encode_object_id(self.pvalue) if t == T_OID else _unpack_int(t, self.pvalue)
             with np.errstate(over="ignore"):
                 deltas = np.diff(p, prepend=np.int64(prev))
                 if dod:
@@ -571,14 +592,40 @@ class EncodingState:
             # values [0, k) of `p` went in; bring the delta state up to there
             k = done if row_of is None else int(np.searchsorted(row_of, done))
             if k:
-                self.pvalue = pack(int(p[k - 1]))
+                self.pvalue = value(int(rows[k - 1]))
                 if dod:
                     enc.prev_delta = int(deltas[k - 1])  # type: ignore[union-attr]
+                if t == T_OID:
+                    enc.prev_encoded = int(p[k - 1])  # type: ignore[union-attr]
             if done == len(row_vals):
-                return
+                i = end
+                continue
             # row `done` holds a delta Simple-8b cannot store: a literal, then go on
-            self.append(t, pack(int(p[k])))
+            self.append(t, value(int(rows[k])))
             i += done + 1
+
+    def extend_oids(self, raw: np.ndarray, present: np.ndarray | None = None) -> None:
+        """Append many ObjectIds (an n x 12 uint8 array), as one by one."""
+        u = raw.astype(np.uint64)
+        enc = (
+            u[:, 11]
+            | (u[:, 3] << np.uint64(8))
+            | (u[:, 10] << np.uint64(16))
+            | (u[:, 2] << np.uint64(24))
+            | (u[:, 9] << np.uint64(32))
+            | (u[:, 1] << np.uint64(40))
+            | (u[:, 0] << np.uint64(48))
+        ).view(np.int64)
+        flat = raw.tobytes()
+        values = [flat[12 * k : 12 * k + 12] for k in range(len(raw))]
+        rows = np.arange(len(raw)) if present is None else np.flatnonzero(present)
+        unique = raw[rows, 4:9]
+        # a process part differing from the previous value's makes a literal
+        change = np.flatnonzero((unique[1:] != unique[:-1]).any(axis=1)) + 1
+        breaks = rows[change].tolist()
+        if len(rows) and self.ptype == T_OID and values[int(rows[0])][4:9] != self.pvalue[4:9]:
+            breaks.append(int(rows[0]))
+        self.extend_ints(T_OID, enc, present, values, breaks)
 
     def extend_doubles(self, vals: np.ndarray, present: np.ndarray | None = None) -> None:
         """Append many doubles (skips where `present` is False), as one by one.

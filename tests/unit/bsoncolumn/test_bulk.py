@@ -248,3 +248,47 @@ def test_append_many_equals_append(values: list) -> None:
     assert b.state_key() == a.state_key()
     assert b.finalize() == a.finalize()
     assert len(b) == len(a) == len(values)
+
+
+@st.composite
+def oid_runs(draw: st.DrawFn) -> list[bytes]:
+    n = draw(st.integers(1, 300))
+    rnd = draw(st.randoms(use_true_random=False))
+    uniques = [b"\x01\x02\x03\x04\x05", b"\x09\x09\x09\x09\x09"]
+    ts = rnd.randint(0, 2**32 - 1)
+    counter = rnd.randint(0, 2**24 - 1)
+    unique = uniques[0]
+    out = []
+    for _ in range(n):
+        r = rnd.random()
+        if r < 0.03:
+            unique = rnd.choice(uniques)
+        if r < 0.2:
+            ts = (ts + rnd.randint(0, 3)) % 2**32
+        counter = (counter + rnd.choice([1, 1, 1, 2, 1000])) % 2**24
+        out.append(ts.to_bytes(4, "big") + unique + counter.to_bytes(3, "big"))
+    return out
+
+
+@SETTINGS
+@given(oid_runs(), prefixes, st.data())
+def test_append_array_oids_equals_one_by_one(
+    oids: list[bytes], prefix: object, data: st.DataObject
+) -> None:
+    flags = data.draw(st.none() | st.lists(st.booleans(), min_size=len(oids), max_size=len(oids)))
+    a = BSONColumnBuilder()
+    b = BSONColumnBuilder()
+    for builder in (a, b):
+        if prefix == "same":
+            builder.append_element(0x07, oids[0])
+        else:
+            for e in prefix:  # type: ignore[attr-defined]
+                builder.skip() if e is None else builder.append_element(*e)
+    for i, o in enumerate(oids):
+        a.skip() if flags is not None and not flags[i] else a.append_element(0x07, o)
+    arr = np.frombuffer(b"".join(oids), dtype=np.uint8).reshape(len(oids), 12)
+    b.append_array(0x07, arr, None if flags is None else np.array(flags))
+    assert b.state_key() == a.state_key()
+    assert b.finalize() == a.finalize()
+    doc = bson.encode({str(i): bson.ObjectId(o) for i, o in enumerate(oids)})
+    assert compress(doc) == BSONColumnBuilder().extend_rows(iter_row_elements(doc)).finalize()
