@@ -19,6 +19,7 @@ column without re-encoding what precedes its last literal.
 from __future__ import annotations
 
 import heapq
+import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
@@ -97,8 +98,27 @@ class BinaryDiff:
         return previous[: self.offset] + self.data
 
 
+_PACK_D = struct.Struct("<d").pack
+_PACK_I = struct.Struct("<i").pack
+_PACK_Q = struct.Struct("<q").pack
+
+
 def encode_value(value: Any) -> tuple[int, bytes]:
     """A Python value as a raw BSON (type, value bytes), following CODEC_OPTIONS."""
+    tv = type(value)
+    # the common measurement types without a round trip through bson
+    if tv is float:
+        return 0x01, _PACK_D(value)
+    if tv is int and -(2**31) <= value < 2**31:
+        return 0x10, _PACK_I(value)
+    if tv is Int64:
+        return 0x12, _PACK_Q(value)
+    if tv is DatetimeMS:
+        return 0x09, _PACK_Q(int(value))
+    if tv is bool:
+        return 0x08, b"\x01" if value else b"\x00"
+    if tv is ObjectId:
+        return 0x07, value.binary
     raw = bson.encode({"": value}, codec_options=CODEC_OPTIONS)
     return raw[4], raw[6:-1]
 
@@ -178,6 +198,9 @@ class BSONColumnBuilder:
         if value is MISSING:
             return self.skip()
         t, v = encode_value(value)
+        if t in _TRUSTED_FROM_PYTHON:
+            self._append_trusted(t, v)  # fixed-size values made here need no validation
+            return self
         return self.append_element(t, v)
 
     def append_many(self, values: Iterable[Any]) -> BSONColumnBuilder:
@@ -663,6 +686,7 @@ class BSONColumnBuilder:
 
 
 _MIN_BULK: Final = 16  # shorter runs are cheaper one by one
+_TRUSTED_FROM_PYTHON: Final = frozenset({0x01, 0x10, 0x12, 0x09, 0x08, 0x07})
 _MISSING_KIND: Final = -1
 _RAW_BULK: Final = {
     T_OID: (12, "u1"),

@@ -292,3 +292,15 @@ def test_append_array_oids_equals_one_by_one(
     assert b.finalize() == a.finalize()
     doc = bson.encode({str(i): bson.ObjectId(o) for i, o in enumerate(oids)})
     assert compress(doc) == BSONColumnBuilder().extend_rows(iter_row_elements(doc)).finalize()
+
+
+@settings(max_examples=300, deadline=None)
+@given(py_values | st.text(max_size=5) | st.none() | st.binary(max_size=4))
+def test_encode_value_matches_bson(value: object) -> None:
+    from storage.bsoncolumn.builder import encode_value
+    from storage.bsonutil import CODEC_OPTIONS
+
+    if value is MISSING:
+        return
+    raw = bson.encode({"": value}, codec_options=CODEC_OPTIONS)
+    assert encode_value(value) == (raw[4], raw[6:-1])
