@@ -314,6 +314,25 @@ def _run_ends_list(values: list) -> list[int]:
     return out
 
 
+_DEFERRED_DOUBLE: Final = -1  # wtype while the bulk double path tracks the written value
+
+
+def _has_skip(s8b: Simple8bBuilder) -> bool:
+    if s8b.rle_count and s8b.last is None:
+        return True
+    return any(p[0] is None for p in s8b.pending)
+
+
+def _value_before_pending(enc: Encoder64) -> float:
+    """The double just before the pending values: walk back from the last appended
+    value over the pending deltas."""
+    current = enc.prev_encoded
+    for pending in reversed(enc.s8b.pending_values()):
+        if pending is not None:
+            current = wrap64(current - decode_int64(pending))
+    return decode_double(current, enc.scale)
+
+
 class _ScaleTable:
     """Encodings of an array of doubles at every scale, computed with numpy.
 
@@ -324,7 +343,7 @@ class _ScaleTable:
     run ends (the arguments of `Simple8bBuilder.extend`).
     """
 
-    __slots__ = ("_encs", "_lanes", "bad", "bad_prefix", "enc", "minscale", "row_bytes")
+    __slots__ = ("_encs", "_lanes", "bad", "bad_prefix", "enc", "floats", "minscale")
 
     def __init__(self, x: np.ndarray) -> None:
         n = len(x)
@@ -356,8 +375,7 @@ class _ScaleTable:
             )
             minscale[okk == 0] = k
         self.minscale: list[int] = minscale.tolist()
-        rb = x.astype("<f8").tobytes()
-        self.row_bytes = [rb[8 * k : 8 * k + 8] for k in range(n)]
+        self.floats: list[float] = x.tolist()
         self._encs.append(bits)
         self.enc.append(bits.tolist())
         self.bad_prefix.append([0] * (n + 1))
@@ -459,13 +477,8 @@ class EncodingState:
         if full is not None:
             self.record(full, len(buf) - full)
         if is64 and self.wtype == T_DOUBLE:
-            # Remember the value at the end of the written block: walk back from the last
-            # appended value over what is still pending.
-            current = enc.prev_encoded
-            for pending in reversed(enc.s8b.pending_values()):
-                if pending is not None:
-                    current = wrap64(current - decode_int64(pending))
-            enc.last_in_prev_block = decode_double(current, enc.scale)  # type: ignore[union-attr]
+            # Remember the value at the end of the written block.
+            enc.last_in_prev_block = _value_before_pending(enc)  # type: ignore[arg-type]
 
     def _write_literal(self) -> None:
         buf = self.buf
@@ -690,25 +703,33 @@ class EncodingState:
             e = bisect.bisect_left(bad, j)
             e = bad[e] if e < len(bad) and bad[e] < b else b
             zz, entries, ends, cols = table.lane(s)
-            self.wtype = T_DOUBLE
-
-            def sync(i: int, enc: Encoder64 = enc, encs: list[int] = encs) -> None:
-                # the block writer reads the encoding of the value before the new one
-                enc.prev_encoded = encs[i - 1]
-
+            # The block writer leaves the value ending the block to `after`, which knows
+            # its row (the writer would walk back over the pending deltas).
+            self.wtype = _DEFERRED_DOUBLE
             restarted = False
 
-            def after(i: int, enc: Encoder64 = enc, s: int = s) -> bool:
+            def after(i: int, enc: Encoder64 = enc, s: int = s, encs: list[int] = encs) -> bool:
                 nonlocal restarted
-                enc.prev_encoded = table.enc[s][i]
+                enc.prev_encoded = encs[i]
+                s8b = enc.s8b
+                row = i - s8b.rle_count - len(s8b.pending)  # the value ending the block
+                bp = table.bad_prefix[s]
+                if row >= 0 and bp[i + 1] == bp[row] and not _has_skip(s8b):
+                    enc.last_in_prev_block = table.floats[row]
+                else:
+                    enc.last_in_prev_block = _value_before_pending(enc)
                 if row_bytes[i] == row_bytes[i - 1]:
                     return True  # a repeat appends a zero delta: no restart
-                if self._after_block_fast(enc, table, i, s):
+                self.wtype = T_DOUBLE
+                fast = self._after_block_fast(enc, table, i, s)
+                self.wtype = _DEFERRED_DOUBLE
+                if fast:
                     return True
                 restarted = True  # the encoder state was rebuilt: stop here
                 return False
 
-            k = enc.s8b.extend(zz, entries, ends, write, j, e, cols, after, sync)
+            k = enc.s8b.extend(zz, entries, ends, write, j, e, cols, after)
+            self.wtype = T_DOUBLE
             if k > j:
                 self.pvalue = row_bytes[k - 1]
                 if not restarted:
@@ -731,25 +752,19 @@ class EncodingState:
         count = old.rle_count + len(old.pending)
         row = j - count  # the value that ended the written block
         bp = table.bad_prefix[s]
-        if (
-            row < 0
-            or table.minscale[row] != s
-            or _D.pack(enc.last_in_prev_block) != table.row_bytes[row]
-            or bp[j + 1] != bp[row]
-        ):
+        if row < 0 or table.minscale[row] != s or bp[j + 1] != bp[row] or _has_skip(old):
             enc.prev_encoded = table.enc[s][j - 1]  # as before the value was appended
             enc._restart_after_block(self)
             return False
         pending = old.pending
-        if not old.rle_count and pending[0][0] != 0 and pending[0][0] is not None:
-            b0 = max(p[1] for p in pending)
-            if b0 * len(pending) <= 60:
-                # A fresh builder given these values would hold exactly them, with every
-                # selector possible and no RLE value.
-                old.last = 0
-                old.possible = [True, True, True, True]
-                old.last_valid_ext = 0
-                return True
+        # curr_max[0] is the largest plain bit count pending (values need at least 1)
+        if not old.rle_count and pending[0][0] != 0 and old.curr_max[0] * len(pending) <= 60:
+            # A fresh builder given these values would hold exactly them, with every
+            # selector possible and no RLE value.
+            old.last = 0
+            old.possible = [True, True, True, True]
+            old.last_valid_ext = 0
+            return True
         values = old.pending_values()
         if None in values:
             enc.prev_encoded = table.enc[s][j - 1]
