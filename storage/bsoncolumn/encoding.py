@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import struct
+from collections.abc import Callable
 from typing import Final
 
 import numpy as np
@@ -333,6 +334,22 @@ def _value_before_pending(enc: Encoder64) -> float:
     return decode_double(current, enc.scale)
 
 
+class _Lazy:
+    """A list of per-scale values computed on first access."""
+
+    __slots__ = ("_items", "_make")
+
+    def __init__(self, make: Callable[[int], list]) -> None:
+        self._make = make
+        self._items: list[list | None] = [None] * 6
+
+    def __getitem__(self, k: int) -> list:
+        item = self._items[k]
+        if item is None:
+            item = self._items[k] = self._make(k)
+        return item
+
+
 class _ScaleTable:
     """Encodings of an array of doubles at every scale, computed with numpy.
 
@@ -343,15 +360,14 @@ class _ScaleTable:
     run ends (the arguments of `Simple8bBuilder.extend`).
     """
 
-    __slots__ = ("_encs", "_lanes", "bad", "bad_prefix", "enc", "floats", "minscale")
+    __slots__ = ("_encs", "_lanes", "_oks", "bad", "bad_prefix", "enc", "floats", "minscale")
 
     def __init__(self, x: np.ndarray) -> None:
         n = len(x)
         bits = x.view(np.int64)
-        self.enc: list[list[int]] = []
-        self.bad_prefix: list[list[int]] = []
-        self.bad: list[list[int]] = []
         self._encs: list[np.ndarray] = []
+        self._oks: list[np.ndarray] = []
+        minscale = np.full(n, MEMORY_AS_INTEGER, dtype=np.int64)
         with np.errstate(invalid="ignore", over="ignore"):
             for k in range(MEMORY_AS_INTEGER):
                 mult = SCALE_MULTIPLIER[k]
@@ -365,21 +381,17 @@ class _ScaleTable:
                 enc = n_k.astype(np.int64)
                 ok = inrange & ((enc / mult).view(np.int64) == bits)
                 self._encs.append(enc)
-                self.enc.append(enc.tolist())
-                self.bad_prefix.append(np.concatenate(([0], np.cumsum(~ok))).tolist())
-                self.bad.append(np.flatnonzero(~ok).tolist())
-        minscale = np.full(n, MEMORY_AS_INTEGER, dtype=np.int64)
+                self._oks.append(ok)
         for k in range(MEMORY_AS_INTEGER - 1, -1, -1):
-            okk = np.asarray(self.bad_prefix[k][1:], dtype=np.int64) - np.asarray(
-                self.bad_prefix[k][:-1], dtype=np.int64
-            )
-            minscale[okk == 0] = k
+            minscale[self._oks[k]] = k
+        self._encs.append(bits)
+        self._oks.append(np.ones(n, dtype=bool))
         self.minscale: list[int] = minscale.tolist()
         self.floats: list[float] = x.tolist()
-        self._encs.append(bits)
-        self.enc.append(bits.tolist())
-        self.bad_prefix.append([0] * (n + 1))
-        self.bad.append([])
+        # per scale, built on first use: encodings, bad-value prefix counts and indexes
+        self.enc = _Lazy(lambda k: self._encs[k].tolist())
+        self.bad_prefix = _Lazy(lambda k: np.concatenate(([0], np.cumsum(~self._oks[k]))).tolist())
+        self.bad = _Lazy(lambda k: np.flatnonzero(~self._oks[k]).tolist())
         self._lanes: list[tuple | None] = [None] * 6
 
     def lane(self, s: int) -> tuple:
