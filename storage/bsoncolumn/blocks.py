@@ -3,7 +3,7 @@
 `decode_numeric(column)` returns the values of every row as one numpy array plus a
 presence mask and the BSON type of each row, without creating a Python object per
 value. All Simple-8b blocks of the column are unpacked at once (see
-`simple8b.unpack_np`); runs of deltas are expanded with segmented cumulative sums (one
+`simple8b.unpack_blocks_np`); runs of deltas are expanded with segmented cumulative sums (one
 segment per literal); doubles are rescaled per run of control bytes sharing a scale.
 The results equal those of the element decoder bit for bit; it raises the same
 `BSONColumnError` on malformed input and `NotNumericColumn` when a row holds another

@@ -28,7 +28,7 @@ from .errors import BSONColumnError
 from .paths import decode_paths
 from .rawbson import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64, T_TIMESTAMP
 
-__all__ = ["BSONColumn", "decompress_paths", "element_value", "elements_to_values"]
+__all__ = ["BSONColumn", "decompress_paths", "elements_to_values"]
 
 _I32 = struct.Struct("<i")
 _BINDATA_COLUMN = 7
@@ -38,12 +38,6 @@ def elements_to_values(rows: Sequence[Element | None]) -> list[Any]:
     """Python values of raw rows (one bson decode for all); MISSING for None."""
     doc = decode(rows_to_document(list(rows)))
     return [MISSING if r is None else doc[str(i)] for i, r in enumerate(rows)]
-
-
-def element_value(elem: Element | None) -> Any:
-    if elem is None:
-        return MISSING
-    return elements_to_values([elem])[0]
 
 
 def _column_bytes(column: bytes | bytearray | memoryview | Binary) -> bytes:

@@ -23,7 +23,7 @@ at once with numpy: selector-wise unpacking with shifts and masks, RLE by forwar
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Final
 
 import numpy as np
@@ -34,10 +34,13 @@ from .type_util import MASK64, MASK128
 __all__ = [
     "RLE_SELECTOR",
     "Simple8bBuilder",
+    "DECODE_INFO",
     "block_count",
     "decode_block",
     "decode_blocks_np",
-    "DECODE_INFO",
+    "pending_columns_np",
+    "run_ends",
+    "unpack_blocks_np",
 ]
 
 RLE_SELECTOR: Final = 15
@@ -143,11 +146,6 @@ def pending_columns_np(
 ) -> tuple[list[Pending | None], tuple[list[int], list[int], list[int], list[int]]]:
     """Pending tuples and the four bit-count columns (61 where not storable)."""
     return _pending_np(v)
-
-
-def pending_values_np(v: np.ndarray) -> list[Pending | None]:
-    """`_pending_value` of many 64-bit values at once (None where not storable)."""
-    return _pending_np(v)[0]
 
 
 def _pending_np(
@@ -649,12 +647,6 @@ def decode_block(block: int, prev: int | None, is128: bool) -> list[int | None]:
     return out
 
 
-def iter_blocks(data: bytes | memoryview, start: int, nblocks: int) -> Iterator[int]:
-    for i in range(nblocks):
-        p = start + 8 * i
-        yield int.from_bytes(data[p : p + 8], "little")
-
-
 # -- vectorised decoding -------------------------------------------------------------------
 #
 # Each output value is located by (block, slot): its bits are found through per-low-byte
@@ -833,19 +825,6 @@ def _unpack_small(
         flags[sentinel_blocks] = True
         sentinel = np.repeat(flags, c)
     return vals, missing, sentinel, c
-
-
-def block_counts_np(blocks: np.ndarray) -> np.ndarray:
-    """Values per block; raises on an invalid selector."""
-    tab = _NP_TAB[(blocks & _UFF).astype(np.intp)]
-    if not tab[:, 0].all():
-        raise BSONColumnError("Invalid Simple-8b selector in BSON Column")
-    counts = tab[:, 1]
-    is_rle = tab[:, 2].astype(bool)
-    if is_rle.any():
-        counts = counts.copy()
-        counts[is_rle] = (((blocks[is_rle] >> _U4) & _U15).astype(np.int64) + 1) * RLE_MULTIPLIER
-    return counts
 
 
 def decode_blocks_np(
