@@ -114,7 +114,15 @@ def decode_paths(
 
     def add_rows(rows: list[Element | None]) -> None:
         for p, comps in split.items():
-            out[p].extend(extract_path(r, comps) for r in rows)
+            target = out[p]
+            last: Element | None = None
+            found: Element | None = None
+            for r in rows:
+                # repeats share their bytes: search a repeated (maybe large) object once
+                if r is None or last is None or r[1] is not last[1] or r[0] != last[0]:
+                    found = extract_path(r, comps)
+                    last = r
+                target.append(found)
 
     while True:
         if pos >= end:

@@ -194,3 +194,27 @@ def test_compress_accepts_gaps_and_count() -> None:
         compress(bson.encode({"x": 1}))
     with pytest.raises(BSONColumnError):
         compress(doc, 2)
+
+
+def test_paths_search_a_repeated_object_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Work stays linear: 30,000 repeats of a 500-field object are not searched 30,000
+    times (an RLE block is 8 bytes for 1920 rows)."""
+    import storage.bsoncolumn.paths as paths_module
+
+    big = {f"f{i}": "x" for i in range(500)}
+    # a literal object followed by RLE zero deltas, written by hand
+    literal = bytes((0x03, 0)) + bson.encode(big)
+    rle = (15 | 15 << 4).to_bytes(8, "little")
+    column = literal + bytes((0x80 | 15,)) + rle * 16 + b"\x00"
+    calls = 0
+    real = paths_module.extract_path
+
+    def counting(elem, comps):  # type: ignore[no-untyped-def]
+        nonlocal calls
+        calls += 1
+        return real(elem, comps)
+
+    monkeypatch.setattr(paths_module, "extract_path", counting)
+    out = decode_paths(column, ["f499"])
+    assert len(out["f499"]) == 1 + 1920 * 16
+    assert calls <= 2
