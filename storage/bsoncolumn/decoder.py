@@ -120,7 +120,7 @@ class _Stream:
         "dod_enc",
         "enc",
         "is128",
-        "literal",
+        "repeat_elem",
         "lt",
         "lv",
         "qlen",
@@ -142,7 +142,7 @@ class _Stream:
         self.queue: list | None = []
         self.qpos = 0
         self.qlen = 0
-        self.literal: Element | None = None
+        self.repeat_elem: Element | None = None
 
     def load_literal(self, t: int, v: bytes) -> None:
         self.lt = t
@@ -199,6 +199,13 @@ class _Stream:
             raise _err("Unexpected control for type in BSON Column")
         self.scale = scale
 
+    def _repeat(self) -> Element:
+        # one shared tuple for a run of repeats (an RLE block stands for 1920 rows)
+        last = self.repeat_elem
+        if last is None or last[1] is not self.lv or last[0] != self.lt:
+            last = self.repeat_elem = (self.lt, self.lv)
+        return last
+
     def value(self, delta: int | None) -> Element | None:
         """The element for one decoded Simple-8b value (None = skipped row)."""
         if delta is None:
@@ -208,7 +215,7 @@ class _Stream:
             raise _err("Delta in BSON Column without a preceding value")
         if self.is128:
             if delta == 0:
-                return (lt, self.lv)
+                return self._repeat()
             self.enc = enc = wrap128(self.enc + decode_int128(delta))
             lv = self.lv
             if lt in (T_STRING, T_CODE):
@@ -232,7 +239,7 @@ class _Stream:
             self.lv = v
             return (lt, v)
         if delta == 0 and not self.dod:
-            return (lt, self.lv)
+            return self._repeat()
         self.enc = enc = wrap64(self.enc + decode_int64(delta))
         if self.dod:
             self.dod_enc = enc = wrap64(self.dod_enc + enc)
