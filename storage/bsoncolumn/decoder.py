@@ -120,12 +120,12 @@ class _Stream:
         "dod_enc",
         "enc",
         "is128",
-        "repeat_elem",
         "lt",
         "lv",
         "qlen",
         "qpos",
         "queue",
+        "repeat_elem",
         "s8b_last",
         "scale",
     )
