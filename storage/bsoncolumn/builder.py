@@ -44,12 +44,14 @@ from .objects import (
 from .rawbson import (
     T_ARRAY,
     T_BOOL,
+    T_CODE,
     T_DATE,
     T_DOUBLE,
     T_INT32,
     T_INT64,
     T_OBJECT,
     T_OID,
+    T_STRING,
     T_TIMESTAMP,
     VALID_TYPES,
     iter_elements,
@@ -233,6 +235,12 @@ class BSONColumnBuilder:
                     self.skip() if v is MISSING else self.append(v)
                 i = j
                 continue
+            if kind == T_STRING:
+                self.append_strings(
+                    T_STRING, [None if v is MISSING else _string_value(v) for v in run]
+                )
+                i = j
+                continue
             present = np.fromiter((v is not MISSING for v in run), dtype=bool, count=len(run))
             filled = [0 if v is MISSING else v for v in run]
             t = kind
@@ -308,6 +316,25 @@ class BSONColumnBuilder:
             regular.extend_oids(values, present)
         else:
             raise ValueError(f"append_array does not take BSON type {t}")
+        self._count += n
+        return self
+
+    def append_strings(self, t: int, values: list[bytes | None]) -> BSONColumnBuilder:
+        """Append string (0x02) or code (0x0D) values given as BSON value bytes (int32
+        length, UTF-8, NUL), None for a skipped row. Same bytes as one by one."""
+        n = len(values)
+        if self._inter is not None:
+            first = next((k for k, v in enumerate(values) if v is not None), n)
+            if first:
+                self.skip(first)
+                values = values[first:]
+                n -= first
+            if not n:
+                return self
+            self._flush_interleaved()
+        regular = self._regular
+        assert regular is not None
+        regular.extend_strings(t, values)
         self._count += n
         return self
 
@@ -632,7 +659,7 @@ class BSONColumnBuilder:
         while i < n:
             e = rows[i]
             t = e[0] if e is not None else 0
-            if t not in _RAW_BULK:
+            if t not in _RAW_BULK and t not in (T_STRING, T_CODE):
                 if e is None:
                     self._count += 1
                     self._skip_one()
@@ -652,6 +679,10 @@ class BSONColumnBuilder:
                         self._append_trusted(e2[0], e2[1])
                 i = j
                 continue
+            if t in (T_STRING, T_CODE):
+                self.append_strings(t, [None if r is None else r[1] for r in rows[i:j]])
+                i = j
+                continue
             size, dtype = _RAW_BULK[t]
             zero = bytes(size)
             raw = b"".join(zero if r is None else r[1] for r in rows[i:j])
@@ -666,23 +697,20 @@ class BSONColumnBuilder:
     ) -> BSONColumnBuilder:
         """Append (row index, type, value) entries of validated values, skipping rows
         missing between them; with `count`, skip trailing rows up to that many rows."""
-        base = self._count
+        elements: list[tuple[int, bytes] | None] = []
         for row, t, v in rows:
-            gap = base + row - self._count
+            gap = row - len(elements)
             if gap < 0:
                 raise BSONColumnError("Row indexes must be increasing", code=2)
-            for _ in range(gap):
-                self._count += 1
-                self._skip_one()
-            self._append_trusted(t, v)
+            if gap:
+                elements.extend([None] * gap)
+            elements.append((t, v))
         if count is not None:
-            gap = base + count - self._count
+            gap = count - len(elements)
             if gap < 0:
                 raise BSONColumnError("count is smaller than the number of rows", code=2)
-            for _ in range(gap):
-                self._count += 1
-                self._skip_one()
-        return self
+            elements.extend([None] * gap)
+        return self.extend_elements(elements)
 
 
 _MIN_BULK: Final = 16  # shorter runs are cheaper one by one
@@ -697,6 +725,11 @@ _RAW_BULK: Final = {
     T_TIMESTAMP: (8, "<i8"),
     T_BOOL: (1, "u1"),
 }
+
+
+def _string_value(s: str) -> bytes:
+    b = s.encode("utf-8")
+    return struct.pack("<i", len(b) + 1) + b + b"\x00"
 
 
 def _py_kind(v: Any) -> int | None:
@@ -714,6 +747,8 @@ def _py_kind(v: Any) -> int | None:
         return T_DATE
     if tv is ObjectId:
         return T_OID
+    if tv is str:
+        return T_STRING
     if v is MISSING:
         return _MISSING_KIND
     return None

@@ -629,6 +629,94 @@ class EncodingState:
             self.append(t, value(int(rows[k])))
             i += done + 1
 
+    def extend_strings(self, t: int, values: list[bytes | None]) -> None:
+        """Append many string (or code) values, None being a skipped row, as one by one.
+
+        Deltas of the 128-bit encodings are computed in one pass (encodings and pending
+        tuples cached per distinct value, strings of a time series repeat) and packed with
+        `Simple8bBuilder.extend`; literals take the per-value path.
+        """
+        n = len(values)
+        i = 0
+        enc_cache: dict[bytes, int | None] = {}
+        pv_cache: dict[int, Pending | None] = {}
+        while i < n:
+            v = values[i]
+            enc = self.enc
+            if v is None:
+                self.skip()
+                i += 1
+                continue
+            if self.ptype != t or type(enc) is not Encoder128:
+                self.append(t, v)
+                i += 1
+                continue
+            # Plan rows i.. until one needs a literal: zero deltas for equal bytes, else
+            # the delta of the encodings (None = a literal).
+            prev_bytes = self.pvalue
+            prev = enc.prev_encoded
+            zz: list[int | None] = []
+            pend: list[Pending | None] = []
+            b0: list[int] = []
+            b1: list[int] = []
+            b2: list[int] = []
+            b3: list[int] = []
+            encoded_at: list[int | None] = []
+            j = i
+            while j < n:
+                w = values[j]
+                if w is None:
+                    zz.append(None)
+                    pend.append(None)
+                    encoded_at.append(prev)
+                    b0.append(61)
+                    b1.append(61)
+                    b2.append(61)
+                    b3.append(61)
+                    j += 1
+                    continue
+                if w == prev_bytes:
+                    z = 0
+                else:
+                    if w in enc_cache:
+                        e = enc_cache[w]
+                    else:
+                        e = enc_cache[w] = encode_string(w[4:-1])
+                    if e is None or (prev is None and e == 0):
+                        break  # a literal
+                    z = encode_int128(wrap128(e - (prev or 0)))
+                    prev = e
+                    prev_bytes = w
+                if z in pv_cache:
+                    pv = pv_cache[z]
+                else:
+                    pv = pv_cache[z] = _pending_value(z, True)
+                if pv is None:
+                    break  # not storable in Simple-8b: a literal
+                zz.append(z)
+                pend.append(pv)
+                encoded_at.append(prev)
+                b0.append(pv[1])
+                b1.append(pv[2])
+                b2.append(pv[3])
+                b3.append(pv[4])
+                j += 1
+            if j > i:
+                self.wtype = t
+                k = len(zz)
+                done = enc.s8b.extend(
+                    zz, pend, _run_ends_list(zz), self.write_block, bits=(b0, b1, b2, b3)
+                )
+                assert done == k
+                last_present = next((values[r] for r in range(j - 1, i - 1, -1) if values[r]), None)
+                if last_present is not None:
+                    self.pvalue = last_present
+                enc.prev_encoded = encoded_at[-1]
+                i = j
+            if i < n and values[i] is not None and j == i:
+                self.append(t, values[i])  # the literal (or unencodable delta)
+                i += 1
+
     def extend_oids(self, raw: np.ndarray, present: np.ndarray | None = None) -> None:
         """Append many ObjectIds (an n x 12 uint8 array), as one by one."""
         u = raw.astype(np.uint64)

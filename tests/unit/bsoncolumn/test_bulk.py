@@ -14,7 +14,24 @@ from hypothesis import strategies as st
 from storage.bsoncolumn import MISSING, BSONColumnBuilder, compress
 from storage.bsoncolumn.api import iter_row_elements, parse_uniform
 
+from .strategies import mixed_rows
+
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def one_by_one(doc: bytes, count: int | None = None) -> BSONColumnBuilder:
+    """The reference: every row of a {"0": v, ...} document appended (or skipped) alone."""
+    b = BSONColumnBuilder()
+    rows = iter_row_elements(doc)
+    nxt = 0
+    for row, t, v in rows:
+        b.skip(row - nxt)
+        b.append_element(t, v)
+        nxt = row + 1
+    if count is not None:
+        b.skip(count - nxt)
+    return b
+
 
 _PACK = {
     0x10: struct.Struct("<i").pack,
@@ -138,12 +155,9 @@ def test_compress_fast_parse_equals_generic(run: tuple) -> None:
         doc = struct.pack("<i", len(body) + 5) + body + b"\x00"
     uniform = parse_uniform(doc)
     assert uniform is not None and uniform[0] == t and len(uniform[1]) == len(values)
-    generic = BSONColumnBuilder().extend_rows(iter_row_elements(doc)).finalize()
+    generic = one_by_one(doc).finalize()
     assert compress(doc) == generic
-    assert (
-        compress(doc, len(values) + 3)
-        == BSONColumnBuilder().extend_rows(iter_row_elements(doc), len(values) + 3).finalize()
-    )
+    assert compress(doc, len(values) + 3) == one_by_one(doc, len(values) + 3).finalize()
 
 
 @pytest.mark.parametrize(
@@ -158,7 +172,7 @@ def test_compress_fast_parse_equals_generic(run: tuple) -> None:
 def test_fast_parse_declines_other_documents(doc: bytes) -> None:
     assert parse_uniform(doc) is None
     assert parse_uniform(bson.encode({"a": 1})) is None
-    assert compress(doc) == BSONColumnBuilder().extend_rows(iter_row_elements(doc)).finalize()
+    assert compress(doc) == one_by_one(doc).finalize()
 
 
 @st.composite
@@ -195,7 +209,7 @@ def uniform_objects(draw: st.DrawFn) -> list:
 @given(uniform_objects())
 def test_compress_uniform_objects_equals_generic(rows: list) -> None:
     doc = bson.encode({str(i): r for i, r in enumerate(rows)})
-    generic = BSONColumnBuilder().extend_rows(iter_row_elements(doc))
+    generic = one_by_one(doc)
     fast = compress(doc)
     assert fast == generic.finalize()
     # the builder state after the bulk path is the one-by-one state too
@@ -217,6 +231,8 @@ py_values = st.one_of(
     st.booleans(),
     st.integers(0, 10**6).map(lambda i: bson.DatetimeMS(1_700_000_000_000 + i * 1000)),
     st.just("s"),
+    st.sampled_from(["idle", "busy", "", "a" * 16, "b" * 17, "\x00x", "\u00e9t\u00e9"]),
+    st.text(max_size=20),
     st.just(MISSING),
 )
 
@@ -228,11 +244,14 @@ def py_runs(draw: st.DrawFn) -> list:
         v = draw(py_values)
         n = draw(st.integers(1, 80))
         step = draw(st.sampled_from([0, 1]))
+        pool = draw(st.lists(st.text(max_size=6), min_size=1, max_size=4))
         for i in range(n):
             if draw(st.integers(0, 20)) == 0:
                 out.append(MISSING)
             elif type(v) is int and step:
                 out.append(max(-(2**63), min(2**63 - 1, v + i)))
+            elif type(v) is str and step:
+                out.append(pool[i % len(pool)] if i % 7 else v)
             else:
                 out.append(v)
     return out
@@ -291,7 +310,7 @@ def test_append_array_oids_equals_one_by_one(
     assert b.state_key() == a.state_key()
     assert b.finalize() == a.finalize()
     doc = bson.encode({str(i): bson.ObjectId(o) for i, o in enumerate(oids)})
-    assert compress(doc) == BSONColumnBuilder().extend_rows(iter_row_elements(doc)).finalize()
+    assert compress(doc) == one_by_one(doc).finalize()
 
 
 @settings(max_examples=300, deadline=None)
@@ -304,3 +323,17 @@ def test_encode_value_matches_bson(value: object) -> None:
         return
     raw = bson.encode({"": value}, codec_options=CODEC_OPTIONS)
     assert encode_value(value) == (raw[4], raw[6:-1])
+
+
+@SETTINGS
+@given(mixed_rows)
+def test_compress_of_any_document_equals_one_by_one(rows: list) -> None:
+    """compress() takes bulk paths for the runs it finds; the result never changes."""
+    body = b"".join(
+        bytes((e[0],)) + str(i).encode() + b"\x00" + e[1] for i, e in enumerate(rows) if e
+    )
+    doc = struct.pack("<i", len(body) + 5) + body + b"\x00"
+    expected = one_by_one(doc, len(rows))
+    assert compress(doc, len(rows)) == expected.finalize()
+    b = BSONColumnBuilder().extend_rows(iter_row_elements(doc), len(rows))
+    assert b.state_key() == expected.state_key()
