@@ -16,7 +16,7 @@ from storage.bsoncolumn.api import iter_row_elements, parse_uniform
 
 from .strategies import mixed_rows
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def one_by_one(doc: bytes, count: int | None = None) -> BSONColumnBuilder:
@@ -289,7 +289,7 @@ def oid_runs(draw: st.DrawFn) -> list[bytes]:
     return out
 
 
-@SETTINGS
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(oid_runs(), prefixes, st.data())
 def test_append_array_oids_equals_one_by_one(
     oids: list[bytes], prefix: object, data: st.DataObject
