@@ -68,9 +68,7 @@ def objects(n: int, rnd: random.Random) -> list[dict]:
         temp += rnd.randint(-1, 1)
         load = round(max(0.0, load + rnd.uniform(-0.3, 0.3)), 1)
         procs += rnd.randint(-3, 3)
-        out.append(
-            {"cpu": cpu, "mem": bson.Int64(mem), "temp": temp, "load": load, "procs": procs}
-        )
+        out.append({"cpu": cpu, "mem": bson.Int64(mem), "temp": temp, "load": load, "procs": procs})
     return out
 
 
