@@ -3,7 +3,7 @@
 `decode_numeric(column)` returns the values of every row as one numpy array plus a
 presence mask and the BSON type of each row, without creating a Python object per
 value. All Simple-8b blocks of the column are unpacked at once (see
-`simple8b.unpack_np`); runs of deltas are expanded with segmented cumulative sums (one
+`simple8b.unpack_blocks_np`); runs of deltas are expanded with segmented cumulative sums (one
 segment per literal); doubles are rescaled per run of control bytes sharing a scale.
 The results equal those of the element decoder bit for bit; it raises the same
 `BSONColumnError` on malformed input and `NotNumericColumn` when a row holds another
@@ -24,7 +24,7 @@ from .errors import BSONColumnError
 from .numeric import to_float, unzigzag
 from .rawbson import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64, T_TIMESTAMP
 from .simple8b import unpack_blocks_np
-from .type_util import MEMORY_AS_INTEGER, encode_double
+from .type_util import MEMORY_AS_INTEGER, encode_double, wrap64
 
 __all__ = ["NotNumericColumn", "NumericColumn", "decode_numeric"]
 
@@ -42,6 +42,9 @@ _KIND: Final = {
     T_TIMESTAMP: "timestamp",
 }
 _SAFE: Final = 1 << 52  # merged runs re-encode exactly well within 2**53
+
+
+_NO_SEGMENTS: Final = np.zeros(0, dtype=np.int64)
 
 
 class NotNumericColumn(ValueError):
@@ -139,9 +142,13 @@ def decode_numeric(
     # 2. Unpack every block at once.
     if parts:
         blocks = np.frombuffer(b"".join(parts), dtype="<u8")
-        block_seg = np.repeat(np.array(ctrl_seg, dtype=np.int64), ctrl_blocks)
         # RLE sources restart at literals: only one segment when the literal comes first
         one_segment = nlit == 0 or (nlit == 1 and lit_blocks[0] == 0)
+        block_seg = (
+            _NO_SEGMENTS
+            if one_segment
+            else np.repeat(np.array(ctrl_seg, dtype=np.int64), ctrl_blocks)
+        )
         vals, missing, _sentinel, counts = unpack_blocks_np(
             blocks, None if one_segment else block_seg, max_values - nlit
         )
@@ -167,11 +174,10 @@ def decode_numeric(
         # The usual column: one literal, then deltas. Rows are [literal, values...].
         t = lit_types[0]
         if t == T_DOUBLE:
-            seg = np.ones(nvals, dtype=np.int64)
             out_v = _expand_doubles(
                 deltas,
                 missing,
-                seg,
+                None,
                 lit_types,
                 lit_values,
                 ctrl_blocks,
@@ -315,7 +321,7 @@ def _expand_ints(
 def _expand_doubles(
     deltas: np.ndarray,
     missing: np.ndarray,
-    seg: np.ndarray,
+    seg: np.ndarray | None,
     lit_types: list[int],
     lit_values: list[bytes],
     ctrl_blocks: list[int],
@@ -324,25 +330,31 @@ def _expand_doubles(
     counts: np.ndarray,
 ) -> np.ndarray:
     out = np.zeros(len(deltas), dtype=np.float64)
-    int_rows = np.zeros(len(deltas), dtype=bool)
     # Integer segments of a mixed column go through the integer path.
     if any(t != T_DOUBLE for t in lit_types):
+        assert seg is not None
         ints = _expand_ints(deltas, missing, seg, lit_types, lit_values, "int")
         seg_is_int = np.array([True, *(t != T_DOUBLE for t in lit_types)])
         int_rows = seg_is_int[seg]
         out[int_rows] = ints[int_rows]
-    # Values per control, then runs of controls of one segment sharing a scale.
-    bounds = np.concatenate(([0], np.cumsum(counts)))
-    ctrl_end_block = np.cumsum(np.array(ctrl_blocks, dtype=np.int64))
-    ctrl_val_end = bounds[ctrl_end_block].tolist()
-    ctrl_val_start = [0, *ctrl_val_end[:-1]]
+    # Values per control, then runs of controls of one segment sharing a scale. Missing
+    # values have zero deltas, so the encoded value at the end of a run is that of its
+    # last present value (or the base when none), as the per-value decoder keeps it.
+    starts = [0]
+    for nb in ctrl_blocks[:-1]:
+        starts.append(starts[-1] + nb)
+    per_ctrl = np.add.reduceat(counts, starts).tolist() if len(counts) else []
+    with np.errstate(over="ignore"):
+        cs = np.cumsum(deltas, dtype=np.int64)
     last = 0.0
     cur_seg = -1
     i = 0
+    lo = 0
     nctrl = len(ctrl_blocks)
     while i < nctrl:
         s = ctrl_seg[i]
         if s == 0 or lit_types[s - 1] != T_DOUBLE:
+            lo += per_ctrl[i]
             i += 1
             continue
         if s != cur_seg:
@@ -350,26 +362,31 @@ def _expand_doubles(
             last = _D.unpack(lit_values[s - 1])[0]
         scale = ctrl_scale[i]
         j = i
+        hi = lo + per_ctrl[i]
+        inner = []
         while j + 1 < nctrl and ctrl_seg[j + 1] == s and ctrl_scale[j + 1] == scale:
+            inner.append(hi - 1)
             j += 1
-        lo, hi = ctrl_val_start[i], ctrl_val_end[j]
+            hi += per_ctrl[j]
         base = encode_double(last, scale)
         if base is None:
             raise _err("Invalid double encoding in BSON Column")
         with np.errstate(over="ignore"):
-            seq = np.cumsum(deltas[lo:hi], dtype=np.int64) + np.int64(base)
-        if j > i and scale != MEMORY_AS_INTEGER:
-            # Each control re-encodes the previous value at its scale: exact only within
-            # 2**53; otherwise decode control by control to fail where MongoDB fails.
-            inner = np.array(ctrl_val_end[i:j], dtype=np.int64) - lo - 1
-            if inner.size and (np.abs(seq[inner]) > _SAFE).any():
-                j = i
-                hi = ctrl_val_end[i]
-                seq = seq[: hi - lo]
-        vals = to_float(seq, scale)
-        out[lo:hi] = vals
-        pres = ~missing[lo:hi]
-        if pres.any():
-            last = float(vals[np.flatnonzero(pres)[-1]])
+            seq = cs[lo:hi] + np.int64(wrap64(base - (int(cs[lo - 1]) if lo else 0)))
+        if (
+            inner
+            and scale != MEMORY_AS_INTEGER
+            and (np.abs(seq[np.array(inner) - lo]) > _SAFE).any()
+        ):
+            # Each control re-encodes the previous value at its scale: exact only well
+            # within 2**53; otherwise decode control by control to fail where MongoDB does.
+            j = i
+            hi = lo + per_ctrl[i]
+            seq = seq[: hi - lo]
+        if hi > lo:
+            vals = to_float(seq, scale)
+            out[lo:hi] = vals
+            last = float(vals[-1])
+        lo = hi
         i = j + 1
     return out

@@ -19,16 +19,20 @@ column without re-encoding what precedes its last literal.
 from __future__ import annotations
 
 import heapq
+import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
 import bson
+import numpy as np
+from bson import Int64, ObjectId
+from bson.datetime_ms import DatetimeMS
 
 from storage.bsonutil import CODEC_OPTIONS
 
 from .control import is_literal
-from .encoding import EncodingState
+from .encoding import INT_RUN_TYPES, EncodingState
 from .errors import BSONColumnError
 from .objects import (
     EMPTY_OBJECT,
@@ -37,7 +41,22 @@ from .objects import (
     merge_objects,
     traverse_lock_step,
 )
-from .rawbson import T_ARRAY, T_OBJECT, VALID_TYPES, validate_value
+from .rawbson import (
+    T_ARRAY,
+    T_BOOL,
+    T_CODE,
+    T_DATE,
+    T_DOUBLE,
+    T_INT32,
+    T_INT64,
+    T_OBJECT,
+    T_OID,
+    T_STRING,
+    T_TIMESTAMP,
+    VALID_TYPES,
+    iter_elements,
+    validate_value,
+)
 from .simple8b import block_count
 
 __all__ = ["BSONColumnBuilder", "BinaryDiff", "MISSING", "encode_value"]
@@ -81,8 +100,27 @@ class BinaryDiff:
         return previous[: self.offset] + self.data
 
 
+_PACK_D = struct.Struct("<d").pack
+_PACK_I = struct.Struct("<i").pack
+_PACK_Q = struct.Struct("<q").pack
+
+
 def encode_value(value: Any) -> tuple[int, bytes]:
     """A Python value as a raw BSON (type, value bytes), following CODEC_OPTIONS."""
+    tv = type(value)
+    # the common measurement types without a round trip through bson
+    if tv is float:
+        return 0x01, _PACK_D(value)
+    if tv is int and -(2**31) <= value < 2**31:
+        return 0x10, _PACK_I(value)
+    if tv is Int64:
+        return 0x12, _PACK_Q(value)
+    if tv is DatetimeMS:
+        return 0x09, _PACK_Q(int(value))
+    if tv is bool:
+        return 0x08, b"\x01" if value else b"\x00"
+    if tv is ObjectId:
+        return 0x07, value.binary
     raw = bson.encode({"": value}, codec_options=CODEC_OPTIONS)
     return raw[4], raw[6:-1]
 
@@ -162,11 +200,181 @@ class BSONColumnBuilder:
         if value is MISSING:
             return self.skip()
         t, v = encode_value(value)
+        if t in _TRUSTED_FROM_PYTHON:
+            self._append_trusted(t, v)  # fixed-size values made here need no validation
+            return self
         return self.append_element(t, v)
 
     def append_many(self, values: Iterable[Any]) -> BSONColumnBuilder:
-        for value in values:
-            self.append(value)
+        """Append Python values (MISSING = skipped row); same bytes as `append` one by one.
+
+        Runs of int (all fitting int32), Int64, float, bool or DatetimeMS values, with
+        MISSING among them, go through the vectorised `append_array`.
+        """
+        values = list(values)
+        n = len(values)
+        i = 0
+        while i < n:
+            kind = _py_kind(values[i])
+            if kind is None or kind == _MISSING_KIND:
+                if values[i] is MISSING:
+                    self.skip()
+                else:
+                    self.append(values[i])
+                i += 1
+                continue
+            j = i + 1
+            while j < n:
+                k = _py_kind(values[j])
+                if k != kind and k != _MISSING_KIND:
+                    break
+                j += 1
+            run = values[i:j]
+            if j - i < _MIN_BULK:
+                for v in run:
+                    self.skip() if v is MISSING else self.append(v)
+                i = j
+                continue
+            if kind == T_STRING:
+                self.append_strings(
+                    T_STRING, [None if v is MISSING else _string_value(v) for v in run]
+                )
+                i = j
+                continue
+            present = np.fromiter((v is not MISSING for v in run), dtype=bool, count=len(run))
+            filled = [0 if v is MISSING else v for v in run]
+            t = kind
+            if kind == T_INT32:
+                if any(v > 2**31 - 1 or v < -(2**31) for v in filled):
+                    for v in run:  # some need int64: bson decides per value
+                        self.skip() if v is MISSING else self.append(v)
+                    i = j
+                    continue
+                arr = np.array(filled, dtype=np.int64)
+            elif kind == T_DATE:
+                arr = np.array([int(v) for v in filled], dtype=np.int64)
+            elif kind == T_DOUBLE:
+                arr = np.array(filled, dtype=np.float64)
+            elif kind == T_BOOL:
+                arr = np.array(filled, dtype=bool)
+            elif kind == T_OID:
+                zero = bytes(12)
+                arr = np.frombuffer(
+                    b"".join(zero if v == 0 else v.binary for v in filled), dtype=np.uint8
+                )
+            else:
+                arr = np.array([int(v) for v in filled], dtype=np.int64)
+            self.append_array(t, arr, None if present.all() else present)
+            i = j
+        return self
+
+    def append_array(
+        self, t: int, values: np.ndarray, present: np.ndarray | None = None
+    ) -> BSONColumnBuilder:
+        """Append a run of values of one BSON type from a numpy array (fast path).
+
+        `t` is the BSON type: int32 (0x10), int64 (0x12), date (0x09, milliseconds),
+        timestamp (0x11, the uint64 bits), bool (0x08), double (0x01) or ObjectId (0x07,
+        n x 12 bytes). Rows where `present` is False are skipped. Same bytes as appending
+        the values one by one.
+        """
+        if t == T_OID:
+            values = np.asarray(values, dtype=np.uint8).reshape(-1, 12)
+        n = len(values)
+        if present is not None:
+            present = np.asarray(present, dtype=bool)
+            if len(present) != n:
+                raise ValueError("present must have one flag per value")
+        if self._inter is not None:
+            # skips before the first value still belong to the interleaved section
+            first = 0
+            if present is not None:
+                first = int(np.argmax(present)) if present.any() else n
+            if first:
+                self.skip(first)
+                values = values[first:]
+                present = present[first:]
+                n -= first
+            if not n:
+                return self
+            self._flush_interleaved()
+        regular = self._regular
+        assert regular is not None
+        if t in INT_RUN_TYPES:
+            if t == T_BOOL:
+                arr = np.asarray(values).astype(bool).astype(np.int64)
+            elif t == T_INT32:
+                arr = np.asarray(values, dtype=np.int64)
+                if len(arr) and (arr.min() < -(2**31) or arr.max() >= 2**31):
+                    raise ValueError("int32 values out of range")
+            else:
+                arr = np.asarray(values).astype(np.int64, copy=False)
+            regular.extend_ints(t, arr, present)
+        elif t == T_DOUBLE:
+            regular.extend_doubles(np.asarray(values, dtype="<f8"), present)
+        elif t == T_OID:
+            regular.extend_oids(values, present)
+        else:
+            raise ValueError(f"append_array does not take BSON type {t}")
+        self._count += n
+        return self
+
+    def append_strings(self, t: int, values: list[bytes | None]) -> BSONColumnBuilder:
+        """Append string (0x02) or code (0x0D) values given as BSON value bytes (int32
+        length, UTF-8, NUL), None for a skipped row. Same bytes as one by one."""
+        n = len(values)
+        if self._inter is not None:
+            first = next((k for k, v in enumerate(values) if v is not None), n)
+            if first:
+                self.skip(first)
+                values = values[first:]
+                n -= first
+            if not n:
+                return self
+            self._flush_interleaved()
+        regular = self._regular
+        assert regular is not None
+        regular.extend_strings(t, values)
+        self._count += n
+        return self
+
+    def append_uniform_objects(
+        self, t: int, first: bytes, columns: list[tuple[int, np.ndarray]]
+    ) -> BSONColumnBuilder:
+        """Append n objects (t = object or array) that all have the layout of `first`:
+        per scalar field of `first`, in order, its BSON type and n values (the first being
+        the value in `first`). Same result as appending the objects one by one: they form
+        one interleaved section whose reference is `first`, one stream per field.
+        """
+        n = len(columns[0][1])
+        nscalars = len(columns)
+        if self._regular is None or n <= 2 * nscalars + 1:
+            # few objects: the reference is still being determined; do it one by one
+            for obj in _rebuild_objects(first, columns, n):
+                self._append_trusted(t, obj)
+            return self
+        self._start_determine(first, t)
+        inter = self._inter
+        assert inter is not None
+        buf = self._buf
+        buf.append(0xF1 if t == T_OBJECT else 0xF2)
+        buf += first
+        self._n_interleaved += 1
+        refs: list[tuple[int, bytes]] = []
+        traverse_lock_step(first, first, lambda r, _e: refs.append(r))
+        for (rt, rv), (ct, col) in zip(refs, columns):
+            sub = _SubObj()
+            inter.subobjs.append(sub)
+            st = sub.state
+            st.ptype, st.pvalue = rt, rv
+            st.init_from_previous()
+            if ct == T_DOUBLE:
+                st.extend_doubles(col)
+            else:
+                st.extend_ints(ct, col.astype(np.int64))
+        inter.mode = _APPENDING
+        inter.buffered = []
+        self._count += n
         return self
 
     def append_element(self, t: int, value: bytes) -> BSONColumnBuilder:
@@ -443,13 +651,45 @@ class BSONColumnBuilder:
         return builder
 
     def extend_elements(self, elements: Iterable[tuple[int, bytes] | None]) -> BSONColumnBuilder:
-        """Append trusted raw elements; None is a skipped row."""
-        for e in elements:
-            if e is None:
-                self._count += 1
-                self._skip_one()
-            else:
-                self._append_trusted(e[0], e[1])
+        """Append trusted raw elements; None is a skipped row. Runs of one fixed-size
+        numeric type go through the vectorised `append_array`."""
+        rows = list(elements)
+        n = len(rows)
+        i = 0
+        while i < n:
+            e = rows[i]
+            t = e[0] if e is not None else 0
+            if t not in _RAW_BULK and t not in (T_STRING, T_CODE):
+                if e is None:
+                    self._count += 1
+                    self._skip_one()
+                else:
+                    self._append_trusted(e[0], e[1])
+                i += 1
+                continue
+            j = i + 1
+            while j < n and (rows[j] is None or rows[j][0] == t):  # type: ignore[index]
+                j += 1
+            if j - i < _MIN_BULK:
+                for e2 in rows[i:j]:
+                    if e2 is None:
+                        self._count += 1
+                        self._skip_one()
+                    else:
+                        self._append_trusted(e2[0], e2[1])
+                i = j
+                continue
+            if t in (T_STRING, T_CODE):
+                self.append_strings(t, [None if r is None else r[1] for r in rows[i:j]])
+                i = j
+                continue
+            size, dtype = _RAW_BULK[t]
+            zero = bytes(size)
+            raw = b"".join(zero if r is None else r[1] for r in rows[i:j])
+            arr = np.frombuffer(raw, dtype=dtype)
+            present = np.fromiter((r is not None for r in rows[i:j]), dtype=bool, count=j - i)
+            self.append_array(t, arr, None if present.all() else present)
+            i = j
         return self
 
     def extend_rows(
@@ -457,20 +697,83 @@ class BSONColumnBuilder:
     ) -> BSONColumnBuilder:
         """Append (row index, type, value) entries of validated values, skipping rows
         missing between them; with `count`, skip trailing rows up to that many rows."""
-        base = self._count
+        elements: list[tuple[int, bytes] | None] = []
         for row, t, v in rows:
-            gap = base + row - self._count
+            gap = row - len(elements)
             if gap < 0:
                 raise BSONColumnError("Row indexes must be increasing", code=2)
-            for _ in range(gap):
-                self._count += 1
-                self._skip_one()
-            self._append_trusted(t, v)
+            if gap:
+                elements.extend([None] * gap)
+            elements.append((t, v))
         if count is not None:
-            gap = base + count - self._count
+            gap = count - len(elements)
             if gap < 0:
                 raise BSONColumnError("count is smaller than the number of rows", code=2)
-            for _ in range(gap):
-                self._count += 1
-                self._skip_one()
-        return self
+            elements.extend([None] * gap)
+        return self.extend_elements(elements)
+
+
+_MIN_BULK: Final = 16  # shorter runs are cheaper one by one
+_TRUSTED_FROM_PYTHON: Final = frozenset({0x01, 0x10, 0x12, 0x09, 0x08, 0x07})
+_MISSING_KIND: Final = -1
+_RAW_BULK: Final = {
+    T_OID: (12, "u1"),
+    T_INT32: (4, "<i4"),
+    T_INT64: (8, "<i8"),
+    T_DOUBLE: (8, "<f8"),
+    T_DATE: (8, "<i8"),
+    T_TIMESTAMP: (8, "<i8"),
+    T_BOOL: (1, "u1"),
+}
+
+
+def _string_value(s: str) -> bytes:
+    b = s.encode("utf-8")
+    return struct.pack("<i", len(b) + 1) + b + b"\x00"
+
+
+def _py_kind(v: Any) -> int | None:
+    """BSON type a Python value gets under CODEC_OPTIONS, for the bulk-capable types."""
+    tv = type(v)
+    if tv is float:
+        return T_DOUBLE
+    if tv is int:
+        return T_INT32  # checked for range by the caller
+    if tv is Int64:
+        return T_INT64
+    if tv is bool:
+        return T_BOOL
+    if tv is DatetimeMS:
+        return T_DATE
+    if tv is ObjectId:
+        return T_OID
+    if tv is str:
+        return T_STRING
+    if v is MISSING:
+        return _MISSING_KIND
+    return None
+
+
+def _rebuild_objects(first: bytes, columns: list[tuple[int, np.ndarray]], n: int) -> list[bytes]:
+    """The n objects described by `first` and its field columns (for small n)."""
+    offsets: list[int] = []
+    pos = [0]
+
+    def collect(obj: bytes, start: int, end: int) -> None:
+        for t, _name, vs, ve in iter_elements(obj, start, end):
+            if t in (T_OBJECT, T_ARRAY):
+                collect(obj, vs, ve)
+            else:
+                offsets.append(vs)
+        pos[0] += 1
+
+    collect(first, 0, len(first))
+    raws = [col.astype(col.dtype.newbyteorder("<"), copy=False).tobytes() for _t, col in columns]
+    sizes = [col.dtype.itemsize for _t, col in columns]
+    out = []
+    for i in range(n):
+        obj = bytearray(first)
+        for off, raw, size in zip(offsets, raws, sizes):
+            obj[off : off + size] = raw[i * size : (i + 1) * size]
+        out.append(bytes(obj))
+    return out

@@ -43,9 +43,6 @@ __all__ = [
     "is_interleaved_start",
     "is_literal",
     "scale_index_for_control",
-    "uses_128bit",
-    "uses_delta_of_delta",
-    "only_zero_delta",
 ]
 
 EOO: Final = 0x00
@@ -104,15 +101,3 @@ def is_interleaved_start(control: int) -> bool:
 
 def scale_index_for_control(control: int) -> int:
     return _SCALE_FOR_NIBBLE[control >> 4]
-
-
-def uses_delta_of_delta(t: int) -> bool:
-    return t in DELTA_OF_DELTA_TYPES
-
-
-def uses_128bit(t: int) -> bool:
-    return t in TYPES_128
-
-
-def only_zero_delta(t: int) -> bool:
-    return t in ZERO_DELTA_TYPES

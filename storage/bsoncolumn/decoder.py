@@ -120,11 +120,12 @@ class _Stream:
         "dod_enc",
         "enc",
         "is128",
-        "literal",
         "lt",
         "lv",
+        "qlen",
         "qpos",
         "queue",
+        "repeat_elem",
         "s8b_last",
         "scale",
     )
@@ -138,9 +139,10 @@ class _Stream:
         self.dod = False
         self.scale = MEMORY_AS_INTEGER
         self.s8b_last: int | None = 0  # what an RLE block repeats
-        self.queue: list = []
+        self.queue: list | None = []
         self.qpos = 0
-        self.literal: Element | None = None
+        self.qlen = 0
+        self.repeat_elem: Element | None = None
 
     def load_literal(self, t: int, v: bytes) -> None:
         self.lt = t
@@ -197,6 +199,13 @@ class _Stream:
             raise _err("Unexpected control for type in BSON Column")
         self.scale = scale
 
+    def _repeat(self) -> Element:
+        # one shared tuple for a run of repeats (an RLE block stands for 1920 rows)
+        last = self.repeat_elem
+        if last is None or last[1] is not self.lv or last[0] != self.lt:
+            last = self.repeat_elem = (self.lt, self.lv)
+        return last
+
     def value(self, delta: int | None) -> Element | None:
         """The element for one decoded Simple-8b value (None = skipped row)."""
         if delta is None:
@@ -206,7 +215,7 @@ class _Stream:
             raise _err("Delta in BSON Column without a preceding value")
         if self.is128:
             if delta == 0:
-                return (lt, self.lv)
+                return self._repeat()
             self.enc = enc = wrap128(self.enc + decode_int128(delta))
             lv = self.lv
             if lt in (T_STRING, T_CODE):
@@ -230,7 +239,7 @@ class _Stream:
             self.lv = v
             return (lt, v)
         if delta == 0 and not self.dod:
-            return (lt, self.lv)
+            return self._repeat()
         self.enc = enc = wrap64(self.enc + decode_int64(delta))
         if self.dod:
             self.dod_enc = enc = wrap64(self.dod_enc + enc)
@@ -419,10 +428,43 @@ def _schema(
     entries.append((_EXIT,))
 
 
-class _InterleavedSection:
-    """One interleaved section being decoded (rows are built on demand)."""
+_SKIPPED: Final = object()  # value of a stream that is advanced but not decoded
 
-    def __init__(self, data: bytes, pos: int, end: int, budget: _Budget) -> None:
+
+def _control_count(
+    data: bytes, pos: int, end: int, stream: _Stream, budget: _Budget
+) -> tuple[int, int]:
+    """Validate a Simple-8b control and count its values without decoding them."""
+    control = data[pos]
+    nblocks = (control & 0x0F) + 1
+    size = 8 * nblocks
+    if pos + size + 1 >= end:
+        raise _err("Control block would overflow buffer")
+    scale = scale_index_for_control(control)
+    if scale == INVALID_SCALE or (scale != MEMORY_AS_INTEGER and stream.lt != T_DOUBLE):
+        raise _err("Invalid control byte in BSON Column")
+    total = 0
+    for q in range(pos + 1, pos + 1 + size, 8):
+        block = int.from_bytes(data[q : q + 8], "little")
+        info = DECODE_INFO[block & 0xFF]
+        if info is None:
+            raise _err("Invalid Simple-8b selector in BSON Column")
+        total += info[0] if isinstance(info, tuple) else (((block >> 4) & 0xF) + 1) * 120
+    budget.take(total)
+    return total, pos + 1 + size
+
+
+class _InterleavedSection:
+    """One interleaved section being decoded, row by row.
+
+    Each row takes the next value of every sub-field stream, in reference order; a
+    stream that has used up its control block reads the next control byte from the
+    shared position. With `wanted`, streams not wanted are only counted, not decoded.
+    """
+
+    def __init__(
+        self, data: bytes, pos: int, end: int, budget: _Budget, wanted: list[bool] | None = None
+    ) -> None:
         control = data[pos]
         self.data = data
         self.end = end
@@ -441,21 +483,20 @@ class _InterleavedSection:
             raise _err("Invalid BSON Column encoding during initialization of interleaved mode")
         self.streams: list[_Stream] = []
         for t, v in scalars:
-            s = _Stream()
-            s.load_literal(t, v)
-            self.streams.append(s)
+            st = _Stream()
+            st.load_literal(t, v)
+            self.streams.append(st)
+        self.wanted = wanted
         self.pos = ref_start + size
         if self.pos >= end or data[self.pos] == 0:
             raise _err("BSON Column interleaved encoding should contain at least one object")
-        self.done = False
 
-    def _next(self, i: int) -> Element | bool | None:
+    def _next(self, i: int) -> object:
         """Next value of stream i; False when the section ends (only legal for stream 0)."""
         s = self.streams[i]
-        if s.qpos < len(s.queue):
-            e = s.queue[s.qpos]
+        if s.qpos < s.qlen:
             s.qpos += 1
-            return e
+            return s.queue[s.qpos - 1] if s.queue is not None else _SKIPPED
         data = self.data
         pos = self.pos
         if pos >= self.end:
@@ -465,38 +506,51 @@ class _InterleavedSection:
             if i != 0:
                 raise _err("Interleaved BSON Column streams end unevenly")
             for other in self.streams[1:]:
-                if other.qpos < len(other.queue):
+                if other.qpos < other.qlen:
                     raise _err("Not all BSON Column interleaved decoders are exhausted")
             self.pos = pos + 1
-            self.done = True
             return False
         if is_literal(control):
             (t, v), self.pos = _literal(data, pos, self.end)
             s.load_literal(t, v)
             s.queue = [(t, v)]
-            s.qpos = 1
+            s.qpos = s.qlen = 1
             self.budget.take(1)
             return (t, v)
         if is_interleaved_start(control):
             raise _err("Invalid control byte in interleaved BSON Column")
-        # The whole control is materialised now; its values belong to this stream only.
-        s.queue, self.pos = _control_elements(data, pos, self.end, s, self.budget)
+        if self.wanted is None or self.wanted[i]:
+            # The whole control is materialised now; its values belong to this stream.
+            s.queue, self.pos = _control_elements(data, pos, self.end, s, self.budget)
+            s.qlen = len(s.queue)
+            s.qpos = 1
+            return s.queue[0]
+        s.qlen, self.pos = _control_count(data, pos, self.end, s, self.budget)
+        s.queue = None
         s.qpos = 1
-        return s.queue[0]
+        return _SKIPPED
 
-    def next_row(self) -> Element | bool | None:
-        """The next row's object (None if every field is missing), or False at the end."""
+    def next_values(self) -> list | None:
+        """Next row's value of every stream (None at the end of the section)."""
+        first = self._next(0)
+        if first is False:
+            return None
+        return [first, *(self._next(i) for i in range(1, len(self.streams)))]
+
+    def assemble(self, vals: list, lo: int = 0, hi: int | None = None) -> Element | None:
+        """The object of entries[lo:hi] (an ENTER ... EXIT span) for one row's values."""
+        entries = self.entries
+        hi = len(entries) if hi is None else hi
         stack: list[list[bytes]] = []
         frames: list[tuple[bytes, int, bool]] = []
         parts: list[bytes] = []
-        for entry in self.entries:
+        for k in range(lo, hi):
+            entry = entries[k]
             op = entry[0]
             if op == _SCALAR:
-                elem = self._next(entry[2])
-                if elem is False:
-                    return False
+                elem = vals[entry[2]]
                 if elem is not None:
-                    t, v = elem  # type: ignore[misc]
+                    t, v = elem
                     parts.append(bytes((t,)) + entry[1] + b"\x00" + v)
             elif op == _ENTER:
                 stack.append(parts)
@@ -516,6 +570,13 @@ class _InterleavedSection:
                     return None
                 parts = parent
         raise AssertionError("unbalanced interleaved schema")
+
+    def next_row(self) -> Element | bool | None:
+        """The next row's object (None if every field is missing), or False at the end."""
+        vals = self.next_values()
+        if vals is None:
+            return False
+        return self.assemble(vals)
 
 
 # -- the column ---------------------------------------------------------------------------

@@ -23,7 +23,7 @@ at once with numpy: selector-wise unpacking with shifts and masks, RLE by forwar
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Final
 
 import numpy as np
@@ -34,10 +34,13 @@ from .type_util import MASK64, MASK128
 __all__ = [
     "RLE_SELECTOR",
     "Simple8bBuilder",
+    "DECODE_INFO",
     "block_count",
     "decode_block",
     "decode_blocks_np",
-    "DECODE_INFO",
+    "pending_columns_np",
+    "run_ends",
+    "unpack_blocks_np",
 ]
 
 RLE_SELECTOR: Final = 15
@@ -129,6 +132,61 @@ def _pending_value(v: int, is128: bool) -> Pending | None:
     if bits > 60 and m7 + 4 > 56 and m8s + 4 > 56 and m8l + 5 > 56:
         return None
     return (v, bits, m7, m8s, m8l, t7, t8s, t8l)
+
+
+def _bit_length_np(x: np.ndarray) -> np.ndarray:
+    """Exact bit length of uint64 values (frexp is exact below 2**53, so split halves)."""
+    hi = (x >> np.uint64(32)).astype(np.float64)
+    lo = (x & np.uint64(0xFFFFFFFF)).astype(np.float64)
+    return np.where(hi > 0, 32 + np.frexp(hi)[1], np.frexp(lo)[1]).astype(np.int64)
+
+
+def pending_columns_np(
+    v: np.ndarray,
+) -> tuple[list[Pending | None], tuple[list[int], list[int], list[int], list[int]]]:
+    """Pending tuples and the four bit-count columns (61 where not storable)."""
+    return _pending_np(v)
+
+
+def _pending_np(
+    v: np.ndarray,
+) -> tuple[list[Pending | None], tuple[list[int], list[int], list[int], list[int]]]:
+    one = np.uint64(1)
+    nz = v != 0
+    low = v & (~v + one)
+    tz = np.where(nz, np.frexp(low.astype(np.float64))[1] - 1, 0).astype(np.int64)
+    bits = _bit_length_np(v + one)
+    t7 = np.minimum(tz, 15)
+    m7 = bits - t7
+    t8 = np.minimum(tz, 60) & ~3
+    m8 = bits - t8
+    if (tz == 15).any():
+        m7 = np.where(tz == 15, _bit_length_np((v >> np.uint64(15)) + one), m7)
+    m8s = m8
+    if (tz == 60).any():
+        m8s = np.where(tz == 60, _bit_length_np((v >> np.uint64(60)) + one), m8)
+    storable = (v != np.uint64(MASK64)) & ~(
+        (bits > 60) & (m7 + 4 > 56) & (m8s + 4 > 56) & (m8 + 5 > 56)
+    )
+    t8l = t8.tolist()
+    b0, b1, b2, b3 = bits.tolist(), m7.tolist(), m8s.tolist(), m8.tolist()
+    out: list[Pending | None] = list(zip(v.tolist(), b0, b1, b2, b3, t7.tolist(), t8l, t8l))
+    if not storable.all():
+        for k in np.flatnonzero(~storable).tolist():
+            out[k] = None
+            b0[k] = b1[k] = b2[k] = b3[k] = 61
+    return out, (b0, b1, b2, b3)
+
+
+def run_ends(v: np.ndarray) -> list[int]:
+    """For each index, the index just past its run of equal consecutive values."""
+    n = len(v)
+    if not n:
+        return []
+    change = np.flatnonzero(v[1:] != v[:-1]) + 1
+    bounds = np.append(change, n)
+    lengths = np.diff(np.concatenate(([0], bounds)))
+    return np.repeat(bounds, lengths).tolist()
 
 
 class Simple8bBuilder:
@@ -259,10 +317,150 @@ class Simple8bBuilder:
         if pv[4] > cm[3]:
             cm[3] = pv[4]
 
+    def extend(
+        self,
+        values: list[int | None],
+        pendings: list[Pending | None],
+        run_end: list[int],
+        write: BlockWriter,
+        start: int = 0,
+        end: int | None = None,
+        bits: tuple[list[int], list[int], list[int], list[int]] | None = None,
+        after_write: Callable[[int], bool] | None = None,
+        before_write: Callable[[int], None] | None = None,
+    ) -> int:
+        """`append`/`skip` for values[start:end] (None = skip) with precomputed pending
+        tuples (None = not storable) and, for each index, the end of its run of equal
+        values. With `bits` (per-index bit counts of the four selector types, above 60
+        for skips and unstorable values) runs of values that just join the pending block
+        are taken in one step.
+
+        Stops before the first value that cannot be stored, or just after a value whose
+        append wrote a block when `after_write(i)` returns False; returns the index
+        reached. Produces exactly the state and blocks of the one-by-one calls.
+        `before_write(i)` is called before appending value i in any way that may write.
+        """
+        n = len(values) if end is None else end
+        i = start
+        written = 0
+        if after_write is not None:
+            inner = write
+
+            def write(block: int) -> None:
+                nonlocal written
+                written += 1
+                inner(block)
+
+        b0s = bits[0] if bits is not None else None
+        while i < n:
+            v = values[i]
+            if v is None:
+                self.skip(write)
+                i += 1
+                if written:
+                    written = 0
+                    if not after_write(i - 1):  # type: ignore[misc]
+                        return i
+                continue
+            pending = self.pending
+            if not pending or self.rle_count:
+                if self.last == v:
+                    # a run of repeats continues (or starts) the RLE count
+                    j = run_end[i]
+                    if j > n:
+                        j = n
+                    self.rle_count += j - i
+                    self.last_valid_ext = BASE
+                    self.possible = [True, True, True, True]
+                    i = j
+                    continue
+                if before_write is not None:
+                    before_write(i)
+                self._rle_terminate(write)  # (blocks written here count for value i)
+            pv = pendings[i]
+            if pv is None:
+                return i
+            if b0s is not None and pending and self.possible[0]:
+                # values joining the pending block under the plain selectors
+                cm = self.curr_max
+                cm0 = cm[0]
+                cnt = len(pending)
+                k = i
+                while k < n:
+                    b = b0s[k]
+                    if b > cm0:
+                        if b * (cnt + 1) > 60:
+                            break
+                        cm0 = b
+                    elif cm0 * (cnt + 1) > 60:
+                        break
+                    cnt += 1
+                    k += 1
+                if k > i:
+                    pending.extend(pendings[i:k])  # type: ignore[arg-type]
+                    cm[0] = cm0
+                    _, b1s, b2s, b3s = bits  # type: ignore[misc]
+                    m = max(b1s[i:k])
+                    if m > cm[1]:
+                        cm[1] = m
+                    m = max(b2s[i:k])
+                    if m > cm[2]:
+                        cm[2] = m
+                    m = max(b3s[i:k])
+                    if m > cm[3]:
+                        cm[3] = m
+                    self.last_valid_ext = 0
+                    i = k
+                    continue
+            if before_write is not None:
+                before_write(i)
+            self.append_pending_nocheck(pv, write)
+            i += 1
+            if written:
+                written = 0
+                if not after_write(i - 1):  # type: ignore[misc]
+                    return i
+        return n
+
+    def append_pending(self, pv: Pending, write: BlockWriter) -> None:
+        """`append(pv[0])` with its pending tuple already computed."""
+        value = pv[0]
+        if not self.pending or self.rle_count:
+            if self.last == value:
+                self.rle_count += 1
+                self.last_valid_ext = BASE
+                self.possible = [True, True, True, True]
+                return
+            self._rle_terminate(write)
+        self.append_pending_nocheck(pv, write)
+
+    def append_pending_nocheck(self, pv: Pending, write: BlockWriter) -> None:
+        """Second half of `append_pending` (the RLE check is done)."""
+        pending = self.pending
+        cm = self.curr_max
+        b0 = pv[1]
+        if self.possible[0] and (cm[0] if cm[0] > b0 else b0) * (len(pending) + 1) <= 60:
+            self.last_valid_ext = 0
+            pending.append(pv)
+            if b0 > cm[0]:
+                cm[0] = b0
+            if pv[2] > cm[1]:
+                cm[1] = pv[2]
+            if pv[3] > cm[2]:
+                cm[2] = pv[3]
+            if pv[4] > cm[3]:
+                cm[3] = pv[4]
+        else:
+            self._append_pending(pv, True, write)
+
     def _append_value(self, value: int, try_rle: bool, write: BlockWriter) -> bool:
         pv = _pending_value(value, self.is128)
         if pv is None:
             return False
+        return self._append_pending(pv, try_rle, write)
+
+    def _append_pending(self, pv: Pending, try_rle: bool, write: BlockWriter) -> bool:
+        value = pv[0]
         if self._fits(pv[1], pv[2], pv[3], pv[4]):
             self._push(pv)
             return True
@@ -449,12 +647,6 @@ def decode_block(block: int, prev: int | None, is128: bool) -> list[int | None]:
     return out
 
 
-def iter_blocks(data: bytes | memoryview, start: int, nblocks: int) -> Iterator[int]:
-    for i in range(nblocks):
-        p = start + 8 * i
-        yield int.from_bytes(data[p : p + 8], "little")
-
-
 # -- vectorised decoding -------------------------------------------------------------------
 #
 # Each output value is located by (block, slot): its bits are found through per-low-byte
@@ -633,19 +825,6 @@ def _unpack_small(
         flags[sentinel_blocks] = True
         sentinel = np.repeat(flags, c)
     return vals, missing, sentinel, c
-
-
-def block_counts_np(blocks: np.ndarray) -> np.ndarray:
-    """Values per block; raises on an invalid selector."""
-    tab = _NP_TAB[(blocks & _UFF).astype(np.intp)]
-    if not tab[:, 0].all():
-        raise BSONColumnError("Invalid Simple-8b selector in BSON Column")
-    counts = tab[:, 1]
-    is_rle = tab[:, 2].astype(bool)
-    if is_rle.any():
-        counts = counts.copy()
-        counts[is_rle] = (((blocks[is_rle] >> _U4) & _U15).astype(np.int64) + 1) * RLE_MULTIPLIER
-    return counts
 
 
 def decode_blocks_np(

@@ -17,6 +17,7 @@ Integers are kept as Python ints; `wrap64`/`wrap128` give two's-complement wrap-
 
 from __future__ import annotations
 
+import math
 import struct
 from typing import Final
 
@@ -109,8 +110,9 @@ def encode_double(val: float, scale_index: int) -> int | None:
     if not (scaled >= _SAFE_MIN and scaled <= _SAFE_MAX):  # also rejects NaN
         return None
     n = _llround(scaled)
-    # Compare bit patterns so that -0.0 does not pass as 0.0.
-    if _double_bits(n / mult) != _double_bits(val):
+    # The same double back, bit for bit: -0.0 must not pass as 0.0 (NaN is out of range).
+    back = n / mult
+    if back != val or (val == 0.0 and math.copysign(1.0, val) < 0.0):
         return None
     return n
 

@@ -78,3 +78,15 @@ def test_intermediate_and_reopen_give_the_same_bytes(rows: list, data: st.DataOb
             reopened.skip() if e is None else reopened.append_element(*e)
         assert reopened.finalize() == expected
         assert len(reopened) == len(rows)
+
+
+@SETTINGS
+@given(mixed_rows, mixed_rows)
+def test_diffs_after_reopen_apply_to_the_stored_column(head: list, tail: list) -> None:
+    """The bucket catalog's cycle: store a column, reopen it, append, write only the diff."""
+    stored = build(head).finalize()
+    b = BSONColumnBuilder.from_column(stored)
+    for e in tail:
+        b.skip() if e is None else b.append_element(*e)
+    diff = b.intermediate()
+    assert diff.apply(stored) == build(head + tail).finalize()

@@ -1,0 +1,136 @@
+"""Benchmark the BSONColumn codec against plain and zstd-compressed BSON.
+
+For each data set (columns of `--values` values, a full bucket by default) it prints:
+bytes per value as BSONColumn, as the plain BSON document {"0": v0, ...} and as that
+document compressed with zstd (cramjam); and throughput in values per second (CPU time,
+best of several runs) for `compress`, `decompress` (to the BSON document), reading
+Python values (`BSONColumn.values`), the numpy block decoder (`decode_numeric`, numeric
+columns), and for comparison zstd compress/decompress of the BSON document.
+
+Usage: python bench/bsoncolumn.py [--values 1000] [--repeat 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import bson  # noqa: E402
+import cramjam  # noqa: E402
+
+from storage.bsoncolumn import (  # noqa: E402
+    BSONColumn,
+    NotNumericColumn,
+    compress,
+    decode_numeric,
+    decompress,
+)
+
+
+def datasets(n: int, seed: int = 42) -> dict[str, list]:
+    rnd = random.Random(seed)
+    walk = []
+    x = 100.0
+    for _ in range(n):
+        x = round(x + rnd.uniform(-1, 1), 2)
+        walk.append(x)
+    oid_base = bson.ObjectId()
+    oids = [
+        bson.ObjectId(oid_base.binary[:4] + oid_base.binary[4:9] + (i).to_bytes(3, "big"))
+        for i in range(n)
+    ]
+    states = ["idle", "busy", "down", "starting"]
+    return {
+        "int64 counter": [bson.Int64(1_000_000 + i) for i in range(n)],
+        "double 2-dec walk": walk,
+        "date every 1 s": [bson.DatetimeMS(1_700_000_000_000 + 1000 * i) for i in range(n)],
+        "ObjectId": oids,
+        "short strings": [rnd.choice(states) for _ in range(n)],
+        "object 5 numbers": objects(n, rnd),
+    }
+
+
+def objects(n: int, rnd: random.Random) -> list[dict]:
+    """Measurements with 5 numeric fields, each a random walk (as sensor data goes)."""
+    cpu, mem, temp, load, procs = 50.0, 4 << 30, 40, 1.0, 200
+    out = []
+    for _ in range(n):
+        cpu = round(min(100.0, max(0.0, cpu + rnd.uniform(-2, 2))), 2)
+        mem += rnd.randint(-(1 << 20), 1 << 20)
+        temp += rnd.randint(-1, 1)
+        load = round(max(0.0, load + rnd.uniform(-0.3, 0.3)), 1)
+        procs += rnd.randint(-3, 3)
+        out.append({"cpu": cpu, "mem": bson.Int64(mem), "temp": temp, "load": load, "procs": procs})
+    return out
+
+
+def cpu_time(fn: Callable[[], object], repeat: int, min_time: float = 0.05) -> float:
+    """Best CPU seconds per call (calls batched so each measure lasts ~min_time)."""
+    t0 = time.process_time()
+    fn()
+    once = max(time.process_time() - t0, 1e-6)
+    number = max(1, int(min_time / once))
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.process_time()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.process_time() - t0) / number)
+    return best
+
+
+def fmt_rate(values: int, seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    rate = values / seconds
+    return f"{rate / 1e6:.2f}M" if rate >= 1e6 else f"{rate / 1e3:.0f}k"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--values", type=int, default=1000)
+    p.add_argument("--repeat", type=int, default=7)
+    args = p.parse_args()
+    n = args.values
+    print(f"{n} values per column; throughput in values/s (CPU time, best of {args.repeat});")
+    print("an object counts as one value (its 5 fields are 5 interleaved streams)")
+    header = (
+        f"{'data':18s} {'col B/v':>7s} {'bson B/v':>8s} {'zstd B/v':>8s} "
+        f"{'compress':>9s} {'decompress':>10s} {'values':>8s} {'numpy':>8s} "
+        f"{'zstd c':>8s} {'zstd d':>8s}"
+    )
+    print(header)
+    print("-" * len(header))
+    for name, values in datasets(n).items():
+        doc = bson.encode({str(i): v for i, v in enumerate(values)})
+        column = compress(doc)
+        assert decompress(column) == doc
+        zst = bytes(cramjam.zstd.compress(doc))
+        t_comp = cpu_time(lambda doc=doc: compress(doc), args.repeat)
+        t_dec = cpu_time(lambda c=column: decompress(c), args.repeat)
+        t_vals = cpu_time(lambda c=column: BSONColumn(c).values(), args.repeat)
+        try:
+            decode_numeric(column)
+            t_np: float | None = cpu_time(lambda c=column: decode_numeric(c), args.repeat)
+        except NotNumericColumn:
+            t_np = None
+        t_zc = cpu_time(lambda doc=doc: cramjam.zstd.compress(doc), args.repeat)
+        t_zd = cpu_time(lambda z=zst: cramjam.zstd.decompress(z), args.repeat)
+        print(
+            f"{name:18s} {len(column) / n:7.2f} {len(doc) / n:8.2f} {len(zst) / n:8.2f} "
+            f"{fmt_rate(n, t_comp):>9s} {fmt_rate(n, t_dec):>10s} {fmt_rate(n, t_vals):>8s} "
+            f"{fmt_rate(n, t_np):>8s} {fmt_rate(n, t_zc):>8s} {fmt_rate(n, t_zd):>8s}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
