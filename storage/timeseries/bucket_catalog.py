@@ -780,7 +780,9 @@ class BucketCatalog:
             changed_to_unsorted = True
             self._inc(ctx.stats, "numCompressedBucketsConvertedToUnsorted")
         b.minmax.update_many([m.doc for m in ms], ctx.options.meta_field)
-        changes, delta = b.columns.append([m.elems for m in ms])
+        names = ms[0].names
+        uniform = all(m.names == names for m in ms)
+        changes, delta = b.columns.append([m.elems for m in ms], names if uniform else None)
         new_fields = [f for f in b.columns.names() if f not in b.field_names]
         count = prev + len(ms)
         doc = build_bucket_document(b.bucket_id, version=b.version, min_doc=b.minmax.min(),

@@ -1,0 +1,77 @@
+"""Columns (the builders of an open bucket): bytes and diffs over several commits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from storage.bsoncolumn import BSONColumnBuilder
+from storage.timeseries.columns import Columns, _common_prefix
+from storage.timeseries.elements import to_element
+
+_VALUES = st.one_of(st.integers(-(2**40), 2**40), st.floats(allow_nan=False),
+                    st.text(max_size=6), st.booleans())
+_FIELDS = ("a", "b", "c")
+_ROW = st.dictionaries(st.sampled_from(_FIELDS), _VALUES)
+
+
+def _elems(row: dict[str, Any]) -> list[tuple[str, int, bytes]]:
+    return [(k, *to_element(v)) for k, v in row.items()]
+
+
+def _reference(rows: list[dict[str, Any]], name: str) -> BSONColumnBuilder:
+    b = BSONColumnBuilder()
+    for r in rows:
+        if name in r:
+            b.append_element(*to_element(r[name]))
+        else:
+            b.skip()
+    return b
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(_ROW, min_size=1, max_size=25), min_size=1, max_size=4))
+def test_diffs_are_the_builders_intermediate_diffs(batches: list[list[dict[str, Any]]]
+                                                   ) -> None:
+    cols = Columns("t")
+    refs: dict[str, BSONColumnBuilder] = {}
+    seen: list[dict[str, Any]] = []
+    for batch in batches:
+        rows = [{"t": i, **r} for i, r in enumerate(batch, len(seen))]
+        names = tuple(rows[0])
+        uniform = all(tuple(r) == names for r in rows)
+        changes, delta = cols.append([_elems(r) for r in rows], names if uniform else None)
+        before = {n: len(b) for n, b in refs.items()}
+        seen.extend(rows)
+        total = 0
+        for ch in changes:
+            ref = refs.get(ch.name)
+            if ref is None:
+                ref = refs[ch.name] = _reference(seen[:len(seen) - len(rows)], ch.name)
+                ref.intermediate()  # the column as of the previous commit (all skips)
+                assert ch.is_new
+            for r in rows:
+                if ch.name in r:
+                    ref.append_element(*to_element(r[ch.name]))
+                else:
+                    ref.skip()
+            diff = ref.intermediate()
+            assert ch.column == ref.finalize() == _reference(seen, ch.name).finalize()
+            if not ch.is_new:
+                assert (ch.diff.offset, ch.diff.data) == (diff.offset, diff.data)
+                assert ch.diff.apply(ch.previous) == ch.column
+            else:
+                assert (ch.diff.offset, ch.diff.data) == (0, ch.column)
+            total += len(ch.column) - len(ch.previous)
+        assert delta == total
+        assert set(before) <= {ch.name for ch in changes}
+        assert cols.count == len(seen)
+
+
+def test_common_prefix() -> None:
+    for a, b, n in ((b"", b"", 0), (b"abc", b"abd", 2), (b"abc", b"ab", 2), (b"x", b"y", 0),
+                    (b"abcdefgh", b"abcdefgh", 8), (b"abcdefgh", b"abcdefgX", 7)):
+        assert _common_prefix(a, b) == n
+        assert _common_prefix(b, a) == n
