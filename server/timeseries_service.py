@@ -328,7 +328,9 @@ def _apply_writes(catalog: Any, buckets: Any, writes: list[Any], durable: bool) 
             if found is None:
                 raise MongoError(ErrorCode.WriteConflict,
                                  f"bucket {w.bucket_id} disappeared during the write")
-            buckets.update(found[0], decode(w.document), encoded=w.document)
+            # the stored bytes are at hand: decoding them saves the update a read
+            buckets.update(found[0], decode(w.document), encoded=w.document,
+                           old_doc=decode(found[1]))
 
 
 # --- reads ------------------------------------------------------------------------------------

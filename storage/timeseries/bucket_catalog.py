@@ -385,16 +385,21 @@ class BucketCatalog:
             tv = type(v)
             if tv is Int64:
                 append((name, 0x12, qpack(v)))
-                continue
-            if tv is float:
+            elif tv is float:
                 append((name, 0x01, dpack(v)))
-                continue
-            f = pack.get(tv)
-            t_, b_ = f(v) if f is not None else to_element(v)
-            append((name, t_, b_))
-            n = len(b_)
-            if n > max_len:
-                max_len = n
+            elif tv is DatetimeMS:
+                append((name, 0x09, qpack(int(v))))
+            elif tv is ObjectId:
+                append((name, 0x07, v.binary))
+                if max_len < 12:
+                    max_len = 12
+            else:
+                f = pack.get(tv)
+                t_, b_ = f(v) if f is not None else to_element(v)
+                append((name, t_, b_))
+                n = len(b_)
+                if n > max_len:
+                    max_len = n
         if max_len < 8 and elems:
             max_len = 8
         types = tuple(map(type, doc.values()))
@@ -418,7 +423,7 @@ class BucketCatalog:
                     self._meta_cache[ck] = cached
             key, meta, meta_size = cached
         return Measurement(index, int(t), doc, elems, key, meta, meta_size,
-                           tuple(e[0] for e in elems), max_len, sig)
+                           tuple([e[0] for e in elems]), max_len, sig)
 
     # -- staging (tryInsert / insertWithReopeningContext / insertIntoBucket) ---------------------
 
@@ -779,18 +784,21 @@ class BucketCatalog:
             b.version = VERSION_COMPRESSED_UNSORTED
             changed_to_unsorted = True
             self._inc(ctx.stats, "numCompressedBucketsConvertedToUnsorted")
-        b.minmax.update_many([m.doc for m in ms], ctx.options.meta_field)
-        names = ms[0].names
-        uniform = all(m.names == names for m in ms)
-        changes, delta = b.columns.append([m.elems for m in ms], names if uniform else None)
+        names: tuple[str, ...] | None = ms[0].names
+        if not all(m.names == names for m in ms):
+            names = None
+        b.minmax.update_many([m.doc for m in ms], ctx.options.meta_field, names)
+        changes, delta = b.columns.append([m.elems for m in ms], names)
         new_fields = [f for f in b.columns.names() if f not in b.field_names]
         count = prev + len(ms)
         doc = build_bucket_document(b.bucket_id, version=b.version, min_doc=b.minmax.min(),
                                     max_doc=b.minmax.max(), count=count, meta=b.meta,
                                     columns=b.columns.column_bytes())
+        grown = 0
         for row, m in enumerate(ms, prev):
-            digits = len(str(row))
-            b.uncompressed_size += sum(2 + digits + len(v) for _n, _t, v in m.elems)
+            el = m.elems
+            grown += (2 + len(str(row))) * len(el) + sum([len(e[2]) for e in el])
+        b.uncompressed_size += grown
         control: dict[str, Any] = {"count": count}
         if changed_to_unsorted:
             control["version"] = VERSION_COMPRESSED_UNSORTED
@@ -918,13 +926,18 @@ def _meta_cache_key(v: Any) -> Any:
     if tv in _SCALAR_META:
         return (tv, _D.pack(v)) if tv is float else (tv, v)   # -0.0 is not 0.0 here
     if tv is dict:
-        items = []
-        for k, x in v.items():
-            tx = type(x)
-            if tx not in _SCALAR_META:
-                return None
-            items.append((k, tx, _D.pack(x) if tx is float else x))
-        return (dict, tuple(items))
+        types = tuple(map(type, v.values()))
+        if float in types:
+            items = []
+            for k, x in v.items():
+                tx = type(x)
+                if tx not in _SCALAR_META:
+                    return None
+                items.append((k, tx, _D.pack(x) if tx is float else x))
+            return (dict, tuple(items))
+        if not _SCALAR_META.issuperset(types):
+            return None
+        return (dict, tuple(v.items()), types)
     return None
 
 

@@ -25,6 +25,7 @@ storage.bson_order.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from math import isnan as _isnan
 from typing import Any, Final
 
 from bson import Int64, ObjectId
@@ -62,20 +63,21 @@ def _compare(a: Any, b: Any) -> int:
 _NUMBERS: Final = frozenset((int, float, Int64))
 
 
+_FAMILY_SINGLE: Final = frozenset((int, Int64, str, DatetimeMS, bool, ObjectId))
+
+
 def _family(vals: list[Any]) -> bool:
-    """True when all values are scalars Python orders exactly like BSON does."""
-    t0 = type(vals[0])
-    if t0 in _NUMBERS:
-        for v in vals:
-            tv = type(v)
-            if tv is float:
-                if v != v:
-                    return False
-            elif tv is not int and tv is not Int64:
-                return False
-        return True
-    if t0 is str or t0 is DatetimeMS or t0 is bool or t0 is ObjectId:
-        return all(type(v) is t0 for v in vals)
+    """True when all values are scalars Python orders exactly like BSON does: numbers
+    (int, Int64, float but no NaN) or values of one type among str, date, bool, ObjectId."""
+    types = set(map(type, vals))
+    if len(types) == 1:
+        t0 = types.pop()
+        if t0 is float:
+            return not any(map(_isnan, vals))
+        return t0 in _FAMILY_SINGLE
+    if types <= _NUMBERS:
+        return float not in types or not any(
+            map(_isnan, [v for v in vals if type(v) is float]))
     return False
 
 
@@ -176,44 +178,52 @@ class MinMax:
         """Fold one measurement (or a control.min/max document) in; `skip_field` is the meta."""
         self._update_obj(self._root, doc.items(), True, True, skip_field)
 
-    def update_many(self, docs: Sequence[Mapping[str, Any]], skip_field: str | None = None
-                    ) -> None:
+    def update_many(self, docs: Sequence[Mapping[str, Any]], skip_field: str | None = None,
+                    names: Sequence[str] | None = None) -> None:
         """`update` for each doc in turn, with top-level scalar fields folded in bulk.
 
         Same result as the loop: the root's fields are inserted document by document
         (only documents bringing a new name change the structure), and each field's
         node sees its values in order, which for a run of scalars of one comparable
-        family reduces to its first minimum and first maximum.
+        family reduces to its first minimum and first maximum. `names`, when given,
+        says every doc has exactly these fields (`skip_field` aside) in this order.
         """
         root = self._root
         children = root.children
-        known = {c.name for c in children}
-        per_field: dict[str, list[Any]] = {}
-        for d in docs:
-            new = False
-            for k, v in d.items():
-                if k == skip_field:
-                    continue
-                lst = per_field.get(k)
-                if lst is None:
-                    lst = per_field[k] = []
-                lst.append(v)
-                if k not in known:
-                    new = True
-            if new:
-                for _child, _v in _locate(children, _Node, d.items(), skip_field):
+        per_field: dict[str, list[Any]]
+        if names is not None and docs:
+            if not {c.name for c in children}.issuperset(names):
+                for _child, _v in _locate(children, _Node, docs[0].items(), skip_field):
                     pass
-                known = {c.name for c in children}
+            per_field = {name: [d[name] for d in docs] for name in names}
+        else:
+            known = {c.name for c in children}
+            per_field = {}
+            for d in docs:
+                new = False
+                for k, v in d.items():
+                    if k == skip_field:
+                        continue
+                    lst = per_field.get(k)
+                    if lst is None:
+                        lst = per_field[k] = []
+                    lst.append(v)
+                    if k not in known:
+                        new = True
+                if new:
+                    for _child, _v in _locate(children, _Node, d.items(), skip_field):
+                        pass
+                    known = {c.name for c in children}
         nodes = {c.name: c for c in children}
+        update = self._update
         for name, vals in per_field.items():
             node = nodes[name]
-            family = _family(vals)
-            if family:
-                self._update(node, min(vals), True, False)
-                self._update(node, max(vals), False, True)
+            if _family(vals):
+                update(node, min(vals), True, False)
+                update(node, max(vals), False, True)
             else:
                 for v in vals:
-                    self._update(node, v, True, True)
+                    update(node, v, True, True)
 
     @classmethod
     def from_control(cls, min_doc: Mapping[str, Any], max_doc: Mapping[str, Any]) -> MinMax:

@@ -205,3 +205,22 @@ def test_update_many_equals_one_by_one(docs: list[dict], splits: list[int]) -> N
         bulk.update_many(docs[cut:], "m")
     assert _identical(one.min(), bulk.min())
     assert _identical(one.max(), bulk.max())
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b", "c", "m"]), unique=True),
+       st.lists(st.lists(_values, min_size=4, max_size=4), min_size=1, max_size=8),
+       st.dictionaries(st.sampled_from(["b", "z"]), _scalars, max_size=2))
+def test_update_many_with_uniform_names_equals_one_by_one(
+        fields: list[str], rows: list[list[Any]], earlier: dict) -> None:
+    # every doc has the same fields in the same order; "m" (the meta) is skipped
+    docs = [dict(zip(fields, r)) for r in rows]
+    names = tuple(f for f in fields if f != "m")
+    one, bulk = MinMax(), MinMax()
+    for mm in (one, bulk):
+        mm.update({"t": DatetimeMS(0), **earlier})
+    for d in docs:
+        one.update(d, "m")
+    bulk.update_many(docs, "m", names)
+    assert _identical(one.min(), bulk.min())
+    assert _identical(one.max(), bulk.max())
