@@ -85,6 +85,9 @@ _DATE_MIN: Final = -(2**63)
 _BUCKET_OVERHEAD: Final = 512     # rough bytes of bookkeeping per open bucket
 _ARCHIVED_OVERHEAD: Final = 96    # per archived entry
 _META_CACHE_MAX: Final = 65536
+# Column builders of archived buckets kept warm, so reopening one does not rebuild them
+# from the stored bytes; bounded by their compressed bytes (the builders hold about that).
+_WARM_MAX_BYTES: Final = 64 * 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -163,6 +166,9 @@ class BucketCatalog:
         self._memory = 0
         self._pending: BatchResult | None = None
         self._meta_cache: dict[Any, tuple[bytes, Any, int]] = {}
+        # bucket id -> (coll, columns, last time) of archived buckets; see _WARM_MAX_BYTES
+        self._warm: OrderedDict[ObjectId, tuple[Any, Columns, int | None]] = OrderedDict()
+        self._warm_bytes = 0
 
     # -- public: insert protocol -------------------------------------------------------------
 
@@ -249,6 +255,8 @@ class BucketCatalog:
             action = b.rollover_action
             if action in (RolloverAction.kHardClose, RolloverAction.kSoftClose):
                 self._close_open_bucket(b)
+                if action == RolloverAction.kSoftClose:
+                    self._keep_warm(b)
             elif action == RolloverAction.kArchive:
                 self._archive_bucket(b)
             else:
@@ -273,6 +281,8 @@ class BucketCatalog:
             times, _ids = self._archived.pop(k)
             self._num_archived -= len(times)
             self._memory -= _ARCHIVED_OVERHEAD * len(times)
+        for oid in [oid for oid, w in self._warm.items() if w[0] == coll]:
+            self._take_warm(oid)
 
     def drop_collection(self, coll: Any) -> None:
         """`drop`: forget the collection's buckets and statistics."""
@@ -285,6 +295,7 @@ class BucketCatalog:
         b = self._open_by_id.get(bucket_id)
         if b is not None and b.coll == coll:
             self._remove_open(b)
+        self._take_warm(bucket_id)
         for k, (times, ids) in list(self._archived.items()):
             if k[0] != coll:
                 continue
@@ -557,6 +568,8 @@ class BucketCatalog:
                 self._archive_bucket(bucket)
             else:
                 self._close_open_bucket(bucket)
+                if action == RolloverAction.kSoftClose:
+                    self._keep_warm(bucket)  # a query may reopen it
         else:
             bucket.rollover_action = action
         return self._allocate(ctx, m)
@@ -722,14 +735,23 @@ class BucketCatalog:
         time_col = parsed.data.get(opts.time_field)
         if not isinstance(time_col, bytes):
             raise _ReopenFailed("missing a valid time column")
+        warm = self._take_warm(oid)
+        if warm is not None and warm[0] == ctx.coll and \
+                warm[1].column_bytes() == [(n, bytes(c)) for n, c in parsed.data.items()]:
+            columns, count = warm[1], warm[1].count
+            last = (0x09, warm[2].to_bytes(8, "little", signed=True)) \
+                if warm[2] is not None else None
+        else:
+            columns = None
+            try:
+                times = decode_elements(time_col)
+            except BSONColumnError:
+                raise _ReopenFailed("time column could not be decompressed") from None
+            count = len(times)
+            last = times[-1] if times else None
         try:
-            times = decode_elements(time_col)
-        except BSONColumnError:
-            raise _ReopenFailed("time column could not be decompressed") from None
-        count = len(times)
-        last = times[-1] if times else None
-        try:
-            columns = Columns.from_data(parsed.data.items(), count)
+            if columns is None:
+                columns = Columns.from_data(parsed.data.items(), count)
             minmax = MinMax.from_control(parsed.min_doc, parsed.max_doc)
             schema = Schema.from_control(parsed.min_doc, parsed.max_doc)
         except (BSONColumnError, SchemaChange, TypeError, ValueError):
@@ -857,6 +879,23 @@ class BucketCatalog:
         self._num_archived += 1
         self._memory += _ARCHIVED_OVERHEAD
         self._remove_open(b)
+        self._keep_warm(b)
+
+    def _keep_warm(self, b: Bucket) -> None:
+        if not (b.all_committed and b.num_committed):
+            return
+        self._take_warm(b.bucket_id)
+        self._warm[b.bucket_id] = (b.coll, b.columns, b.last_time_ms)
+        self._warm_bytes += b.columns.compressed_size
+        while self._warm_bytes > _WARM_MAX_BYTES:
+            self._take_warm(next(iter(self._warm)))
+
+    def _take_warm(self, oid: ObjectId) -> tuple[Any, Columns, int | None] | None:
+        """Remove and return the warm columns of an archived bucket, if kept."""
+        w = self._warm.pop(oid, None)
+        if w is not None:
+            self._warm_bytes -= w[1].compressed_size
+        return w
 
     def _mark_idle(self, b: Bucket) -> None:
         self._idle[b.bucket_id] = b

@@ -203,3 +203,63 @@ def test_server_status_and_coll_stats_shapes() -> None:
         assert name in stats
     raw = decode(next(iter(store.docs["c"].values())))
     assert raw["control"]["version"] == 2
+
+
+def _flip_flop(catalog: BucketCatalog, store: FakeStore, rounds: int) -> None:
+    """Two writers far apart in time for the same series: every batch rolls the open
+    bucket back (archive) or forward (soft close) and reopens the other one."""
+    hour = 3600 * 1000
+    for r in range(rounds):
+        early = [{"_id": 2 * r * 10 + i, "t": DatetimeMS(T0 + r * 10_000 + i * 1000),
+                  "m": "a", "v": float(r * 10 + i) / 3, "w": i} for i in range(10)]
+        late = [{"_id": (2 * r + 1) * 10 + i, "t": DatetimeMS(T0 + 2 * hour + r * 10_000
+                                                             + i * 1000),
+                 "m": "a", "v": r, "w": "x" * i} for i in range(10)]
+        store.insert(catalog, "c", OPTS, early)
+        store.insert(catalog, "c", OPTS, late)
+
+
+def test_reopening_an_archived_bucket_reuses_its_warm_builders(monkeypatch) -> None:
+    from storage.timeseries import bucket_catalog
+
+    rebuilt: list[int] = []
+    real = bucket_catalog.Columns.from_data
+    monkeypatch.setattr(bucket_catalog.Columns, "from_data",
+                        lambda data, count: rebuilt.append(count) or real(data, count))
+    warm_store, warm = FakeStore(), BucketCatalog()
+    _flip_flop(warm, warm_store, 6)
+    reopened = warm.execution_stats("c").numBucketsReopened
+    assert reopened >= 5
+    assert rebuilt == []
+    # The same inserts where every reopening must rebuild the builders from the bytes.
+    cold_store, cold = FakeStore(), BucketCatalog()
+    cold._keep_warm = lambda b: None  # type: ignore[method-assign]
+    _flip_flop(cold, cold_store, 6)
+    assert len(rebuilt) == reopened
+    strip = [{k: v for k, v in b.items() if k != "_id"} for b in cold_store.buckets("c")]
+    assert [{k: v for k, v in b.items() if k != "_id"} for b in warm_store.buckets("c")] \
+        == strip
+    assert sorted(m["_id"] for m in warm_store.measurements("c", OPTS)) == list(range(120))
+
+
+def test_warm_builders_are_not_used_for_a_bucket_changed_behind_the_catalog() -> None:
+    from storage.bsonutil import encode
+    from storage.timeseries.bucket_document import compress_bucket, decompress_bucket
+
+    store, cat = FakeStore(), BucketCatalog()
+    _flip_flop(cat, store, 2)     # ends with the early bucket soft-closed, kept warm
+    [early] = [oid for oid in store.docs["c"] if oid in cat._warm
+               and decode(store.docs["c"][oid])["control"]["count"] == 20]
+    # Rewrite that bucket without field "w", as a rawData update would, but without
+    # telling the catalog: the byte check must refuse the warm builders.
+    flat = decompress_bucket(decode(store.docs["c"][early]))
+    del flat["data"]["w"]
+    flat["control"]["min"].pop("w")
+    flat["control"]["max"].pop("w")
+    store.docs["c"][early] = encode(compress_bucket(flat, "t"))
+    store.insert(cat, "c", OPTS, [{"_id": 999, "t": DatetimeMS(T0 + 20_500), "m": "a",
+                                   "v": 1.0}])
+    reopened = decode(store.docs["c"][early])
+    assert reopened["control"]["count"] == 21
+    assert list(reopened["data"]) == ["t", "_id", "v"]
+    assert sorted(m["_id"] for m in store.measurements("c", OPTS)) == [*range(40), 999]
