@@ -73,6 +73,22 @@ def _decode_doc(buf: memoryview, pos: int, end: int, codec: CodecOptions[Any],
     return doc, pos + size
 
 
+def _decode_sequence(buf: memoryview, pos: int, end: int, codec: CodecOptions[Any],
+                     request_id: int) -> list[Any]:
+    """The documents of a kind-1 section: one C call for a well-formed sequence; a bad
+    one is walked document by document so the error names what is wrong."""
+    if end - pos <= MAX_BSON_INTERNAL_SIZE:  # no document in it can be over the limit
+        try:
+            return bson.decode_all(buf[pos:end], codec)
+        except Exception:
+            pass
+    docs = []
+    while pos < end:
+        doc, pos = _decode_doc(buf, pos, end, codec, request_id)
+        docs.append(doc)
+    return docs
+
+
 def parse_message(frame: bytes, codec: CodecOptions[Any] = _DEFAULT_CODEC) -> Request:
     """Parse one complete frame (header included) into a request message."""
     length, request_id, _response_to, op_code = _HEADER.unpack_from(frame, 0)
@@ -148,11 +164,7 @@ def _parse_op_msg(frame: bytes, request_id: int, compressor_id: int | None, wire
             if name in sequences:
                 raise ProtocolError(40431, "Location40431", f"Duplicate document sequence: {name}",
                                     fatal=False, request_id=request_id)
-            docs: list[dict[str, Any]] = []
-            p = nul + 1
-            while p < seq_end:
-                doc, p = _decode_doc(buf, p, seq_end, codec, request_id)
-                docs.append(doc)
+            docs = _decode_sequence(buf, nul + 1, seq_end, codec, request_id)
             sequences[name] = docs
             pos = seq_end
         else:

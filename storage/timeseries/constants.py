@@ -3,6 +3,7 @@ timeseries.idl)."""
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from typing import Final
@@ -36,7 +37,8 @@ LARGE_MEASUREMENTS_MAX_BUCKET_SIZE: Final = 16 * 1024 * 1024 - 4 * 1024 * 1024
 MAX_BUCKET_DOCUMENT_SIZE: Final = 16 * 1024 * 1024 + 16 * 1024
 
 
-def _system_memory_bytes() -> int:
+@functools.cache
+def _system_memory_bytes() -> int:  # read once: the catalog asks on every measurement
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
