@@ -314,10 +314,12 @@ def _apply_writes(catalog: Any, buckets: Any, writes: list[Any], durable: bool) 
     """Every bucket write of one batch, in one storage transaction."""
     if not writes:
         return
+    light = _indexes_read_no_data(buckets.entry)
     with catalog.transaction(durable=durable):
         inserts = [w for w in writes if w.kind == "insert"]
         if inserts:
-            docs = [decode(w.document) for w in inserts]
+            docs = [w.index_doc if light and w.index_doc is not None else decode(w.document)
+                    for w in inserts]
             res = buckets.insert_many(docs, encoded=[w.document for w in inserts])
             if res.errors:
                 raise res.errors[0][1]
@@ -328,9 +330,30 @@ def _apply_writes(catalog: Any, buckets: Any, writes: list[Any], durable: bool) 
             if found is None:
                 raise MongoError(ErrorCode.WriteConflict,
                                  f"bucket {w.bucket_id} disappeared during the write")
-            # the stored bytes are at hand: decoding them saves the update a read
-            buckets.update(found[0], decode(w.document), encoded=w.document,
-                           old_doc=decode(found[1]))
+            if light and w.index_doc is not None and w.previous_index_doc is not None:
+                new, old = w.index_doc, w.previous_index_doc
+            else:
+                new, old = decode(w.document), decode(found[1])
+            buckets.update(found[0], new, encoded=w.document, old_doc=old)
+
+
+def _indexes_read_no_data(entry: Any) -> bool:
+    """True when no index of the buckets collection (keys or partial filter) reads
+    `data`, so index maintenance can use the catalog's data-less view of a bucket
+    instead of decoding whole bucket documents."""
+    def clean(path: str) -> bool:
+        return path.split(".", 1)[0] in ("_id", "control", "meta")
+
+    def filter_clean(f: Any) -> bool:
+        if isinstance(f, dict):
+            return all((k.startswith("$") or clean(k)) and filter_clean(v) for k, v in f.items())
+        if isinstance(f, list):
+            return all(filter_clean(v) for v in f)
+        return True
+
+    return all(all(clean(p) for p in ix.spec.fields)
+               and (ix.spec.partial_filter is None or filter_clean(ix.spec.partial_filter))
+               for ix in entry.indexes)
 
 
 # --- reads ------------------------------------------------------------------------------------

@@ -92,7 +92,8 @@ class Bucket:
     """In-memory state of one open bucket."""
 
     __slots__ = (
-        "bucket_id", "coll", "columns", "committed_doc_size", "field_names", "kept_open_large",
+        "bucket_id", "coll", "columns", "committed_doc_size", "field_names", "index_doc",
+        "kept_open_large",
         "key", "last_time_ms", "memory_usage", "meta", "min_time_ms", "minmax",
         "num_committed", "num_measurements", "opened_due_to_metadata", "reopened",
         "rollover_action", "schema", "schema_signatures", "size", "sorted_by_time", "staged",
@@ -128,6 +129,8 @@ class Bucket:
         self.opened_due_to_metadata = False
         self.last_time_ms: int | None = None
         self.committed_doc_size = 0
+        # the stored document without `data` (see BucketWrite.index_doc), when known
+        self.index_doc: dict[str, Any] | None = None
         self.uncompressed_size = 0
         self.memory_usage = 0
 

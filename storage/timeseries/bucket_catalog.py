@@ -62,6 +62,7 @@ from .bucket_document import build_bucket_document, compress_bucket, parse_bucke
 from .bucket_id import BucketIdGenerator
 from .columns import ColumnChange, Columns
 from .constants import (
+    DATA,
     LARGE_MEASUREMENTS_MAX_BUCKET_SIZE,
     MAX_BUCKET_DOCUMENT_SIZE,
     META,
@@ -107,6 +108,10 @@ class BucketWrite:
     measurement_indexes: list[int]
     column_changes: list[ColumnChange] = field(default_factory=list)
     control_changes: dict[str, Any] = field(default_factory=dict)
+    # `document` decoded without `data` (all an index on a buckets collection reads),
+    # and the same of the stored version it replaces (None: decode the stored bytes)
+    index_doc: dict[str, Any] | None = None
+    previous_index_doc: dict[str, Any] | None = None
     # set by the catalog for its own bookkeeping at commit
     _compressed_delta: int = 0
     _new_fields: list[str] = field(default_factory=list)
@@ -246,6 +251,7 @@ class BucketCatalog:
             b.opened_due_to_metadata = False
             b.last_time_ms = w._last_time_ms
             b.committed_doc_size = len(w.document)
+            b.index_doc = w.index_doc
             self._set_memory(b, _BUCKET_OVERHEAD + len(b.key) + b.columns.compressed_size
                              + 2 * 48 * len(b.field_names))
         for b in result._touched:
@@ -768,6 +774,8 @@ class BucketCatalog:
         b.version = VERSION_COMPRESSED_SORTED if b.sorted_by_time else VERSION_COMPRESSED_UNSORTED
         b.reopened = True
         b.committed_doc_size = len(raw)
+        if oid not in ctx.rewrites:
+            b.index_doc = {k: v for k, v in doc.items() if k != DATA}
         b.uncompressed_size = len(raw)
         if last is not None and last[0] == 0x09:
             b.last_time_ms = int.from_bytes(last[1], "little", signed=True)
@@ -813,9 +821,14 @@ class BucketCatalog:
         changes, delta = b.columns.append([m.elems for m in ms], names)
         new_fields = [f for f in b.columns.names() if f not in b.field_names]
         count = prev + len(ms)
-        doc = build_bucket_document(b.bucket_id, version=b.version, min_doc=b.minmax.min(),
-                                    max_doc=b.minmax.max(), count=count, meta=b.meta,
+        min_doc, max_doc = b.minmax.min(), b.minmax.max()
+        doc = build_bucket_document(b.bucket_id, version=b.version, min_doc=min_doc,
+                                    max_doc=max_doc, count=count, meta=b.meta,
                                     columns=b.columns.column_bytes())
+        index_doc: dict[str, Any] = {"_id": b.bucket_id, "control": {
+            "version": b.version, "min": min_doc, "max": max_doc, "count": count}}
+        if b.meta is not MISSING:
+            index_doc["meta"] = b.meta
         grown = 0
         for row, m in enumerate(ms, prev):
             el = m.elems
@@ -830,7 +843,9 @@ class BucketCatalog:
             bucket_id=b.bucket_id, document=doc, previous_count=prev,
             measurement_indexes=[m.index for m in ms],
             column_changes=[] if rewritten else changes,
-            control_changes=control, _compressed_delta=delta, _new_fields=new_fields,
+            control_changes=control, index_doc=index_doc,
+            previous_index_doc=None if rewritten or not prev else b.index_doc,
+            _compressed_delta=delta, _new_fields=new_fields,
             _estimate=b.staged_estimate, _last_time_ms=ms[-1].time_ms)
 
     # -- bucket lifecycle -------------------------------------------------------------------------

@@ -328,6 +328,34 @@ def test_indexes_translated(db) -> None:
     assert hidden and hidden[0].get("hidden") is True
 
 
+def test_index_entries_follow_every_bucket_update(db) -> None:
+    """Buckets extended batch after batch (and reopened after a time-backward insert)
+    keep every index entry right: validate agrees, and index scans find what a
+    collection scan finds."""
+    db.create_collection("m", timeseries={"timeField": "t", "metaField": "tags"})
+    db.m.create_index([("tags.host", 1), ("t", -1)])
+    db.m.create_index("v")
+    db["system.buckets.m"].create_index("control.count")   # a direct index on buckets
+    for batch in range(6):
+        start = T0 + dt.timedelta(minutes=0 if batch == 3 else 10 * batch)  # 3: backward
+        db.m.insert_many([{"t": start + dt.timedelta(seconds=i), "tags": {"host": h},
+                           "v": batch * 100 + i} for i in range(20) for h in ("a", "b")])
+    result = db.command("validate", "m")
+    assert result["valid"], result
+    assert result["keysPerIndex"]
+    nbuckets = db["system.buckets.m"].count_documents({})
+    assert set(result["keysPerIndex"].values()) == {nbuckets}
+    for host in ("a", "b"):
+        q = {"tags.host": host, "t": {"$gte": T0 + dt.timedelta(minutes=20)}}
+        assert len(list(db.m.find(q).hint([("tags.host", 1), ("t", -1)]))) == \
+            len([m for m in db.m.find() if m["tags"]["host"] == host
+                 and m["t"] >= T0 + dt.timedelta(minutes=20)]) == 60
+    assert len(list(db.m.find({"v": {"$gte": 500}}).hint("v_1"))) == 40
+    counts = [b["control"]["count"] for b in db["system.buckets.m"].find()]
+    assert sorted(b["control"]["count"] for b in
+                  db["system.buckets.m"].find().hint("control.count_1")) == sorted(counts)
+
+
 def test_coll_mod_rules(db) -> None:
     db.create_collection("m", timeseries={"timeField": "t", "granularity": "seconds"})
     db.command("collMod", "m", timeseries={"granularity": "minutes"})
