@@ -7,6 +7,9 @@ best of several runs) for `compress`, `decompress` (to the BSON document), readi
 Python values (`BSONColumn.values`), the numpy block decoder (`decode_numeric`, numeric
 columns), and for comparison zstd compress/decompress of the BSON document.
 
+A second table compares the native uniform-column encoder (`storage.bsoncolumn.native`,
+the optional C extension) with the Python builder on the same raw values.
+
 Usage: python bench/bsoncolumn.py [--values 1000] [--repeat 7]
 """
 
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import struct
 import sys
 import time
 from collections.abc import Callable
@@ -28,10 +32,12 @@ import cramjam  # noqa: E402
 
 from storage.bsoncolumn import (  # noqa: E402
     BSONColumn,
+    BSONColumnBuilder,
     NotNumericColumn,
     compress,
     decode_numeric,
     decompress,
+    native,
 )
 
 
@@ -70,6 +76,49 @@ def objects(n: int, rnd: random.Random) -> list[dict]:
         procs += rnd.randint(-3, 3)
         out.append({"cpu": cpu, "mem": bson.Int64(mem), "temp": temp, "load": load, "procs": procs})
     return out
+
+
+def native_datasets(n: int, seed: int = 42) -> dict[str, tuple[int, bytes]]:
+    """(BSON type, concatenated little-endian values) for the native vs Python rows."""
+    rnd = random.Random(seed)
+    walk = []
+    x = 50
+    for _ in range(n):  # TSBS cpu-like: an int random walk clamped to 0..100
+        x = min(100, max(0, x + rnd.randint(-5, 5)))
+        walk.append(x)
+    doubles = []
+    y = 100.0
+    for _ in range(n):
+        y = round(y + rnd.uniform(-1, 1), 2)
+        doubles.append(y)
+    q, d = struct.Struct("<q").pack, struct.Struct("<d").pack
+    return {
+        "int64 counter": (0x12, b"".join(q(1_000_000 + i) for i in range(n))),
+        "int64 walk 0-100": (0x12, b"".join(q(v) for v in walk)),
+        "double 2 decimals": (0x01, b"".join(d(v) for v in doubles)),
+        "date every 10 s": (0x09, b"".join(q(1_700_000_000_000 + 10_000 * i) for i in range(n))),
+    }
+
+
+def native_rows(n: int, repeat: int) -> None:
+    print()
+    if not native.AVAILABLE:
+        print("native encoder: not built (pip install -e . compiles storage/bsoncolumn/_native.c)")
+        return
+    print(f"encode {n} values of one type: native C vs Python builder (values/s, CPU time)")
+    header = f"{'data':18s} {'native':>9s} {'python':>9s} {'ratio':>7s}"
+    print(header)
+    print("-" * len(header))
+    for name, (t, raw) in native_datasets(n).items():
+        size = len(raw) // n
+        elements = [(t, raw[i : i + size]) for i in range(0, len(raw), size)]
+        python = BSONColumnBuilder().extend_elements(elements).finalize()
+        assert native.encode_uniform(t, raw) == python
+        t_nat = cpu_time(lambda t=t, raw=raw: native.encode_uniform(t, raw), repeat)
+        t_py = cpu_time(
+            lambda e=elements: BSONColumnBuilder().extend_elements(e).finalize(), repeat
+        )
+        print(f"{name:18s} {fmt_rate(n, t_nat):>9s} {fmt_rate(n, t_py):>9s} {t_py / t_nat:6.0f}x")
 
 
 def cpu_time(fn: Callable[[], object], repeat: int, min_time: float = 0.05) -> float:
@@ -129,6 +178,7 @@ def main() -> int:
             f"{fmt_rate(n, t_comp):>9s} {fmt_rate(n, t_dec):>10s} {fmt_rate(n, t_vals):>8s} "
             f"{fmt_rate(n, t_np):>8s} {fmt_rate(n, t_zc):>8s} {fmt_rate(n, t_zd):>8s}"
         )
+    native_rows(n, args.repeat)
     return 0
 
 

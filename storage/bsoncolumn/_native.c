@@ -1,0 +1,717 @@
+/* Native BSONColumn encoder for a fresh column of one fixed-size scalar type.
+ *
+ * A line-by-line port of the per-value path of the Python builder
+ * (storage/bsoncolumn/encoding.py EncodingState.append, Encoder64 and
+ * simple8b.py Simple8bBuilder) restricted to what a column of int32, int64, date or
+ * double values without skips needs. The Python code is the reference: every check
+ * happens in the same order so the bytes are identical. Any state the Python code
+ * would treat as an error (an assertion, an index error) makes the encoder give up
+ * (the module returns None and the caller uses the Python builder).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#define T_DOUBLE 0x01
+#define T_DATE 0x09
+#define T_INT32 0x10
+#define T_INT64 0x12
+
+#define MEMORY_AS_INTEGER 5
+#define RLE_SELECTOR 15
+#define RLE_MULTIPLIER 120
+#define MAX_RLE_COUNT 16
+#define MAX_PENDING 64
+#define MAX_DEPTH 200
+
+/* ---- Simple-8b tables (see simple8b.py) ------------------------------------------ */
+
+static const int TZ_BITS[4] = {0, 4, 4, 5};
+static const int MIN_DATA_BITS[4] = {1, 2, 4, 4};
+static const int MIN_SELECTOR[4] = {1, 1, 1, 8};
+static const int MAX_SELECTOR[4] = {14, 9, 7, 13};
+static const int INTS[4][16] = {
+    {0, 60, 30, 20, 15, 12, 10, 8, 7, 6, 5, 4, 3, 2, 1, 0},
+    {0, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0, 0, 0, 0, 0},
+    {0, 7, 6, 5, 4, 3, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+    {0, 0, 0, 0, 0, 0, 0, 0, 6, 5, 4, 3, 2, 1, 0, 0},
+};
+static const int BITS[4][16] = {
+    {64, 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 15, 20, 30, 60, 64},
+    {64, 2, 3, 4, 5, 7, 10, 14, 24, 52, 64, 64, 64, 64, 64, 64},
+    {64, 4, 5, 7, 10, 14, 24, 52, 0, 0, 64, 64, 64, 64, 64, 64},
+    {64, 0, 0, 0, 0, 0, 0, 0, 4, 6, 9, 13, 23, 51, 64, 64},
+};
+static const uint8_t CONTROL_FOR_SCALE[6] = {0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0x80};
+static const double SCALE_MULTIPLIER[5] = {1.0, 10.0, 100.0, 10000.0, 100000000.0};
+static const double SAFE53 = 9007199254740992.0;
+
+static int SEL_FOR_COUNT[4][61];
+
+static void init_tables(void) {
+    for (int ext = 0; ext < 4; ext++) {
+        for (int n = 0; n <= 60; n++) {
+            int sel = MAX_SELECTOR[ext];
+            for (int idx = MIN_SELECTOR[ext]; idx < MAX_SELECTOR[ext]; idx++) {
+                if (n >= INTS[ext][idx]) {
+                    sel = idx;
+                    break;
+                }
+            }
+            SEL_FOR_COUNT[ext][n] = sel;
+        }
+    }
+}
+
+/* ---- numeric helpers (type_util.py) ---------------------------------------------- */
+
+static inline uint64_t zigzag(uint64_t v) { return (v << 1) ^ (0 - (v >> 63)); }
+
+static inline uint64_t unzigzag(uint64_t u) { return (u >> 1) ^ (0 - (u & 1)); }
+
+static inline int bit_length(uint64_t x) { return x ? 64 - __builtin_clzll(x) : 0; }
+
+static inline int count_bits(uint64_t v) { return bit_length(v + 1); }
+
+static inline uint64_t double_bits(double x) {
+    uint64_t u;
+    memcpy(&u, &x, 8);
+    return u;
+}
+
+static inline double bits_double(uint64_t u) {
+    double x;
+    memcpy(&x, &u, 8);
+    return x;
+}
+
+/* encode_double: 1 and *out set when `val` is exactly representable at `scale`. */
+static int encode_double(double val, int scale, uint64_t *out) {
+    if (scale == MEMORY_AS_INTEGER) {
+        *out = double_bits(val);
+        return 1;
+    }
+    double mult = SCALE_MULTIPLIER[scale];
+    double scaled = val * mult;
+    if (!(scaled >= -SAFE53 && scaled <= SAFE53)) return 0; /* also NaN */
+    int64_t n = (int64_t)scaled;                             /* truncates toward zero */
+    double frac = scaled - (double)n;
+    if (frac >= 0.5)
+        n += 1;
+    else if (frac <= -0.5)
+        n -= 1;
+    double back = (double)n / mult;
+    if (back != val || (val == 0.0 && signbit(val))) return 0;
+    *out = (uint64_t)n;
+    return 1;
+}
+
+static double decode_double(uint64_t v, int scale) {
+    if (scale == MEMORY_AS_INTEGER) return bits_double(v);
+    return (double)(int64_t)v / SCALE_MULTIPLIER[scale];
+}
+
+static void scale_and_encode(double val, int min_scale, uint64_t *enc, int *scale) {
+    for (int s = min_scale; s < MEMORY_AS_INTEGER; s++) {
+        if (encode_double(val, s, enc)) {
+            *scale = s;
+            return;
+        }
+    }
+    *enc = double_bits(val);
+    *scale = MEMORY_AS_INTEGER;
+}
+
+/* ---- Simple-8b builder --------------------------------------------------------- */
+
+typedef struct {
+    uint64_t v;
+    int b[4];  /* bits for base, seven, eight small, eight large */
+    int tz[3]; /* trailing zeros stored for seven, eight small, eight large */
+} Pend;
+
+typedef void (*write_fn)(void *ctx, uint64_t block);
+
+typedef struct {
+    int64_t rle_count;
+    uint64_t last;
+    int curr_max[4];
+    int last_valid_ext;
+    int possible[4];
+    int npend;
+    int err;
+    Pend pend[MAX_PENDING];
+} S8b;
+
+static void s8b_reset_possible(S8b *b) {
+    b->possible[0] = b->possible[1] = b->possible[2] = b->possible[3] = 1;
+}
+
+static void s8b_init(S8b *b) {
+    b->rle_count = 0;
+    b->last = 0;
+    for (int k = 0; k < 4; k++) b->curr_max[k] = MIN_DATA_BITS[k];
+    b->last_valid_ext = 0;
+    s8b_reset_possible(b);
+    b->npend = 0;
+    b->err = 0;
+}
+
+static void s8b_init_rle_from(S8b *b, const S8b *other) {
+    if (other->npend == 0 || other->rle_count != 0) b->last = other->last;
+}
+
+static int pending_value(uint64_t v, Pend *p) {
+    if (v == UINT64_MAX) return 0;
+    int tz = v ? __builtin_ctzll(v) : 0;
+    int bits = count_bits(v);
+    int t7 = tz < 15 ? tz : 15;
+    int m7 = bits - t7;
+    int t8s = (tz < 60 ? tz : 60) & ~3;
+    int m8s = bits - t8s;
+    int t8l = tz & ~3; /* min(tz, 124): tz < 64 */
+    int m8l = bits - t8l;
+    if (tz == 15)
+        m7 = count_bits(v >> tz);
+    else if (tz == 60)
+        m8s = count_bits(v >> tz);
+    if (bits > 60 && m7 + 4 > 56 && m8s + 4 > 56 && m8l + 5 > 56) return 0;
+    p->v = v;
+    p->b[0] = bits;
+    p->b[1] = m7;
+    p->b[2] = m8s;
+    p->b[3] = m8l;
+    p->tz[0] = t7;
+    p->tz[1] = t8s;
+    p->tz[2] = t8l;
+    return 1;
+}
+
+static int s8b_fits(S8b *b, const Pend *p) {
+    int n = b->npend + 1;
+    int *cm = b->curr_max;
+    if (b->possible[0]) {
+        if ((cm[0] > p->b[0] ? cm[0] : p->b[0]) * n <= 60) {
+            b->last_valid_ext = 0;
+            return 1;
+        }
+        b->possible[0] = 0;
+    }
+    if (b->possible[1]) {
+        if (((cm[1] > p->b[1] ? cm[1] : p->b[1]) + 4) * n <= 56) {
+            b->last_valid_ext = 1;
+            return 1;
+        }
+        b->possible[1] = 0;
+    }
+    if (b->possible[2]) {
+        if (((cm[2] > p->b[2] ? cm[2] : p->b[2]) + 4) * n <= 56) {
+            b->last_valid_ext = 2;
+            return 1;
+        }
+        b->possible[2] = 0;
+    }
+    if (b->possible[3]) {
+        if (((cm[3] > p->b[3] ? cm[3] : p->b[3]) + 5) * n <= 56) {
+            b->last_valid_ext = 3;
+            return 1;
+        }
+        b->possible[3] = 0;
+    }
+    return 0;
+}
+
+static void s8b_push(S8b *b, const Pend *p) {
+    if (b->npend >= MAX_PENDING) {
+        b->err = 1;
+        return;
+    }
+    b->pend[b->npend++] = *p;
+    for (int k = 0; k < 4; k++)
+        if (p->b[k] > b->curr_max[k]) b->curr_max[k] = p->b[k];
+}
+
+static uint64_t s8b_encode_largest(S8b *b, int ext) {
+    int n = b->npend;
+    int idx = SEL_FOR_COUNT[ext][n < 60 ? n : 60];
+    int ints = INTS[ext][idx];
+    if (n == 0 || ints > n) {
+        b->err = 1;
+        b->npend = 0;
+        return 0;
+    }
+    int base_sel = ext == 0 ? idx : (ext == 1 ? 7 : 8);
+    int shift = 4 + ((base_sel == 7 || base_sel == 8) ? 4 : 0);
+    int width = BITS[ext][idx] + TZ_BITS[ext];
+    uint64_t word = (uint64_t)base_sel | (ext != 0 ? ((uint64_t)idx << 4) : 0);
+    for (int i = 0; i < ints; i++) {
+        const Pend *p = &b->pend[i];
+        uint64_t slot;
+        if (ext == 0) {
+            slot = p->v;
+        } else if (ext == 1) {
+            int tz = p->tz[0];
+            slot = (uint64_t)tz | ((p->v >> tz) << 4);
+        } else {
+            int nib = p->tz[ext - 1] >> 2; /* eight small: t8s, eight large: t8l */
+            slot = (uint64_t)nib | ((p->v >> (nib << 2)) << TZ_BITS[ext]);
+        }
+        word |= slot << shift;
+        shift += width;
+    }
+    memmove(b->pend, b->pend + ints, (size_t)(n - ints) * sizeof(Pend));
+    b->npend = n - ints;
+    for (int k = 0; k < 4; k++) b->curr_max[k] = MIN_DATA_BITS[k];
+    for (int i = 0; i < b->npend; i++)
+        for (int k = 0; k < 4; k++)
+            if (b->pend[i].b[k] > b->curr_max[k]) b->curr_max[k] = b->pend[i].b[k];
+    s8b_reset_possible(b);
+    return word;
+}
+
+static int s8b_append_pending(S8b *b, const Pend *p, int try_rle, write_fn w, void *ctx) {
+    if (s8b_fits(b, p)) {
+        s8b_push(b, p);
+        return 1;
+    }
+    if (b->npend == 0) {
+        b->err = 1;
+        return 1;
+    }
+    uint64_t last_pending = b->pend[b->npend - 1].v;
+    for (;;) {
+        if (b->npend == 0 || b->err) {
+            b->err = 1;
+            return 1;
+        }
+        w(ctx, s8b_encode_largest(b, b->last_valid_ext));
+        if (s8b_fits(b, p)) break;
+    }
+    if (try_rle && b->npend == 0 && last_pending == p->v) {
+        b->rle_count = 1;
+        b->last = last_pending;
+        b->last_valid_ext = 0;
+        s8b_reset_possible(b);
+    } else {
+        s8b_push(b, p);
+    }
+    return 1;
+}
+
+static int s8b_append_value(S8b *b, uint64_t v, int try_rle, write_fn w, void *ctx) {
+    Pend p;
+    if (!pending_value(v, &p)) return 0;
+    return s8b_append_pending(b, &p, try_rle, w, ctx);
+}
+
+static void s8b_rle_terminate(S8b *b, write_fn w, void *ctx) {
+    int64_t count = b->rle_count / RLE_MULTIPLIER;
+    if (count >= 1) {
+        while (count > MAX_RLE_COUNT) {
+            w(ctx, RLE_SELECTOR | ((uint64_t)(MAX_RLE_COUNT - 1) << 4));
+            b->rle_count -= RLE_MULTIPLIER * MAX_RLE_COUNT;
+            count -= MAX_RLE_COUNT;
+        }
+        w(ctx, RLE_SELECTOR | ((uint64_t)(count - 1) << 4));
+        b->rle_count -= RLE_MULTIPLIER * count;
+    }
+    while (b->rle_count > 0 && !b->err) {
+        s8b_append_value(b, b->last, 0, w, ctx);
+        b->rle_count -= 1;
+    }
+    b->last = 0;
+    if (b->npend == 0) {
+        b->last_valid_ext = 0;
+        s8b_reset_possible(b);
+    }
+}
+
+static int s8b_append(S8b *b, uint64_t v, write_fn w, void *ctx) {
+    if (b->npend == 0 || b->rle_count) {
+        if (b->last == v) {
+            b->rle_count += 1;
+            b->last_valid_ext = 0;
+            s8b_reset_possible(b);
+            return 1;
+        }
+        s8b_rle_terminate(b, w, ctx);
+    }
+    return s8b_append_value(b, v, 1, w, ctx);
+}
+
+static void s8b_flush(S8b *b, write_fn w, void *ctx) {
+    s8b_rle_terminate(b, w, ctx);
+    if (b->npend) {
+        while (b->npend && !b->err) w(ctx, s8b_encode_largest(b, b->last_valid_ext));
+        b->rle_count = 0;
+    }
+}
+
+/* Sum of the pending values as deltas (an ongoing RLE run included). */
+static uint64_t s8b_pending_sum(const S8b *b) {
+    uint64_t sum = (uint64_t)b->rle_count * unzigzag(b->last);
+    for (int i = 0; i < b->npend; i++) sum += unzigzag(b->pend[i].v);
+    return sum;
+}
+
+/* The k-th pending value (0 <= k < rle_count + npend). */
+static inline uint64_t s8b_pending_at(const S8b *b, int64_t k) {
+    return k < b->rle_count ? b->last : b->pend[k - b->rle_count].v;
+}
+
+/* ---- output buffer and encoding state ------------------------------------------ */
+
+typedef struct {
+    uint8_t *data;
+    size_t len, cap;
+    int oom;
+} Buf;
+
+static int buf_reserve(Buf *buf, size_t extra) {
+    if (buf->len + extra <= buf->cap) return 1;
+    size_t cap = buf->cap ? buf->cap : 64;
+    while (cap < buf->len + extra) cap *= 2;
+    uint8_t *d = PyMem_RawRealloc(buf->data, cap);
+    if (!d) {
+        buf->oom = 1;
+        return 0;
+    }
+    buf->data = d;
+    buf->cap = cap;
+    return 1;
+}
+
+static void buf_put(Buf *buf, const void *src, size_t n) {
+    if (!buf_reserve(buf, n)) return;
+    memcpy(buf->data + buf->len, src, n);
+    buf->len += n;
+}
+
+static void buf_byte(Buf *buf, uint8_t c) { buf_put(buf, &c, 1); }
+
+typedef struct {
+    Buf buf;
+    Py_ssize_t ctrl; /* offset of the control byte being filled, -1 for none */
+    int ptype;
+    int size;
+    uint8_t pvalue[8];
+    int wtype;
+    int err;
+    int depth;
+    /* Encoder64 */
+    S8b s8b;
+    uint64_t prev_delta;
+    uint64_t prev_encoded;
+    double last_in_prev_block;
+    int scale;
+} State;
+
+/* The double just before the pending values (walking back from the last appended). */
+static double value_before_pending(const State *st) {
+    return decode_double(st->prev_encoded - s8b_pending_sum(&st->s8b), st->scale);
+}
+
+static void increment_count(State *st, int scale) {
+    uint8_t control = CONTROL_FOR_SCALE[scale];
+    Buf *buf = &st->buf;
+    int count;
+    if (st->ctrl < 0) {
+        if (!buf_reserve(buf, 1)) return;
+        st->ctrl = (Py_ssize_t)buf->len;
+        buf->data[buf->len++] = 0;
+        count = 0;
+    } else {
+        uint8_t byte = buf->data[st->ctrl];
+        if ((byte & 0xF0) != control) {
+            st->ctrl = -1;
+            increment_count(st, scale);
+            return;
+        }
+        count = (byte & 0x0F) + 1;
+    }
+    buf->data[st->ctrl] = (uint8_t)(control | count);
+    if (count + 1 == 16) st->ctrl = -1;
+}
+
+static void write_block(void *ctx, uint64_t block) {
+    State *st = ctx;
+    increment_count(st, st->scale);
+    if (st->buf.oom) return;
+    uint8_t raw[8];
+    for (int k = 0; k < 8; k++) raw[k] = (uint8_t)(block >> (8 * k));
+    buf_put(&st->buf, raw, 8);
+    if (st->wtype == T_DOUBLE) st->last_in_prev_block = value_before_pending(st);
+}
+
+static void write_nothing(void *ctx, uint64_t block) {
+    (void)block;
+    *(int *)ctx = 1;
+}
+
+static void init_from_previous(State *st) {
+    s8b_init(&st->s8b);
+    st->prev_delta = 0;
+    st->prev_encoded = 0;
+    st->last_in_prev_block = 0.0;
+    st->scale = MEMORY_AS_INTEGER;
+    if (st->ptype == T_DOUBLE) {
+        double x;
+        memcpy(&x, st->pvalue, 8);
+        st->last_in_prev_block = x;
+        scale_and_encode(x, 0, &st->prev_encoded, &st->scale);
+    }
+}
+
+static void write_literal(State *st) {
+    buf_byte(&st->buf, (uint8_t)st->ptype);
+    buf_byte(&st->buf, 0);
+    buf_put(&st->buf, st->pvalue, (size_t)st->size);
+    st->ctrl = -1;
+    init_from_previous(st);
+}
+
+static int append_double(State *st, double value, double previous);
+
+/* Re-scale the pending values to `new_scale` into `out`, if that writes no block. */
+static int try_rescale_pending(State *st, uint64_t encoded, int new_scale, S8b *out) {
+    uint64_t prev, prev_rescaled, rescaled;
+    if (!encode_double(st->last_in_prev_block, st->scale, &prev)) {
+        st->err = 1; /* an assertion in the Python code */
+        return 0;
+    }
+    if (!encode_double(st->last_in_prev_block, new_scale, &prev_rescaled)) return 0;
+    int wrote = 0;
+    s8b_init(out);
+    s8b_init_rle_from(out, &st->s8b);
+    int64_t total = st->s8b.rle_count + st->s8b.npend;
+    for (int64_t k = 0; k < total; k++) {
+        prev += unzigzag(s8b_pending_at(&st->s8b, k));
+        if (!encode_double(decode_double(prev, st->scale), new_scale, &rescaled)) return 0;
+        if (!s8b_append(out, zigzag(rescaled - prev_rescaled), write_nothing, &wrote) || wrote)
+            return 0;
+        if (out->err) {
+            st->err = 1;
+            return 0;
+        }
+        prev_rescaled = rescaled;
+    }
+    if (!s8b_append(out, zigzag(encoded - prev_rescaled), write_nothing, &wrote) || wrote)
+        return 0;
+    if (out->err) {
+        st->err = 1;
+        return 0;
+    }
+    return 1;
+}
+
+/* A block was written: restart from the lowest scale and re-append what is pending. */
+static void restart_after_block(State *st) {
+    if (++st->depth > MAX_DEPTH) {
+        st->err = 1;
+        return;
+    }
+    int prev_scale = st->scale;
+    scale_and_encode(st->last_in_prev_block, 0, &st->prev_encoded, &st->scale);
+    S8b *old = PyMem_RawMalloc(sizeof(S8b));
+    if (!old) {
+        st->err = 1;
+        return;
+    }
+    *old = st->s8b;
+    s8b_init(&st->s8b);
+    s8b_init_rle_from(&st->s8b, old);
+    double prev = st->last_in_prev_block;
+    uint64_t pe;
+    if (!encode_double(prev, prev_scale, &pe)) {
+        st->err = 1;
+    } else {
+        int64_t total = old->rle_count + old->npend;
+        for (int64_t k = 0; k < total && !st->err && !st->s8b.err && !st->buf.oom; k++) {
+            pe += unzigzag(s8b_pending_at(old, k));
+            double val = decode_double(pe, prev_scale);
+            append_double(st, val, prev);
+            prev = val;
+        }
+    }
+    PyMem_RawFree(old);
+    st->depth--;
+}
+
+static int append_double(State *st, double value, double previous) {
+    uint64_t encoded;
+    int scale;
+    scale_and_encode(value, st->scale, &encoded, &scale);
+    if (scale != st->scale) {
+        S8b *rescaled = PyMem_RawMalloc(sizeof(S8b));
+        if (!rescaled) {
+            st->err = 1;
+            return 1;
+        }
+        int ok = try_rescale_pending(st, encoded, scale, rescaled);
+        if (ok) st->s8b = *rescaled;
+        PyMem_RawFree(rescaled);
+        if (st->err) return 1;
+        if (ok) {
+            st->prev_encoded = encoded;
+            st->scale = scale;
+            return 1;
+        }
+        s8b_flush(&st->s8b, write_block, st);
+        st->ctrl = -1;
+        int prev_scale;
+        scale_and_encode(previous, scale, &st->prev_encoded, &prev_scale);
+        if (scale != prev_scale) {
+            scale_and_encode(value, prev_scale, &encoded, &scale);
+            scale_and_encode(previous, scale, &st->prev_encoded, &prev_scale);
+        }
+        st->scale = scale;
+    }
+    size_t before = st->buf.len;
+    if (!s8b_append(&st->s8b, zigzag(encoded - st->prev_encoded), write_block, st)) return 0;
+    if (st->buf.len == before) {
+        st->prev_encoded = encoded;
+        return 1;
+    }
+    restart_after_block(st);
+    return 1;
+}
+
+static inline uint64_t load_int(const uint8_t *p, int size) {
+    if (size == 4) {
+        uint32_t u = (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+                     ((uint32_t)p[3] << 24);
+        return (uint64_t)(int64_t)(int32_t)u;
+    }
+    uint64_t u = 0;
+    for (int k = 7; k >= 0; k--) u = (u << 8) | p[k];
+    return u;
+}
+
+static int append_delta(State *st, const uint8_t *v) {
+    uint64_t cur = load_int(v, st->size), prev = load_int(st->pvalue, st->size);
+    switch (st->ptype) {
+        case T_INT32:
+        case T_INT64:
+            return s8b_append(&st->s8b, zigzag(cur - prev), write_block, st);
+        case T_DATE: {
+            uint64_t current = cur - prev;
+            uint64_t value = current - st->prev_delta;
+            st->prev_delta = current;
+            return s8b_append(&st->s8b, zigzag(value), write_block, st);
+        }
+        default:
+            return append_double(st, bits_double(cur), bits_double(prev));
+    }
+}
+
+static void state_append(State *st, int t, const uint8_t *v) {
+    if (t != st->ptype) {
+        st->ptype = t;
+        memcpy(st->pvalue, v, (size_t)st->size);
+        st->wtype = t;
+        s8b_flush(&st->s8b, write_block, st);
+        write_literal(st);
+        return;
+    }
+    st->wtype = t;
+    int compressed;
+    if (t != T_DATE && memcmp(v, st->pvalue, (size_t)st->size) == 0) {
+        s8b_append(&st->s8b, 0, write_block, st);
+        compressed = 1;
+    } else {
+        compressed = append_delta(st, v);
+    }
+    memcpy(st->pvalue, v, (size_t)st->size);
+    if (!compressed) {
+        s8b_flush(&st->s8b, write_block, st);
+        write_literal(st);
+    }
+}
+
+/* 1 on success (st->buf holds the column), 0 when the encoder gave up. */
+static int encode(State *st, int t, const uint8_t *values, Py_ssize_t n) {
+    memset(st, 0, sizeof(*st));
+    st->ctrl = -1;
+    st->size = t == T_INT32 ? 4 : 8;
+    init_from_previous(st);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        state_append(st, t, values + i * st->size);
+        if (st->err || st->s8b.err || st->buf.oom) return 0;
+    }
+    st->wtype = st->ptype;
+    s8b_flush(&st->s8b, write_block, st);
+    buf_byte(&st->buf, 0);
+    return !(st->err || st->s8b.err || st->buf.oom);
+}
+
+/* ---- module ------------------------------------------------------------------- */
+
+static PyObject *encode_uniform(PyObject *self, PyObject *args) {
+    int t;
+    Py_buffer view;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "iy*:encode_uniform", &t, &view)) return NULL;
+    int size;
+    switch (t) {
+        case T_INT32:
+            size = 4;
+            break;
+        case T_INT64:
+        case T_DATE:
+        case T_DOUBLE:
+            size = 8;
+            break;
+        default:
+            PyBuffer_Release(&view);
+            Py_RETURN_NONE;
+    }
+    if (view.len == 0 || view.len % size != 0) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError,
+                        "values must be a non-empty concatenation of fixed-size values");
+        return NULL;
+    }
+    State *st = PyMem_RawMalloc(sizeof(State));
+    if (!st) {
+        PyBuffer_Release(&view);
+        return PyErr_NoMemory();
+    }
+    int ok;
+    Py_BEGIN_ALLOW_THREADS
+    ok = encode(st, t, (const uint8_t *)view.buf, view.len / size);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    PyObject *result;
+    if (st->buf.oom) {
+        result = PyErr_NoMemory();
+    } else if (!ok) {
+        result = Py_NewRef(Py_None);
+    } else {
+        result = PyBytes_FromStringAndSize((const char *)st->buf.data, (Py_ssize_t)st->buf.len);
+    }
+    PyMem_RawFree(st->buf.data);
+    PyMem_RawFree(st);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"encode_uniform", encode_uniform, METH_VARARGS,
+     "encode_uniform(type_byte, values) -> bytes | None\n\n"
+     "The finalized BSONColumn of n values of one type (int32, int64, date, double)\n"
+     "given as their concatenated little-endian bytes; None for another type or when\n"
+     "the encoder cannot reproduce the Python builder."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_native", "Native BSONColumn encoder for uniform columns.", -1,
+    methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    init_tables();
+    return PyModule_Create(&module);
+}
