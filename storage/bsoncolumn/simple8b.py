@@ -380,7 +380,7 @@ class Simple8bBuilder:
             pv = pendings[i]
             if pv is None:
                 return i
-            if b0s is not None and pending and self.possible[0]:
+            if b0s is not None and pending and self.possible[0] and not written:
                 # values joining the pending block under the plain selectors
                 cm = self.curr_max
                 cm0 = cm[0]

@@ -5,10 +5,9 @@ same elements one by one (`append_element`, the per-value port of MongoDB's buil
 checked against MongoDB's vectors) and, for int32/int64/date, also with its vectorised
 `extend_elements`; the native output must decode back to the values.
 
-For doubles `extend_elements` is not the reference: its bulk path
-(`Simple8bBuilder.extend`) misses the rescale after blocks written while terminating an
-RLE run (see `test_bulk_double_path_known_divergence`), where MongoDB's `_appendDouble`
-restarts at the lowest scale as the per-value path does.
+For doubles the per-value path is the reference (MongoDB's `_appendDouble` restarts at
+the lowest scale after any block is written, RLE terminations included); the bulk path
+once missed that case (`test_bulk_double_path_restarts_scale_after_rle_blocks`).
 """
 
 from __future__ import annotations
@@ -353,13 +352,9 @@ def test_fuzz_fixed_seed() -> None:
         assert got == expected, (t, values)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="storage/bsoncolumn/simple8b.py Simple8bBuilder.extend: blocks written by "
-    "_rle_terminate before a value that joins the pending block do not reach after_write, "
-    "so the bulk double path skips MongoDB's restart at the lowest scale",
-)
-def test_bulk_double_path_known_divergence() -> None:
+def test_bulk_double_path_restarts_scale_after_rle_blocks() -> None:
+    # Regression: Simple8bBuilder.extend once let a value join the pending block right
+    # after _rle_terminate wrote blocks, skipping MongoDB's restart at the lowest scale.
     raw = [_PACK[DOUBLE](v) for v in [0.0, 0.01] + [1.0] * 67 + [0.0]]
     native_col = check_raw(DOUBLE, raw)
     # the per-value builder (MongoDB's algorithm) restarts at scale 10^0 for [1.0, 0.0]
