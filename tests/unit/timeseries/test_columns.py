@@ -75,3 +75,66 @@ def test_common_prefix() -> None:
                     (b"abcdefgh", b"abcdefgh", 8), (b"abcdefgh", b"abcdefgX", 7)):
         assert _common_prefix(a, b) == n
         assert _common_prefix(b, a) == n
+
+
+# Rows mostly of one fixed-width type per field (the uniform path), with rare breaks:
+# a missing field, another type, a huge or special double.
+_NUMERIC = st.one_of(st.integers(-(2**62), 2**62).map(lambda i: ("i", i)),
+                     st.floats().map(lambda f: ("f", f)),
+                     st.integers(0, 100).map(lambda i: ("w", i)))
+_NUM_ROW = st.fixed_dictionaries({}, optional={"a": _NUMERIC, "b": _NUMERIC})
+
+
+def _num_elems(row: dict[str, Any]) -> list[tuple[str, int, bytes]]:
+    import struct
+
+    out = []
+    for k, (kind, v) in row.items():
+        if kind == "f":
+            out.append((k, 0x01, struct.pack("<d", v)))
+        else:
+            out.append((k, 0x12, struct.pack("<q", v)))
+    return out
+
+
+def _batches_of(kinds: list[list[dict[str, Any]]], uniform_share: bool) -> list[list[dict]]:
+    if uniform_share:  # most rows: every field, one kind per field
+        return [[{"a": ("w", i % 7), "b": ("f", i / 4)} for i in range(len(b))] + b
+                for b in kinds]
+    return kinds
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(_NUM_ROW, max_size=6), min_size=1, max_size=5), st.booleans(),
+       st.booleans())
+def test_uniform_columns_match_the_builder_and_reopen(batches: list[list[dict[str, Any]]],
+                                                      uniform_share: bool,
+                                                      reopen_midway: bool) -> None:
+    from storage.bsoncolumn import native
+
+    batches = [b for b in _batches_of(batches, uniform_share) if b]
+    if not batches:
+        return
+    cols = Columns("t")
+    seen: list[dict[str, Any]] = []
+    for k, batch in enumerate(batches):
+        if reopen_midway and k == len(batches) // 2 and cols.count:
+            cols = Columns.from_data(cols.column_bytes(), cols.count)
+        rows = [{"t": ("d", 1_700_000_000_000 + 1000 * i), **r}
+                for i, r in enumerate(batch, len(seen))]
+        elems = [[("t", 0x09, r["t"][1].to_bytes(8, "little", signed=True)),
+                  *_num_elems({k2: v for k2, v in r.items() if k2 != "t"})] for r in rows]
+        cols.append(elems)
+        seen.extend(rows)
+        for name, column in cols.column_bytes():
+            ref = BSONColumnBuilder()
+            for r in seen:
+                if name in r:
+                    kind, v = r[name]
+                    if kind == "d":
+                        ref.append_element(0x09, v.to_bytes(8, "little", signed=True))
+                    else:
+                        ref.append_element(*_num_elems({name: (kind, v)})[0][1:])
+                else:
+                    ref.skip()
+            assert column == ref.finalize(), (name, native.AVAILABLE)
