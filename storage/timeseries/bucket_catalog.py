@@ -87,7 +87,7 @@ _BUCKET_OVERHEAD: Final = 512     # rough bytes of bookkeeping per open bucket
 _ARCHIVED_OVERHEAD: Final = 96    # per archived entry
 _META_CACHE_MAX: Final = 65536
 # Column builders of archived buckets kept warm, so reopening one does not rebuild them
-# from the stored bytes; bounded by their compressed bytes (the builders hold about that).
+# from the stored bytes; bounded by what they hold (Columns.memory_size).
 _WARM_MAX_BYTES: Final = 64 * 1024 * 1024
 
 
@@ -172,7 +172,8 @@ class BucketCatalog:
         self._pending: BatchResult | None = None
         self._meta_cache: dict[Any, tuple[bytes, Any, int]] = {}
         # bucket id -> (coll, columns, last time) of archived buckets; see _WARM_MAX_BYTES
-        self._warm: OrderedDict[ObjectId, tuple[Any, Columns, int | None]] = OrderedDict()
+        self._warm: OrderedDict[ObjectId, tuple[Any, Columns, int | None, int]] = \
+            OrderedDict()
         self._warm_bytes = 0
 
     # -- public: insert protocol -------------------------------------------------------------
@@ -900,16 +901,16 @@ class BucketCatalog:
         if not (b.all_committed and b.num_committed):
             return
         self._take_warm(b.bucket_id)
-        self._warm[b.bucket_id] = (b.coll, b.columns, b.last_time_ms)
-        self._warm_bytes += b.columns.compressed_size
+        self._warm[b.bucket_id] = (b.coll, b.columns, b.last_time_ms, b.columns.memory_size)
+        self._warm_bytes += b.columns.memory_size
         while self._warm_bytes > _WARM_MAX_BYTES:
             self._take_warm(next(iter(self._warm)))
 
-    def _take_warm(self, oid: ObjectId) -> tuple[Any, Columns, int | None] | None:
+    def _take_warm(self, oid: ObjectId) -> tuple[Any, Columns, int | None, int] | None:
         """Remove and return the warm columns of an archived bucket, if kept."""
         w = self._warm.pop(oid, None)
         if w is not None:
-            self._warm_bytes -= w[1].compressed_size
+            self._warm_bytes -= w[3]
         return w
 
     def _mark_idle(self, b: Bucket) -> None:

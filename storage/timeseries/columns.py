@@ -123,6 +123,14 @@ class Columns:
     def names(self) -> list[str]:
         return list(self._state)
 
+    @property
+    def memory_size(self) -> int:
+        """Rough bytes held: committed columns plus the raw values of uniform ones (a
+        builder holds about its column again)."""
+        raw = sum(len(st.values) if type(st) is _Uniform else len(self._bytes.get(n, b""))
+                  for n, st in self._state.items())
+        return self.compressed_size + raw
+
     def column_bytes(self) -> list[tuple[str, bytes]]:
         """(name, committed column bytes) in document order."""
         return [(n, self._bytes[n]) for n in self._state if n in self._bytes]
