@@ -8,9 +8,14 @@ Python values (`BSONColumn.values`), the numpy block decoder (`decode_numeric`, 
 columns), and for comparison zstd compress/decompress of the BSON document.
 
 A second table compares the native uniform-column encoder (`storage.bsoncolumn.native`,
-the optional C extension) with the Python builder on the same raw values.
+the optional C extension) with the Python builder on the same raw values. A third shows
+the time-series insert pattern: a bucket growing to `--values` values in batches of
+`--batch`, the column finalized after every batch, by (a) the Python builder
+(`extend_elements` + `finalize`), (b) `native.encode_uniform` of the whole column so far,
+(c) `native.UniformBuilder` (`extend` + `finalize`); CPU microseconds per batch, mean
+over the growth and for the last batch.
 
-Usage: python bench/bsoncolumn.py [--values 1000] [--repeat 7]
+Usage: python bench/bsoncolumn.py [--values 1000] [--repeat 7] [--batch 10]
 """
 
 from __future__ import annotations
@@ -92,11 +97,18 @@ def native_datasets(n: int, seed: int = 42) -> dict[str, tuple[int, bytes]]:
         y = round(y + rnd.uniform(-1, 1), 2)
         doubles.append(y)
     q, d = struct.Struct("<q").pack, struct.Struct("<d").pack
+    # one process's ObjectIds: 10 a second, counter +1 (as a driver makes _id values)
+    process = bytes.fromhex("a1b2c3d4e5")
+    oids = b"".join(
+        (1_700_000_000 + i // 10).to_bytes(4, "big") + process + (4242 + i).to_bytes(3, "big")
+        for i in range(n)
+    )
     return {
         "int64 counter": (0x12, b"".join(q(1_000_000 + i) for i in range(n))),
         "int64 walk 0-100": (0x12, b"".join(q(v) for v in walk)),
         "double 2 decimals": (0x01, b"".join(d(v) for v in doubles)),
         "date every 10 s": (0x09, b"".join(q(1_700_000_000_000 + 10_000 * i) for i in range(n))),
+        "ObjectId counter": (0x07, oids),
     }
 
 
@@ -119,6 +131,84 @@ def native_rows(n: int, repeat: int) -> None:
             lambda e=elements: BSONColumnBuilder().extend_elements(e).finalize(), repeat
         )
         print(f"{name:18s} {fmt_rate(n, t_nat):>9s} {fmt_rate(n, t_py):>9s} {t_py / t_nat:6.0f}x")
+
+
+def batch_rows(n: int, batch: int, repeat: int) -> None:
+    """Per-batch cost of finalizing a growing column (the time-series insert pattern)."""
+    print()
+    if not native.AVAILABLE:
+        return
+    print(
+        f"bucket growing to {n} values in batches of {batch}, finalized after each batch: "
+        "CPU us per batch, mean over the growth / last batch"
+    )
+    header = f"{'data':18s} {'python builder':>16s} {'encode whole':>16s} {'native builder':>16s}"
+    print(header)
+    print("-" * len(header))
+    for name, (t, raw) in native_datasets(n).items():
+        if name == "int64 counter":
+            continue
+        size = len(raw) // n
+        step = batch * size
+        batches = [raw[i : i + step] for i in range(0, len(raw), step)]
+        elements = [[(t, b[j : j + size]) for j in range(0, len(b), size)] for b in batches]
+
+        def python_grow(upto: int, elements: list = elements) -> BSONColumnBuilder:
+            b = BSONColumnBuilder()
+            for eb in elements[:upto]:
+                b.extend_elements(eb)
+                b.finalize()
+            return b
+
+        def python_step(b: BSONColumnBuilder, eb: list = elements[-1]) -> bytes:
+            b.extend_elements(eb)
+            return b.finalize()
+
+        def whole_grow(upto: int, t: int = t, batches: list = batches) -> bytearray:
+            acc = bytearray()
+            for b in batches[:upto]:
+                acc += b
+                native.encode_uniform(t, bytes(acc))
+            return acc
+
+        def whole_step(acc: bytearray, t: int = t, last: bytes = batches[-1]) -> bytes | None:
+            acc += last
+            return native.encode_uniform(t, bytes(acc))
+
+        def native_grow(upto: int, t: int = t, batches: list = batches) -> native.UniformBuilder:
+            u = native.UniformBuilder(t)
+            for b in batches[:upto]:
+                u.extend(b)
+                u.finalize()
+            return u
+
+        def native_step(u: native.UniformBuilder, last: bytes = batches[-1]) -> bytes:
+            u.extend(last)
+            return u.finalize()
+
+        m = len(batches)
+        expected = python_step(python_grow(m - 1))
+        assert whole_step(whole_grow(m - 1)) == expected == native_step(native_grow(m - 1))
+        cells = []
+        for grow, last in ((python_grow, python_step), (whole_grow, whole_step),
+                           (native_grow, native_step)):
+            mean = cpu_time(lambda grow=grow, m=m: grow(m), repeat) / m
+            end = cpu_time_with_setup(lambda grow=grow, m=m: grow(m - 1), last, repeat)
+            cells.append(f"{mean * 1e6:7.1f} / {end * 1e6:6.1f}")
+        print(f"{name:18s} " + " ".join(f"{c:>16s}" for c in cells))
+
+
+def cpu_time_with_setup(
+    setup: Callable[[], object], fn: Callable[[object], object], repeat: int
+) -> float:
+    """Best CPU seconds of fn(setup()) over several runs, setup not timed."""
+    best = float("inf")
+    for _ in range(max(repeat, 20)):
+        state = setup()
+        t0 = time.process_time()
+        fn(state)
+        best = min(best, time.process_time() - t0)
+    return best
 
 
 def cpu_time(fn: Callable[[], object], repeat: int, min_time: float = 0.05) -> float:
@@ -147,6 +237,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--values", type=int, default=1000)
     p.add_argument("--repeat", type=int, default=7)
+    p.add_argument("--batch", type=int, default=10, help="values per batch (growth table)")
     args = p.parse_args()
     n = args.values
     print(f"{n} values per column; throughput in values/s (CPU time, best of {args.repeat});")
@@ -179,6 +270,7 @@ def main() -> int:
             f"{fmt_rate(n, t_np):>8s} {fmt_rate(n, t_zc):>8s} {fmt_rate(n, t_zd):>8s}"
         )
     native_rows(n, args.repeat)
+    batch_rows(n, args.batch, args.repeat)
     return 0
 
 

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #define T_DOUBLE 0x01
+#define T_OID 0x07
 #define T_DATE 0x09
 #define T_INT32 0x10
 #define T_INT64 0x12
@@ -129,8 +130,8 @@ static void scale_and_encode(double val, int min_scale, uint64_t *enc, int *scal
 
 typedef struct {
     uint64_t v;
-    int b[4];  /* bits for base, seven, eight small, eight large */
-    int tz[3]; /* trailing zeros stored for seven, eight small, eight large */
+    uint8_t b[4];  /* bits for base, seven, eight small, eight large (at most 65) */
+    uint8_t tz[3]; /* trailing zeros stored for seven, eight small, eight large */
 } Pend;
 
 typedef void (*write_fn)(void *ctx, uint64_t block);
@@ -180,13 +181,13 @@ static int pending_value(uint64_t v, Pend *p) {
         m8s = count_bits(v >> tz);
     if (bits > 60 && m7 + 4 > 56 && m8s + 4 > 56 && m8l + 5 > 56) return 0;
     p->v = v;
-    p->b[0] = bits;
-    p->b[1] = m7;
-    p->b[2] = m8s;
-    p->b[3] = m8l;
-    p->tz[0] = t7;
-    p->tz[1] = t8s;
-    p->tz[2] = t8l;
+    p->b[0] = (uint8_t)bits;
+    p->b[1] = (uint8_t)m7;
+    p->b[2] = (uint8_t)m8s;
+    p->b[3] = (uint8_t)m8l;
+    p->tz[0] = (uint8_t)t7;
+    p->tz[1] = (uint8_t)t8s;
+    p->tz[2] = (uint8_t)t8l;
     return 1;
 }
 
@@ -397,7 +398,7 @@ typedef struct {
     Py_ssize_t ctrl; /* offset of the control byte being filled, -1 for none */
     int ptype;
     int size;
-    uint8_t pvalue[8];
+    uint8_t pvalue[12];
     int wtype;
     int err;
     int depth;
@@ -446,6 +447,14 @@ static void write_block(void *ctx, uint64_t block) {
     if (st->wtype == T_DOUBLE) st->last_in_prev_block = value_before_pending(st);
 }
 
+/* type_util.encode_object_id: | C2 | TS3 | C1 | TS2 | C0 | TS1 | TS0 | from the low byte up
+ * (the 5 process-unique bytes 4..8 are left out: a change there makes a literal). */
+static inline uint64_t encode_object_id(const uint8_t *o) {
+    return (uint64_t)o[11] | ((uint64_t)o[3] << 8) | ((uint64_t)o[10] << 16) |
+           ((uint64_t)o[2] << 24) | ((uint64_t)o[9] << 32) | ((uint64_t)o[1] << 40) |
+           ((uint64_t)o[0] << 48);
+}
+
 static void write_nothing(void *ctx, uint64_t block) {
     (void)block;
     *(int *)ctx = 1;
@@ -462,6 +471,8 @@ static void init_from_previous(State *st) {
         memcpy(&x, st->pvalue, 8);
         st->last_in_prev_block = x;
         scale_and_encode(x, 0, &st->prev_encoded, &st->scale);
+    } else if (st->ptype == T_OID) {
+        st->prev_encoded = encode_object_id(st->pvalue);
     }
 }
 
@@ -591,6 +602,17 @@ static inline uint64_t load_int(const uint8_t *p, int size) {
 }
 
 static int append_delta(State *st, const uint8_t *v) {
+    if (st->ptype == T_OID) {
+        /* Encoder64.append_delta: another process part cannot be a delta (a literal);
+         * otherwise the delta of the delta of the encodings. */
+        if (memcmp(v + 4, st->pvalue + 4, 5) != 0) return 0;
+        uint64_t cur = encode_object_id(v);
+        uint64_t current = cur - st->prev_encoded;
+        st->prev_encoded = cur;
+        uint64_t value = current - st->prev_delta;
+        st->prev_delta = current;
+        return s8b_append(&st->s8b, zigzag(value), write_block, st);
+    }
     uint64_t cur = load_int(v, st->size), prev = load_int(st->pvalue, st->size);
     switch (st->ptype) {
         case T_INT32:
@@ -618,7 +640,8 @@ static void state_append(State *st, int t, const uint8_t *v) {
     }
     st->wtype = t;
     int compressed;
-    if (t != T_DATE && memcmp(v, st->pvalue, (size_t)st->size) == 0) {
+    /* delta-of-delta types (date, ObjectId) have no shortcut for a repeated value */
+    if (t != T_DATE && t != T_OID && memcmp(v, st->pvalue, (size_t)st->size) == 0) {
         s8b_append(&st->s8b, 0, write_block, st);
         compressed = 1;
     } else {
@@ -631,42 +654,86 @@ static void state_append(State *st, int t, const uint8_t *v) {
     }
 }
 
-/* 1 on success (st->buf holds the column), 0 when the encoder gave up. */
-static int encode(State *st, int t, const uint8_t *values, Py_ssize_t n) {
+/* ---- whole-stream operations ----------------------------------------------------- */
+
+static int type_size(int t) {
+    switch (t) {
+        case T_INT32:
+            return 4;
+        case T_INT64:
+        case T_DATE:
+        case T_DOUBLE:
+            return 8;
+        case T_OID:
+            return 12;
+        default:
+            return 0;
+    }
+}
+
+static inline int state_failed(const State *st) {
+    return st->err || st->s8b.err || st->buf.oom;
+}
+
+/* A fresh stream for values of type `t` (nothing appended yet: EOO). */
+static void state_init(State *st, int t) {
     memset(st, 0, sizeof(*st));
     st->ctrl = -1;
-    st->size = t == T_INT32 ? 4 : 8;
+    st->size = type_size(t);
     init_from_previous(st);
+}
+
+/* Append n values: 1 on success, 0 when the encoder gave up. */
+static int state_extend(State *st, int t, const uint8_t *values, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++) {
         state_append(st, t, values + i * st->size);
-        if (st->err || st->s8b.err || st->buf.oom) return 0;
+        if (state_failed(st)) return 0;
     }
+    return 1;
+}
+
+/* Flush what is pending and end the column (st->buf then holds it): 1 on success. */
+static int state_finish(State *st) {
     st->wtype = st->ptype;
     s8b_flush(&st->s8b, write_block, st);
     buf_byte(&st->buf, 0);
-    return !(st->err || st->s8b.err || st->buf.oom);
+    return !state_failed(st);
+}
+
+/* A state to go back to. Output only grows at the end of the buffer, except for the
+ * control byte being filled, so the buffer length and that byte are enough. */
+typedef struct {
+    State st;
+    uint8_t ctrl_byte;
+} Snap;
+
+static void snap_take(Snap *snap, const State *st) {
+    snap->st = *st;
+    snap->ctrl_byte = st->ctrl >= 0 ? st->buf.data[st->ctrl] : 0;
+}
+
+static void snap_restore(State *st, const Snap *snap) {
+    Buf buf = st->buf; /* the buffer may have moved since */
+    *st = snap->st;
+    st->buf.data = buf.data;
+    st->buf.cap = buf.cap;
+    st->buf.oom = 0;
+    if (st->ctrl >= 0) st->buf.data[st->ctrl] = snap->ctrl_byte;
 }
 
 /* ---- module ------------------------------------------------------------------- */
+
+static PyObject *Declined; /* _native.Declined */
 
 static PyObject *encode_uniform(PyObject *self, PyObject *args) {
     int t;
     Py_buffer view;
     (void)self;
     if (!PyArg_ParseTuple(args, "iy*:encode_uniform", &t, &view)) return NULL;
-    int size;
-    switch (t) {
-        case T_INT32:
-            size = 4;
-            break;
-        case T_INT64:
-        case T_DATE:
-        case T_DOUBLE:
-            size = 8;
-            break;
-        default:
-            PyBuffer_Release(&view);
-            Py_RETURN_NONE;
+    int size = type_size(t);
+    if (!size) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
     }
     if (view.len == 0 || view.len % size != 0) {
         PyBuffer_Release(&view);
@@ -681,7 +748,8 @@ static PyObject *encode_uniform(PyObject *self, PyObject *args) {
     }
     int ok;
     Py_BEGIN_ALLOW_THREADS
-    ok = encode(st, t, (const uint8_t *)view.buf, view.len / size);
+    state_init(st, t);
+    ok = state_extend(st, t, (const uint8_t *)view.buf, view.len / size) && state_finish(st);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
     PyObject *result;
@@ -697,12 +765,223 @@ static PyObject *encode_uniform(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* ---- UniformBuilder ------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    int type;
+    Py_ssize_t count;
+    State *st;  /* the encoder, its output buffer holding the column so far */
+    Buf values; /* every value appended, concatenated */
+} Builder;
+
+static PyTypeObject BuilderType;
+
+static void builder_dealloc(Builder *self) {
+    if (self->st) {
+        PyMem_RawFree(self->st->buf.data);
+        PyMem_RawFree(self->st);
+    }
+    PyMem_RawFree(self->values.data);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Append `len` bytes of values: 0, or -1 with an exception and the builder unchanged. */
+static int builder_append(Builder *self, const uint8_t *data, Py_ssize_t len) {
+    State *st = self->st;
+    int size = st->size;
+    if (len % size != 0) {
+        PyErr_Format(PyExc_ValueError, "values must be a concatenation of %d-byte values", size);
+        return -1;
+    }
+    if (len == 0) return 0;
+    if (!buf_reserve(&self->values, (size_t)len)) {
+        self->values.oom = 0;
+        PyErr_NoMemory();
+        return -1;
+    }
+    Snap snap;
+    snap_take(&snap, st);
+    if (!state_extend(st, self->type, data, len / size)) {
+        int oom = st->buf.oom;
+        snap_restore(st, &snap);
+        if (oom)
+            PyErr_NoMemory();
+        else
+            PyErr_SetString(Declined, "the native encoder cannot reproduce these values");
+        return -1;
+    }
+    memcpy(self->values.data + self->values.len, data, (size_t)len);
+    self->values.len += (size_t)len;
+    self->count += len / size;
+    return 0;
+}
+
+static PyObject *builder_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"type_byte", "values", NULL};
+    int t;
+    Py_buffer view = {0};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "i|y*:UniformBuilder", kwlist, &t, &view))
+        return NULL;
+    if (!type_size(t)) {
+        if (view.obj) PyBuffer_Release(&view);
+        PyErr_Format(PyExc_ValueError, "UniformBuilder does not take BSON type %d", t);
+        return NULL;
+    }
+    Builder *self = (Builder *)type->tp_alloc(type, 0);
+    if (!self) {
+        if (view.obj) PyBuffer_Release(&view);
+        return NULL;
+    }
+    self->type = t;
+    self->count = 0;
+    memset(&self->values, 0, sizeof(Buf));
+    self->st = PyMem_RawMalloc(sizeof(State));
+    if (!self->st) {
+        if (view.obj) PyBuffer_Release(&view);
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    state_init(self->st, t);
+    if (view.obj) {
+        int rc = builder_append(self, (const uint8_t *)view.buf, view.len);
+        PyBuffer_Release(&view);
+        if (rc < 0) {
+            Py_DECREF(self);
+            return NULL;
+        }
+    }
+    return (PyObject *)self;
+}
+
+static PyObject *builder_extend(Builder *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    int rc = builder_append(self, (const uint8_t *)view.buf, view.len);
+    PyBuffer_Release(&view);
+    if (rc < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *builder_finalize(Builder *self, PyObject *unused) {
+    (void)unused;
+    State *st = self->st;
+    Snap snap;
+    snap_take(&snap, st);
+    PyObject *result;
+    if (state_finish(st)) {
+        result = PyBytes_FromStringAndSize((const char *)st->buf.data, (Py_ssize_t)st->buf.len);
+    } else if (st->buf.oom) {
+        result = PyErr_NoMemory();
+    } else {
+        PyErr_SetString(Declined, "the native encoder cannot finish this column");
+        result = NULL;
+    }
+    snap_restore(st, &snap);
+    return result;
+}
+
+static PyObject *builder_values(Builder *self, PyObject *unused) {
+    (void)unused;
+    return PyBytes_FromStringAndSize((const char *)self->values.data,
+                                     (Py_ssize_t)self->values.len);
+}
+
+static int buf_copy(Buf *dst, const Buf *src) {
+    memset(dst, 0, sizeof(Buf));
+    if (!src->len) return 1;
+    if (!buf_reserve(dst, src->len)) return 0;
+    memcpy(dst->data, src->data, src->len);
+    dst->len = src->len;
+    return 1;
+}
+
+static PyObject *builder_copy(Builder *self, PyObject *unused) {
+    (void)unused;
+    Builder *c = (Builder *)BuilderType.tp_alloc(&BuilderType, 0);
+    if (!c) return NULL;
+    c->type = self->type;
+    c->count = self->count;
+    memset(&c->values, 0, sizeof(Buf));
+    c->st = PyMem_RawMalloc(sizeof(State));
+    if (!c->st) {
+        Py_DECREF(c);
+        return PyErr_NoMemory();
+    }
+    *c->st = *self->st;
+    if (!buf_copy(&c->st->buf, &self->st->buf) || !buf_copy(&c->values, &self->values)) {
+        Py_DECREF(c);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)c;
+}
+
+static PyObject *builder_sizeof(Builder *self, PyObject *unused) {
+    (void)unused;
+    size_t n = sizeof(Builder) + sizeof(State) + self->st->buf.cap + self->values.cap;
+    return PyLong_FromSize_t(n);
+}
+
+static Py_ssize_t builder_len(Builder *self) { return self->count; }
+
+static PyObject *builder_get_type(Builder *self, void *closure) {
+    (void)closure;
+    return PyLong_FromLong(self->type);
+}
+
+static PyObject *builder_get_count(Builder *self, void *closure) {
+    (void)closure;
+    return PyLong_FromSsize_t(self->count);
+}
+
+static PyMethodDef builder_methods[] = {
+    {"extend", (PyCFunction)builder_extend, METH_O,
+     "extend(values) -> None\n\n"
+     "Append n values given as their concatenated little-endian bytes. Raises Declined\n"
+     "(builder unchanged) when the encoder cannot reproduce the Python builder."},
+    {"finalize", (PyCFunction)builder_finalize, METH_NOARGS,
+     "finalize() -> bytes\n\n"
+     "The column of the values appended so far (ending in 0x00); the builder stays\n"
+     "usable. Raises Declined (builder unchanged) if the encoder gives up."},
+    {"values", (PyCFunction)builder_values, METH_NOARGS,
+     "values() -> bytes\n\nEvery value appended so far, concatenated."},
+    {"copy", (PyCFunction)builder_copy, METH_NOARGS,
+     "copy() -> UniformBuilder\n\nAn independent builder in the same state."},
+    {"__sizeof__", (PyCFunction)builder_sizeof, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef builder_getset[] = {
+    {"type_byte", (getter)builder_get_type, NULL, "BSON type of the values.", NULL},
+    {"count", (getter)builder_get_count, NULL, "Number of values appended.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PySequenceMethods builder_as_sequence = {
+    .sq_length = (lenfunc)builder_len,
+};
+
+static PyTypeObject BuilderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "storage.bsoncolumn._native.UniformBuilder",
+    .tp_basicsize = sizeof(Builder),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "UniformBuilder(type_byte, values=b'')\n\n"
+              "Incremental BSONColumn builder for values of one fixed-size type (int32,\n"
+              "int64, date, double, ObjectId) without skipped rows.",
+    .tp_new = builder_new,
+    .tp_dealloc = (destructor)builder_dealloc,
+    .tp_methods = builder_methods,
+    .tp_getset = builder_getset,
+    .tp_as_sequence = &builder_as_sequence,
+};
+
 static PyMethodDef methods[] = {
     {"encode_uniform", encode_uniform, METH_VARARGS,
      "encode_uniform(type_byte, values) -> bytes | None\n\n"
-     "The finalized BSONColumn of n values of one type (int32, int64, date, double)\n"
-     "given as their concatenated little-endian bytes; None for another type or when\n"
-     "the encoder cannot reproduce the Python builder."},
+     "The finalized BSONColumn of n values of one type (int32, int64, date, double,\n"
+     "ObjectId) given as their concatenated little-endian bytes; None for another type\n"
+     "or when the encoder cannot reproduce the Python builder."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -713,5 +992,19 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__native(void) {
     init_tables();
-    return PyModule_Create(&module);
+    if (PyType_Ready(&BuilderType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    Declined = PyErr_NewExceptionWithDoc(
+        "storage.bsoncolumn._native.Declined",
+        "The native encoder cannot reproduce the Python builder for these values.", NULL,
+        NULL);
+    if (!Declined || PyModule_AddObjectRef(m, "Declined", Declined) < 0 ||
+        PyModule_AddObjectRef(m, "UniformBuilder", (PyObject *)&BuilderType) < 0) {
+        Py_XDECREF(Declined);
+        Declined = NULL;
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -1,36 +1,77 @@
-"""Native (C) encoder for a fresh BSONColumn of one fixed-size scalar type.
+"""Native (C) encoder for BSONColumns of one fixed-size scalar type without skips.
 
 `encode_uniform(type_byte, values)` returns exactly the bytes `BSONColumnBuilder` would
-finalize for those values (int32, int64, date or double, no skipped rows), or None when
-the extension `storage.bsoncolumn._native` was not built or the type is not supported;
-the caller then uses the Python builder. The extension is optional (see setup.py).
+finalize for those values (int32, int64, date, double or ObjectId, no skipped rows), or
+None when the extension `storage.bsoncolumn._native` was not built or the type is not
+supported; the caller then uses the Python builder. The extension is optional (see
+setup.py).
+
+`UniformBuilder(type_byte, values=b"")` (only when `AVAILABLE`) is the incremental form:
+`extend(values)` appends values, `finalize()` returns the column so far and leaves the
+builder usable, exactly like `BSONColumnBuilder.finalize`; each costs time proportional
+to the values appended / still pending, not to the whole column (plus copying the result
+into a bytes object). It keeps every value it was given (`values()`), so a caller that
+meets a value of another type can rebuild a Python builder from them. Whenever the
+encoder cannot reproduce the Python builder it raises `Declined` and the builder is left
+as it was before that call.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 try:
     from . import _native
 except ImportError:  # not compiled: the Python builder does the work
     _native = None
 
-__all__ = ["AVAILABLE", "SUPPORTED_TYPES", "encode_uniform"]
+__all__ = ["AVAILABLE", "SUPPORTED_TYPES", "VALUE_SIZES", "Declined", "encode_uniform"]
 
 AVAILABLE: bool = _native is not None
-SUPPORTED_TYPES: frozenset[int] = frozenset({0x01, 0x09, 0x10, 0x12})
-_SIZES = {0x01: 8, 0x09: 8, 0x10: 4, 0x12: 8}
+#: BSON types handled: double, ObjectId, date, int32, int64.
+SUPPORTED_TYPES: frozenset[int] = frozenset({0x01, 0x07, 0x09, 0x10, 0x12})
+#: Bytes per value of each supported type.
+VALUE_SIZES: dict[int, int] = {0x01: 8, 0x07: 12, 0x09: 8, 0x10: 4, 0x12: 8}
 
+if TYPE_CHECKING:
+
+    class Declined(Exception):
+        """The native encoder cannot reproduce the Python builder for these values."""
+
+    class UniformBuilder:
+        """Incremental column of one supported type (see the module docstring)."""
+
+        def __init__(self, type_byte: int, values: bytes = b"") -> None: ...
+        def extend(self, values: bytes) -> None: ...
+        def finalize(self) -> bytes: ...
+        def values(self) -> bytes: ...
+        def copy(self) -> UniformBuilder: ...
+        def __len__(self) -> int: ...
+        @property
+        def count(self) -> int: ...
+        @property
+        def type_byte(self) -> int: ...
+
+elif _native is not None:
+    Declined = _native.Declined
+    UniformBuilder = _native.UniformBuilder
+    __all__ += ["UniformBuilder"]
+else:
+
+    class Declined(Exception):
+        """The native encoder cannot reproduce the Python builder for these values."""
 
 def encode_uniform(type_byte: int, values: bytes) -> bytes | None:
     """The finalized BSONColumn of n >= 1 values of one BSON type without skips.
 
     `values` is the concatenation of their little-endian value bytes (8 bytes each for
-    int64 0x12, date 0x09 and double 0x01; 4 for int32 0x10). None when the extension is
-    not available or the type is not supported. Raises ValueError when `values` is empty
-    or not a whole number of values.
+    int64 0x12, date 0x09 and double 0x01; 4 for int32 0x10; the 12 bytes of each
+    ObjectId 0x07). None when the extension is not available or the type is not
+    supported. Raises ValueError when `values` is empty or not a whole number of values.
     """
     if _native is None or type_byte not in SUPPORTED_TYPES:
         return None
-    size = _SIZES[type_byte]
+    size = VALUE_SIZES[type_byte]
     if not values or len(values) % size:
         raise ValueError(f"values must be n >= 1 values of {size} bytes")
     return _native.encode_uniform(type_byte, values)  # type: ignore[no-any-return]

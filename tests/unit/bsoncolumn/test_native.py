@@ -2,8 +2,12 @@
 
 Every case compares `native.encode_uniform` with the Python `BSONColumnBuilder` fed the
 same elements one by one (`append_element`, the per-value port of MongoDB's builder,
-checked against MongoDB's vectors) and, for int32/int64/date, also with its vectorised
-`extend_elements`; the native output must decode back to the values.
+checked against MongoDB's vectors) and, for int32/int64/date/ObjectId, also with its
+vectorised `extend_elements`; the native output must decode back to the values.
+
+The incremental `native.UniformBuilder` is fed the values in random chunks; after each
+chunk its `finalize()` must equal the Python builder's (fed one by one and finalized
+after each chunk too) and `encode_uniform` of everything so far.
 
 For doubles the per-value path is the reference (MongoDB's `_appendDouble` restarts at
 the lowest scale after any block is written, RLE terminations included); the bulk path
@@ -31,12 +35,13 @@ pytestmark = pytest.mark.skipif(
     reason="storage.bsoncolumn._native was not compiled (pip install -e . builds it)",
 )
 
-INT64, DATE, DOUBLE, INT32 = 0x12, 0x09, 0x01, 0x10
+INT64, DATE, DOUBLE, INT32, OID = 0x12, 0x09, 0x01, 0x10, 0x07
 _PACK = {
     INT64: struct.Struct("<q").pack,
     DATE: struct.Struct("<q").pack,
     DOUBLE: struct.Struct("<d").pack,
     INT32: struct.Struct("<i").pack,
+    OID: bytes,  # ObjectIds are given as their 12 bytes
 }
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
@@ -96,7 +101,7 @@ UNIFORM_VECTORS = _uniform_vectors()
 
 
 def test_vectors_cover_every_supported_type() -> None:
-    assert {t for _n, t, _r, _c in UNIFORM_VECTORS} == {INT64, DATE, DOUBLE, INT32}
+    assert {t for _n, t, _r, _c in UNIFORM_VECTORS} == native.SUPPORTED_TYPES
     assert len(UNIFORM_VECTORS) >= 40
 
 
@@ -220,6 +225,59 @@ def test_unsupported_type_and_bad_input() -> None:
         native.encode_uniform(INT64, b"")
     with pytest.raises(ValueError):
         native.encode_uniform(INT64, b"\x00" * 12)
+    with pytest.raises(ValueError):
+        native.encode_uniform(OID, b"\x00" * 16)
+
+
+# -- ObjectId ---------------------------------------------------------------------------------
+
+T0 = 1_700_000_000
+P1, P2, P3 = bytes.fromhex("a1b2c3d4e5"), bytes.fromhex("0102030405"), bytes(5)
+
+
+def _oid(ts: int, process: bytes, counter: int) -> bytes:
+    """An ObjectId: 4-byte big-endian seconds, 5 process-unique bytes, 3-byte counter."""
+    return (ts % 2**32).to_bytes(4, "big") + process + (counter % 2**24).to_bytes(3, "big")
+
+
+def _random_oids(seed: int, n: int) -> list[bytes]:
+    return [random.Random(seed).randbytes(12) for seed in range(seed, seed + n)]
+
+
+OID_CASES: dict[str, list[bytes]] = {
+    "one": [_oid(T0, P1, 5)],
+    "same oid repeated": [_oid(T0, P1, 7)] * 300,
+    "counter +1, 10 per second": [_oid(T0 + k // 10, P1, 1000 + k) for k in range(1000)],
+    "counter +1, new second each": [_oid(T0 + k, P1, 77 + k) for k in range(500)],
+    "counter wraps": [_oid(T0, P1, 2**24 - 50 + k) for k in range(100)],
+    "timestamp wraps": [_oid(2**32 - 3 + k // 4, P1, k) for k in range(40)],
+    "timestamp backwards": [_oid(T0 - 37 * k, P1, 3 * k) for k in range(200)],
+    "counter random steps": [
+        _oid(T0 + k // 7, P1, c) for k, c in enumerate(_walk(5, 400, 0, 2**40))
+    ],
+    "extremes one process": [_oid(0, P3, 0), _oid(2**32 - 1, P3, 2**24 - 1)] * 40,
+    "two processes alternating": [_oid(T0, P1 if k % 2 else P2, k) for k in range(60)],
+    "process changes in runs": [
+        _oid(T0 + k // 50, p, 10 * k) for p in (P1, P2, P1, P3) for k in range(150)
+    ],
+    # processes that differ in one byte only (4 and 8: the ends of the compared part)
+    "process differs in last byte": [
+        _oid(T0, P1 if k % 9 else P1[:4] + b"\xe4", k) for k in range(90)
+    ],
+    "process differs in first byte": [
+        _oid(T0, P1 if k % 9 else b"\xa0" + P1[1:], k) for k in range(90)
+    ],
+    "random": _random_oids(1, 200),
+    "counters with random ones": [
+        _random_oids(k, 1)[0] if k % 37 == 0 else _oid(T0, P2, k) for k in range(600)
+    ],
+    "runs of repeats": [_oid(T0 + k // 130, P1, k // 130) for k in range(1300)],
+}
+
+
+@pytest.mark.parametrize("name", list(OID_CASES))
+def test_oid_table(name: str) -> None:
+    check_raw(OID, OID_CASES[name])
 
 
 # -- hypothesis -----------------------------------------------------------------------------
@@ -294,6 +352,39 @@ def test_property_int32(values: list[int]) -> None:
     check(INT32, values)
 
 
+@st.composite
+def oid_sequences(draw: st.DrawFn) -> list[bytes]:
+    kind = draw(st.sampled_from(["counter", "mixed", "random"]))
+    if kind == "random":
+        return draw(st.lists(st.binary(min_size=12, max_size=12), min_size=1, max_size=100))
+    nproc = 1 if kind == "counter" else 3
+    procs = draw(st.lists(st.binary(min_size=5, max_size=5), min_size=nproc, max_size=nproc))
+    ts = draw(st.integers(0, 2**32 - 1))
+    counter = draw(st.integers(0, 2**24 - 1))
+    steps = draw(
+        st.lists(
+            st.tuples(
+                st.integers(0, nproc - 1),
+                st.sampled_from([0, 0, 0, 1, -1]) | st.integers(-(2**32), 2**32),
+                st.integers(0, 3) | st.integers(-(2**24), 2**24),
+            ),
+            max_size=300,
+        )
+    )
+    out = [_oid(ts, procs[0], counter)]
+    for proc, dt, dc in steps:
+        ts += dt
+        counter += dc
+        out.append(_oid(ts, procs[proc], counter))
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(oid_sequences())
+def test_property_oids(values: list[bytes]) -> None:
+    check_raw(OID, values)
+
+
 # -- fixed-seed fuzz ---------------------------------------------------------------------------
 
 
@@ -336,20 +427,51 @@ def _fuzz_doubles(rnd: random.Random, n: int) -> list[float]:
     return out
 
 
+def _fuzz_oids(rnd: random.Random, n: int) -> list[bytes]:
+    procs = [rnd.randbytes(5) for _ in range(rnd.choice([1, 1, 2, 3]))]
+    ts = rnd.choice([rnd.getrandbits(32), T0, 2**32 - 2])
+    counter = rnd.getrandbits(24)
+    proc = procs[0]
+    step = rnd.choice([1, 1, 5, 1000, 1 << 23])
+    tick, repeat, switch = (rnd.choice(p) for p in ([0.0, 0.1, 0.5], [0.0, 0.05, 0.5],
+                                                    [0.0, 0.01, 0.2]))
+    out: list[bytes] = []
+    for _ in range(n):
+        if rnd.random() < 0.01:
+            out.append(rnd.randbytes(12))
+            continue
+        if out and rnd.random() < repeat:
+            out.append(out[-1])
+            continue
+        if rnd.random() < switch:
+            proc = rnd.choice(procs)
+        if rnd.random() < tick:
+            ts += rnd.choice([1, 1, 2, -1, 1 << 20])
+        counter += rnd.randint(1, step)
+        out.append(_oid(ts, proc, counter))
+    return out
+
+
+def _fuzz_values(rnd: random.Random, t: int, n: int) -> list[bytes]:
+    if t == OID:
+        return _fuzz_oids(rnd, n)
+    pack = _PACK[t]
+    values = _fuzz_doubles(rnd, n) if t == DOUBLE else _fuzz_ints(rnd, t, n)
+    return [pack(v) for v in values]
+
+
 def test_fuzz_fixed_seed() -> None:
     rnd = random.Random(20240521)
     sizes = [1, 2, 3, 5, 8, 15, 16, 17, 30, 60, 61, 119, 120, 121, 250]
-    for _ in range(20_000):
+    for _ in range(12_000):
         n = rnd.choice(sizes) if rnd.random() < 0.995 else rnd.randint(250, 2000)
-        t = rnd.choice([INT64, DATE, DOUBLE, DOUBLE, INT32])
-        values = _fuzz_doubles(rnd, n) if t == DOUBLE else _fuzz_ints(rnd, t, n)
-        pack = _PACK[t]
-        raw = [pack(v) for v in values]
+        t = rnd.choice([INT64, DATE, DOUBLE, DOUBLE, INT32, OID])
+        raw = _fuzz_values(rnd, t, n)
         got = native.encode_uniform(t, b"".join(raw))
-        # per value for doubles; ints through the faster bulk path (equal to per value,
-        # which the table and property tests check)
+        # per value for doubles; the others through the faster bulk path (equal to per
+        # value, which the table and property tests check)
         expected = python_column(t, raw) if t == DOUBLE else bulk_column(t, raw)
-        assert got == expected, (t, values)
+        assert got == expected, (t, raw)
 
 
 def test_bulk_double_path_restarts_scale_after_rle_blocks() -> None:
@@ -366,3 +488,158 @@ def test_large_column_round_trip() -> None:
     values = [bson.Int64(v) for v in _walk(11, 20_000, -(10**6), 10**6)]
     got = check(INT64, values)
     assert len(got) < 20_000 * 2
+
+
+# -- the incremental builder ------------------------------------------------------------------
+
+
+def check_incremental(t: int, raw: list[bytes], chunks: list[int]) -> None:
+    """Feed `raw` to a UniformBuilder in chunks of the given sizes (cycled); after each
+    chunk its finalize() equals the Python builder's, fed one by one, and encode_uniform
+    of everything so far."""
+    b = native.UniformBuilder(t)
+    py = BSONColumnBuilder()
+    i = 0
+    k = 0
+    while i < len(raw):
+        chunk = raw[i : i + chunks[k % len(chunks)]]
+        k += 1
+        i += len(chunk)
+        b.extend(b"".join(chunk))
+        for v in chunk:
+            py.append_element(t, v)
+        got = b.finalize()
+        expected = py.finalize()
+        assert got == expected, f"type {t:#x}, after {i} values: {got.hex()} != {expected.hex()}"
+        assert got == native.encode_uniform(t, b"".join(raw[:i]))
+    assert b.count == len(b) == len(raw)
+    assert b.values() == b"".join(raw)
+    assert b.type_byte == t
+
+
+def _random_chunks(seed: int) -> list[int]:
+    rnd = random.Random(seed)
+    top = rnd.choice([3, 10, 70, 200])
+    return [rnd.randint(1, top) for _ in range(50)]
+
+
+@pytest.mark.parametrize("chunks", [[1], [10], [7, 1, 64, 3], _random_chunks(1)],
+                         ids=["1", "10", "7-1-64-3", "random"])
+@pytest.mark.parametrize(
+    ("t", "raw"),
+    [(t, raw) for _n, t, raw, _c in UNIFORM_VECTORS],
+    ids=[n for n, *_ in UNIFORM_VECTORS],
+)
+def test_incremental_vectors(t: int, raw: list[bytes], chunks: list[int]) -> None:
+    check_incremental(t, raw, chunks)
+
+
+def _table_cases() -> list[tuple[str, int, list[bytes]]]:
+    out = []
+    for name, ints in INT_CASES.items():
+        if len(ints) <= 1000:
+            out.append((f"int64 {name}", INT64, [_PACK[INT64](v) for v in ints]))
+            out.append((f"date {name}", DATE, [_PACK[DATE](v) for v in ints]))
+    for name, doubles in DOUBLE_CASES.items():
+        if len(doubles) <= 1000:
+            out.append((f"double {name}", DOUBLE, [_PACK[DOUBLE](v) for v in doubles]))
+    out += [(f"oid {name}", OID, raw) for name, raw in OID_CASES.items()]
+    return out
+
+
+TABLE_CASES = _table_cases()
+
+
+@pytest.mark.parametrize(("t", "raw"), [(t, r) for _n, t, r in TABLE_CASES],
+                         ids=[n for n, *_ in TABLE_CASES])
+def test_incremental_table(t: int, raw: list[bytes]) -> None:
+    check_incremental(t, raw, [10])
+    check_incremental(t, raw, _random_chunks(len(raw)))
+
+
+@st.composite
+def typed_sequences(draw: st.DrawFn) -> tuple[int, list[bytes]]:
+    t = draw(st.sampled_from([INT64, DATE, INT32, DOUBLE, OID]))
+    if t == OID:
+        return t, draw(oid_sequences())
+    if t == DOUBLE:
+        return t, [_PACK[t](v) for v in draw(double_sequences())]
+    values = draw(int_sequences())
+    if t == INT32:
+        values = [max(I32_MIN, min(I32_MAX, v)) for v in values]
+    return t, [_PACK[t](v) for v in values]
+
+
+@settings(max_examples=200, deadline=None)
+@given(typed_sequences(), st.lists(st.integers(1, 80) | st.integers(1, 5), min_size=1))
+def test_property_incremental(seq: tuple[int, list[bytes]], chunks: list[int]) -> None:
+    check_incremental(seq[0], seq[1], chunks)
+
+
+def test_incremental_fuzz_fixed_seed() -> None:
+    rnd = random.Random(7_2024)
+    for _ in range(600):
+        t = rnd.choice([INT64, DATE, DOUBLE, DOUBLE, INT32, OID])
+        raw = _fuzz_values(rnd, t, rnd.choice([5, 30, 121, 300, 1000]))
+        check_incremental(t, raw, _random_chunks(rnd.getrandbits(32)))
+
+
+def test_bucket_growing_in_batches_of_10() -> None:
+    # the time-series pattern: a bucket of 1000 values, committed every 10
+    base = 1_700_000_000_000
+    raw = [_PACK[DATE](base + 1000 * k + (k % 7 == 0)) for k in range(1000)]
+    check_incremental(DATE, raw, [10])
+
+
+def test_copy_is_independent() -> None:
+    raw = [_PACK[DOUBLE](v) for v in _decimals(3, 400, [1, 2])]
+    a = native.UniformBuilder(DOUBLE, b"".join(raw[:150]))
+    b = a.copy()
+    a.extend(b"".join(raw[150:]))
+    b.extend(b"".join(raw[300:]))  # a different continuation
+    assert a.finalize() == python_column(DOUBLE, raw)
+    assert b.finalize() == python_column(DOUBLE, raw[:150] + raw[300:])
+    assert b.values() == b"".join(raw[:150] + raw[300:])
+    assert (a.count, b.count) == (400, 250)
+
+
+def test_constructor_values_equal_extend() -> None:
+    raw = OID_CASES["process changes in runs"]
+    a = native.UniformBuilder(OID, b"".join(raw))
+    b = native.UniformBuilder(OID)
+    b.extend(b"".join(raw))
+    assert a.finalize() == b.finalize() == python_column(OID, raw)
+    assert a.count == len(raw)
+
+
+def test_finalize_does_not_end_the_builder() -> None:
+    raw = [_PACK[INT64](v) for v in _walk(3, 300, 0, 100)]
+    b = native.UniformBuilder(INT64, b"".join(raw[:100]))
+    first = b.finalize()
+    assert b.finalize() == first
+    b.extend(b"".join(raw[100:]))
+    assert b.finalize() == python_column(INT64, raw)
+    assert first == python_column(INT64, raw[:100])
+
+
+def test_builder_input_checks() -> None:
+    empty = native.UniformBuilder(INT32)
+    assert empty.finalize() == BSONColumnBuilder().finalize()
+    assert (empty.count, empty.values()) == (0, b"")
+    for t in (0x02, 0x08, 0x11, 0x13, 0):
+        with pytest.raises(ValueError):
+            native.UniformBuilder(t)
+    with pytest.raises(ValueError):
+        native.UniformBuilder(OID, b"\x00" * 13)
+    raw = [_PACK[INT32](v) for v in [5, 6, 7, 7, 7]]
+    b = native.UniformBuilder(INT32, bytearray(b"".join(raw[:3])))
+    before = b.finalize()
+    with pytest.raises(ValueError):
+        b.extend(b"\x00" * 6)  # not whole int32 values: nothing appended
+    with pytest.raises(TypeError):
+        b.extend("1234")  # type: ignore[arg-type]
+    b.extend(b"")
+    assert (b.finalize(), b.count) == (before, 3)
+    b.extend(memoryview(b"".join(raw[3:])))
+    assert b.finalize() == python_column(INT32, raw)
+    assert issubclass(native.Declined, Exception)
