@@ -11,13 +11,12 @@ new column from the first byte that differs from the previous one, which is what
 `intermediate()` returns (bytes before its stable point never change), and the server
 stores whole documents, so most diffs are never looked at.
 
-Uniform columns: while every row of a column holds a value of one fixed-width numeric
-type (int64, date, double, int32) the column keeps the raw values instead of a builder
-and the compiled encoder (`storage.bsoncolumn.native`) writes the whole column again at
-each commit: the same bytes as the builder (the encoder is tested byte for byte against
-it) for a fraction of the Python builder's per-value cost. The first row that breaks
-uniformity (a skip, another type) turns the column into a builder fed with the values so
-far. Without the compiled encoder every column uses a builder.
+Uniform columns: while every row of a column holds a value of one fixed-width type
+(int64, date, double, int32, ObjectId) the column uses the native `UniformBuilder`
+(`storage.bsoncolumn.native`), a C port of the Python builder held to its bytes by the
+tests, at a fraction of its per-value cost. The first row that breaks uniformity (a
+skip, another type) turns the column into a Python builder fed with the values so far.
+Without the compiled extension every column uses a Python builder.
 
 Column order is the time field first, then first appearance. (MongoDB 8.0 iterates a hash
 map here, so its order is not reproducible; time-first is the layout its
@@ -26,8 +25,10 @@ map here, so its order is not reproducible; time-first is the layout its
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from storage.bsoncolumn import BinaryDiff, BSONColumnBuilder, BSONColumnError, native
 from storage.bsoncolumn.decoder import decode_elements
@@ -70,38 +71,31 @@ def _common_prefix(a: bytes, b: bytes) -> int:
     return lo
 
 
-# Fixed-width types the compiled encoder takes whole: type byte -> value width.
-_UNIFORM_WIDTH: dict[int, int] = {0x12: 8, 0x09: 8, 0x01: 8, 0x10: 4}
+# Types whose columns the native builder keeps (none without the extension).
+_UNIFORM: frozenset[int] = native.SUPPORTED_TYPES if native.AVAILABLE else frozenset()
 
 
-class _Uniform:
-    """A column whose rows so far are all values of one fixed-width type."""
-
-    __slots__ = ("type", "values")
-
-    def __init__(self, type_byte: int, values: bytes = b"") -> None:
-        self.type = type_byte
-        self.values = bytearray(values)
-
-    def builder(self) -> BSONColumnBuilder:
-        """A builder holding the same rows (when the column stops being uniform)."""
-        w = _UNIFORM_WIDTH[self.type]
-        v = bytes(self.values)
-        b = BSONColumnBuilder()
-        b.extend_elements([(self.type, v[i:i + w]) for i in range(0, len(v), w)])
-        return b
+def _to_builder(u: Any) -> BSONColumnBuilder:
+    """A Python builder holding the rows of native builder `u` (the column stopped being
+    uniform)."""
+    t = u.type_byte
+    w = native.VALUE_SIZES[t]
+    v = u.values()
+    b = BSONColumnBuilder()
+    b.extend_elements([(t, v[i:i + w]) for i in range(0, len(v), w)])
+    return b
 
 
 class Columns:
     """Per-field column state of a bucket, with the committed bytes of each column.
 
-    Each field has either a `_Uniform` (raw values, encoded whole by the compiled
-    encoder) or a `BSONColumnBuilder`; `_state` keeps them in document order."""
+    Each field has either a native `UniformBuilder` (one fixed-width type, no skips)
+    or a `BSONColumnBuilder`; `_state` keeps them in document order."""
 
     __slots__ = ("_bytes", "_state", "compressed_size", "count")
 
     def __init__(self, time_field: str | None = None) -> None:
-        self._state: dict[str, _Uniform | BSONColumnBuilder | None] = {}
+        self._state: dict[str, Any] = {}  # UniformBuilder | BSONColumnBuilder | None
         self._bytes: dict[str, bytes] = {}
         self.count = 0
         self.compressed_size = 0
@@ -127,8 +121,8 @@ class Columns:
     def memory_size(self) -> int:
         """Rough bytes held: committed columns plus the raw values of uniform ones (a
         builder holds about its column again)."""
-        raw = sum(len(st.values) if type(st) is _Uniform else len(self._bytes.get(n, b""))
-                  for n, st in self._state.items())
+        raw = sum(sys.getsizeof(st) if type(st) is not BSONColumnBuilder
+                  else len(self._bytes.get(n, b"")) for n, st in self._state.items())
         return self.compressed_size + raw
 
     def column_bytes(self) -> list[tuple[str, bytes]]:
@@ -178,14 +172,16 @@ class Columns:
                 lst.extend([None] * (n - len(lst)))
             column = None
             if st is None and base == 0 and lst is not None:
-                st = state[name] = _Uniform(lst[0][0]) if lst[0] is not None \
-                    and lst[0][0] in _UNIFORM_WIDTH and native.AVAILABLE else _builder(0)
+                st = state[name] = native.UniformBuilder(lst[0][0]) if lst[0] is not None \
+                    and lst[0][0] in _UNIFORM else _builder(0)
             elif st is None:
                 st = state[name] = _builder(base)
-            if type(st) is _Uniform:
-                column = _extend_uniform(st, lst)
-                if column is None:
-                    st = state[name] = st.builder()
+            if type(st) is not BSONColumnBuilder:
+                done = _extend_uniform(st, lst)
+                if done is None:
+                    st = state[name] = _to_builder(st)
+                else:
+                    column, state[name] = done
             if column is None:
                 assert isinstance(st, BSONColumnBuilder)
                 if lst is None:
@@ -213,35 +209,42 @@ def _builder(skips: int) -> BSONColumnBuilder:
     return b
 
 
-def _extend_uniform(u: _Uniform, lst: list[tuple[int, bytes] | None] | None) -> bytes | None:
-    """Append the rows to a uniform column and encode it whole; None (and `u` unchanged)
-    when a row breaks uniformity or the encoder declines."""
+def _extend_uniform(u: Any, lst: list[tuple[int, bytes] | None] | None
+                    ) -> tuple[bytes, Any] | None:
+    """Append the rows to native builder `u`: (column, state that continues it), or None
+    with `u` unchanged when a row breaks uniformity or the encoder declines."""
     if lst is None:
         return None
-    t = u.type
+    t = u.type_byte
     for e in lst:
         if e is None or e[0] != t:
             return None
-    keep = len(u.values)
-    u.values += b"".join([e[1] for e in lst])
-    column = native.encode_uniform(t, bytes(u.values))
-    if column is None:
-        del u.values[keep:]
-    return column
+    try:
+        u.extend(b"".join([e[1] for e in lst]))  # all or nothing
+    except native.Declined:
+        return None
+    try:
+        return u.finalize(), u
+    except native.Declined:
+        b = _to_builder(u)
+        return b.finalize(), b
 
 
-def _reopen(column: bytes, count: int) -> _Uniform | BSONColumnBuilder:
-    """The state that continues a stored column: uniform when its rows are all of one
-    fixed-width type and re-encoding them gives back exactly these bytes."""
-    if native.AVAILABLE:
+def _reopen(column: bytes, count: int) -> Any:
+    """The state that continues a stored column: a native builder when its rows are all
+    of one supported type and re-encoding them gives back exactly these bytes."""
+    if _UNIFORM:
         try:
             rows = decode_elements(column)
         except BSONColumnError:
             rows = None
         if rows and len(rows) == count and rows[0] is not None:
             t = rows[0][0]
-            if t in _UNIFORM_WIDTH and all(r is not None and r[0] == t for r in rows):
-                u = _Uniform(t, b"".join([r[1] for r in rows]))  # type: ignore[index]
-                if native.encode_uniform(t, bytes(u.values)) == column:
-                    return u
+            if t in _UNIFORM and all(r is not None and r[0] == t for r in rows):
+                try:
+                    u = native.UniformBuilder(t, b"".join([r[1] for r in rows]))  # type: ignore[index]
+                    if u.finalize() == column:
+                        return u
+                except native.Declined:
+                    pass
     return BSONColumnBuilder.from_column(column)
