@@ -20,6 +20,8 @@ from query.pipeline import Pipeline, compile_pipeline, resolve_let_variables
 from storage.bson_order import values_equal
 from storage.errors import ErrorCode, MongoError
 
+from .timeseries_lastpoint import lastpoint_source
+
 if TYPE_CHECKING:
     from .context import CommandRequest
 
@@ -182,8 +184,11 @@ def run_pipeline(req: CommandRequest, coll: str | None, stages: list[Any],
     pipeline = compile_pipeline(stages, ctx)
     if coll is None or pipeline.starts_with_source:
         return pipeline, pipeline.run(())
-    flt, rest = split_leading_match(stages)
     fields = pipeline_fields(stages)  # lets time-series reads decode only these columns
+    last = lastpoint_source(req, req.db, coll, stages, fields)
+    if last is not None:
+        return pipeline, pipeline.run(last)
+    flt, rest = split_leading_match(stages)
     if flt is not None and not _uses_variables(flt):
         source = collection_source(req, req.db, coll, flt, fields=fields)
         tail = compile_pipeline(rest, ctx)
