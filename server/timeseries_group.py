@@ -48,6 +48,7 @@ from storage.bsoncolumn.blocks import NumericColumn
 from storage.bsonutil import encode
 from storage.errors import MongoError
 from storage.timeseries import BucketSpec, TimeseriesOptions, unpack_columns
+from storage.timeseries.constants import CONTROL, CONTROL_COUNT, CONTROL_MAX, CONTROL_MIN, META
 from storage.timeseries.unpack import numeric_bucket
 
 if TYPE_CHECKING:
@@ -307,12 +308,17 @@ def _from_python(values: list[Any]) -> _Column:
     return _Column(types, ivals, fvals)
 
 
-def _bucket_rows(bucket: Mapping[str, Any], spec: BucketSpec, fields: list[str]
-                 ) -> tuple[np.ndarray, dict[str, _Column], Any, bool]:
-    nb = numeric_bucket(bucket, spec, fields)
+def _bucket_rows(bucket: Mapping[str, Any], spec: BucketSpec, fields: list[str],
+                 some_time: int | None) -> tuple[np.ndarray, dict[str, _Column], Any, bool]:
+    """Times and columns of the bucket's rows. With `some_time`, the caller needs no row's
+    own time: every row is then given that time (the column is not decoded)."""
+    nb = numeric_bucket(bucket, spec, fields, with_time=some_time is None)
     if nb is not None:
-        n = len(nb.time)
-        return nb.time, {f: _from_numeric(nb.columns[f], n) for f in fields}, nb.meta, \
+        times = nb.time
+        if times is None:
+            times = np.full(int(bucket[CONTROL][CONTROL_COUNT]), some_time, np.int64)
+        n = len(times)
+        return times, {f: _from_numeric(nb.columns[f], n) for f in fields}, nb.meta, \
             nb.has_meta
     # v1 buckets, and columns holding nulls: through the generic unpacking
     keep = BucketSpec(spec.time_field, spec.meta_field,
@@ -327,6 +333,28 @@ def _bucket_rows(bucket: Mapping[str, Any], spec: BucketSpec, fields: list[str]
         vals = cols.get(f, {})
         out[f] = _from_python([vals.get(r, MISSING) for r in rows])
     return np.array([int(t) for t in times], np.int64), out, meta, has_meta
+
+
+def _uniform_time(plan: GroupPlan, bucket: Mapping[str, Any]) -> int | None:
+    """A time standing for every row of the bucket when its control.min/max show that
+    all rows pass the time conditions and share one `$dateTrunc` bin; else None."""
+    control = bucket.get(CONTROL)
+    try:
+        lo = control[CONTROL_MIN][plan.time_field]  # type: ignore[index]
+        hi = control[CONTROL_MAX][plan.time_field]  # type: ignore[index]
+    except (KeyError, TypeError):
+        return None
+    if type(lo) is not DatetimeMS or type(hi) is not DatetimeMS:
+        return None
+    lo_ms, hi_ms = int(lo), int(hi)  # lo is rounded down: at most the earliest time
+    for op, ms in plan.time_preds:
+        if not {"$eq": lo_ms == hi_ms == ms, "$gt": lo_ms > ms, "$gte": lo_ms >= ms,
+                "$lt": hi_ms < ms, "$lte": hi_ms <= ms}[op]:
+            return None
+    size = plan.bin_ms
+    if size is not None and (lo_ms - _REF_UTC_MS) // size != (hi_ms - _REF_UTC_MS) // size:
+        return None
+    return lo_ms
 
 
 def _time_mask(t: np.ndarray, preds: list[tuple[str, int]]) -> np.ndarray | None:
@@ -408,17 +436,19 @@ def _group_buckets(plan: GroupPlan, buckets: Iterable[Mapping[str, Any]],
     metas: list[tuple[Any, bool]] = []
     meta_index: dict[Any, int] = {}
     chunk = _Chunk()
+    time_acc = plan.time_field in {a.field for a in plan.accs}
     for bucket in buckets:
+        if plan.meta_matcher is not None and not plan.meta_matcher.matches(
+                {plan.meta_field: bucket[META]} if META in bucket else {}):
+            continue
+        some_time = None if time_acc else _uniform_time(plan, bucket)
         try:
-            times, cols, meta, has_meta = _bucket_rows(bucket, spec, plan.fields)
+            times, cols, meta, has_meta = _bucket_rows(bucket, spec, plan.fields, some_time)
         except MongoError:
             raise _Decline from None  # the generic path reports it
         if not len(times):
             continue
-        if plan.meta_matcher is not None and not plan.meta_matcher.matches(
-                {plan.meta_field: meta} if has_meta else {}):
-            continue
-        mask = _time_mask(times, plan.time_preds)
+        mask = None if some_time is not None else _time_mask(times, plan.time_preds)
         if mask is not None:
             if not mask.any():
                 continue

@@ -224,12 +224,13 @@ def numeric_columns(bucket: Mapping[str, Any] | bytes, fields: Iterable[str]
 class NumericBucket:
     """One bucket's rows as arrays (see `numeric_bucket`).
 
-    `time` holds each row's time in milliseconds since the epoch (int64); `columns` maps
+    `time` holds each row's time in milliseconds since the epoch (int64), or None when not
+    asked for; `columns` maps
     each requested field to its `NumericColumn`, aligned with `time`, or None when the
     bucket has no such column (every row missing).
     """
 
-    time: np.ndarray
+    time: np.ndarray | None
     columns: dict[str, NumericColumn | None]
     meta: Any
     has_meta: bool
@@ -249,8 +250,8 @@ def _align(nc: NumericColumn, n: int) -> NumericColumn:
                          nc.kind)
 
 
-def numeric_bucket(bucket: Mapping[str, Any] | bytes, spec: BucketSpec, fields: Iterable[str]
-                   ) -> NumericBucket | None:
+def numeric_bucket(bucket: Mapping[str, Any] | bytes, spec: BucketSpec, fields: Iterable[str],
+                   *, with_time: bool = True) -> NumericBucket | None:
     """The rows `unpack_bucket` would produce, as arrays of the time column and `fields`.
 
     Rows are in stored order, one per value of the time column, exactly as
@@ -258,8 +259,12 @@ def numeric_bucket(bucket: Mapping[str, Any] | bytes, spec: BucketSpec, fields: 
     Returns None when the bucket cannot be read this way — version 1, a time column that
     is not all dates, or a requested column holding other types (strings, nulls, objects,
     ...): use `unpack_columns` for that bucket then.
+
+    `with_time=False` spares decoding the time column when the caller does not need the
+    times: the row count is then `control.count` (every measurement has a time), and
+    `time` is None.
     """
-    version, data, meta, has_meta, _control = _bucket_parts(bucket, spec)
+    version, data, meta, has_meta, control = _bucket_parts(bucket, spec)
     names = list(fields)
     if not data:
         return NumericBucket(np.zeros(0, np.int64), dict.fromkeys(names), meta, has_meta)
@@ -278,12 +283,19 @@ def numeric_bucket(bucket: Mapping[str, Any] | bytes, spec: BucketSpec, fields: 
         except (NotNumericColumn, BSONColumnError):
             return None
 
-    tc = column(spec.time_field)
-    if tc is None or tc.kind != "date":
-        return None
-    rows = tc.present
-    all_rows = bool(rows.all())
-    n = len(tc)
+    count = control.get(CONTROL_COUNT)
+    if not with_time and isinstance(count, int) and not isinstance(count, bool) and count >= 0:
+        tc = None
+        rows = np.ones(count, bool)
+        all_rows = True
+        n = count
+    else:
+        tc = column(spec.time_field)
+        if tc is None or tc.kind != "date":
+            return None
+        rows = tc.present
+        all_rows = bool(rows.all())
+        n = len(tc)
     cols: dict[str, NumericColumn | None] = {}
     for name in names:
         if name not in data:
@@ -296,5 +308,7 @@ def numeric_bucket(bucket: Mapping[str, Any] | bytes, spec: BucketSpec, fields: 
         if not all_rows:
             nc = NumericColumn(nc.values[rows], nc.present[rows], nc.types[rows], nc.kind)
         cols[name] = nc
+    if tc is None:
+        return NumericBucket(None, cols, meta, has_meta)
     times = tc.values if all_rows else tc.values[rows]
     return NumericBucket(times.astype(np.int64, copy=False), cols, meta, has_meta)
