@@ -308,3 +308,35 @@ def test_compensated_summation_matches_scalar():
         st = St()
         _add_doubles(st, vals[starts[k]:starts[k] + counts[k]].tolist())
         assert (st.fsum, st.fcomp) == (s[k], c[k])
+
+
+@pytest.mark.parametrize("op", ["$gt", "$gte", "$lt", "$lte", "$eq"])
+def test_time_conditions_at_bucket_edges(data, op):
+    # cuts at, just after and inside bucket bounds: rows are filtered one by one, or whole
+    # buckets pass on their control.min/max
+    buckets = data[0]
+    ms = [m for bk in buckets for m in unpack_bucket(bk, BucketSpec("time", "tags"))]
+    edges = sorted({int(bk["control"][k]["time"]) for bk in buckets for k in ("min", "max")})
+    rnd = random.Random(op)
+    cuts = [c + d for c in rnd.sample(edges, 6) for d in (0, 1, -1)]
+    ctx = PipelineContext()
+    for cut in cuts:
+        stages = [{"$match": {"time": {op: DatetimeMS(cut)}}},
+                  {"$group": {"_id": _trunc("hour"), "n": {"$count": {}}, "m": {"$max": "$d"}}}]
+        expected = [encode(d) for d in compile_pipeline(stages, ctx).run(ms)]
+        assert columnar(stages, buckets) == expected, cut
+
+
+@pytest.mark.parametrize("op", ["$gt", "$gte", "$lt", "$lte", "$eq"])
+def test_time_conditions_on_rows_at_the_bounds(op):
+    # the first row sits on control.min (a whole minute), the last on control.max
+    catalog = BucketCatalog(TimeseriesParameters())
+    docs = [{"time": DatetimeMS(T0 + k * 10_000), "tags": {"h": "a"}, "d": float(k)}
+            for k in range(30)]
+    result = catalog.insert_batch("db.c", OPTS, docs, None)
+    buckets = [decode(w.document) for w in result.writes]
+    assert len(buckets) == 1
+    for cut in (T0, T0 + 290_000):
+        stages = [{"$match": {"time": {op: DatetimeMS(cut)}}},
+                  {"$group": {"_id": "$tags.h", "n": {"$count": {}}, "s": {"$sum": "$d"}}}]
+        assert columnar(stages, buckets) == generic(stages, buckets), cut
