@@ -20,7 +20,7 @@ from bson.codec_options import CodecOptions
 from bson.raw_bson import RawBSONDocument
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from tsbs import FIELDS, START, measurements  # noqa: E402
+from tsbs import FIELDS, START, measurements
 
 RAW: CodecOptions = CodecOptions(document_class=RawBSONDocument)
 T0 = dt.datetime(2024, 5, 1, 12, 0, 0)
