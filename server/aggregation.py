@@ -191,9 +191,14 @@ def run_pipeline(req: CommandRequest, coll: str | None, stages: list[Any],
     flt, rest = split_leading_match(stages)
     if flt is not None and not _uses_variables(flt):
         source = collection_source(req, req.db, coll, flt, fields=fields)
-        tail = compile_pipeline(rest, ctx)
-        return pipeline, tail.run(source)
-    return pipeline, pipeline.run(collection_source(req, req.db, coll, fields=fields))
+        it = compile_pipeline(rest, ctx).run(source)
+    else:
+        it = pipeline.run(collection_source(req, req.db, coll, fields=fields))
+    from .timeseries_group import columnar_group
+
+    # time-series `[$match] $group ...`: from the bucket columns when it can (else `it`)
+    fast = columnar_group(req, coll, stages, ctx, it)
+    return pipeline, it if fast is None else fast
 
 
 def _uses_variables(flt: Any) -> bool:

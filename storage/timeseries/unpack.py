@@ -29,8 +29,8 @@ from storage.errors import ErrorCode, MongoError
 from .bucket_document import decode_column
 from .constants import CONTROL, CONTROL_COUNT, CONTROL_VERSION, DATA, META
 
-__all__ = ["BucketSpec", "count_measurements", "numeric_columns", "unpack_bucket",
-           "unpack_columns"]
+__all__ = ["BucketSpec", "NumericBucket", "count_measurements", "numeric_bucket",
+           "numeric_columns", "unpack_bucket", "unpack_columns"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,3 +218,97 @@ def numeric_columns(bucket: Mapping[str, Any] | bytes, fields: Iterable[str]
                                nc.kind)
         out[name] = nc
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class NumericBucket:
+    """One bucket's rows as arrays (see `numeric_bucket`).
+
+    `time` holds each row's time in milliseconds since the epoch (int64), or None when not
+    asked for; `columns` maps
+    each requested field to its `NumericColumn`, aligned with `time`, or None when the
+    bucket has no such column (every row missing).
+    """
+
+    time: np.ndarray | None
+    columns: dict[str, NumericColumn | None]
+    meta: Any
+    has_meta: bool
+
+
+def _align(nc: NumericColumn, n: int) -> NumericColumn:
+    """Cut or pad (with missing rows) a column to `n` rows."""
+    have = len(nc)
+    if have == n:
+        return nc
+    if have > n:
+        return NumericColumn(nc.values[:n], nc.present[:n], nc.types[:n], nc.kind)
+    pad = n - have
+    return NumericColumn(np.concatenate([nc.values, np.zeros(pad, nc.values.dtype)]),
+                         np.concatenate([nc.present, np.zeros(pad, bool)]),
+                         np.concatenate([nc.types, np.zeros(pad, nc.types.dtype)]),
+                         nc.kind)
+
+
+def numeric_bucket(bucket: Mapping[str, Any] | bytes, spec: BucketSpec, fields: Iterable[str],
+                   *, with_time: bool = True) -> NumericBucket | None:
+    """The rows `unpack_bucket` would produce, as arrays of the time column and `fields`.
+
+    Rows are in stored order, one per value of the time column, exactly as
+    `unpack_columns` gives them. Malformed buckets raise the errors `unpack_columns` raises.
+    Returns None when the bucket cannot be read this way — version 1, a time column that
+    is not all dates, or a requested column holding other types (strings, nulls, objects,
+    ...): use `unpack_columns` for that bucket then.
+
+    `with_time=False` spares decoding the time column when the caller does not need the
+    times: the row count is then `control.count` (every measurement has a time), and
+    `time` is None.
+    """
+    version, data, meta, has_meta, control = _bucket_parts(bucket, spec)
+    names = list(fields)
+    if not data:
+        return NumericBucket(np.zeros(0, np.int64), dict.fromkeys(names), meta, has_meta)
+    if spec.time_field not in data:
+        raise MongoError(5346700, "The $_internalUnpackBucket stage requires the data region "
+                         "to have a timeField object")
+    if version == 1:
+        return None
+
+    def column(name: str) -> NumericColumn | None:
+        col = data[name]
+        if not isinstance(col, Binary | bytes) or (isinstance(col, Binary) and col.subtype != 7):
+            return None  # unpack_columns reports the error
+        try:
+            return decode_numeric(bytes(col))
+        except (NotNumericColumn, BSONColumnError):
+            return None
+
+    count = control.get(CONTROL_COUNT)
+    if not with_time and isinstance(count, int) and not isinstance(count, bool) and count >= 0:
+        tc = None
+        rows = np.ones(count, bool)
+        all_rows = True
+        n = count
+    else:
+        tc = column(spec.time_field)
+        if tc is None or tc.kind != "date":
+            return None
+        rows = tc.present
+        all_rows = bool(rows.all())
+        n = len(tc)
+    cols: dict[str, NumericColumn | None] = {}
+    for name in names:
+        if name not in data:
+            cols[name] = None
+            continue
+        nc = column(name)
+        if nc is None:
+            return None
+        nc = _align(nc, n)
+        if not all_rows:
+            nc = NumericColumn(nc.values[rows], nc.present[rows], nc.types[rows], nc.kind)
+        cols[name] = nc
+    if tc is None:
+        return NumericBucket(None, cols, meta, has_meta)
+    times = tc.values if all_rows else tc.values[rows]
+    return NumericBucket(times.astype(np.int64, copy=False), cols, meta, has_meta)
