@@ -20,6 +20,7 @@ from query.pipeline import Pipeline, compile_pipeline, resolve_let_variables
 from storage.bson_order import values_equal
 from storage.errors import ErrorCode, MongoError
 
+from .timeseries_group import columnar_group
 from .timeseries_lastpoint import lastpoint_source
 
 if TYPE_CHECKING:
@@ -194,8 +195,6 @@ def run_pipeline(req: CommandRequest, coll: str | None, stages: list[Any],
         it = compile_pipeline(rest, ctx).run(source)
     else:
         it = pipeline.run(collection_source(req, req.db, coll, fields=fields))
-    from .timeseries_group import columnar_group
-
     # time-series `[$match] $group ...`: from the bucket columns when it can (else `it`)
     fast = columnar_group(req, coll, stages, ctx, it)
     return pipeline, it if fast is None else fast
