@@ -57,7 +57,7 @@ from storage.bsoncolumn.decoder import decode_elements
 from storage.bsonutil import CODEC_OPTIONS, decode, encode
 from storage.errors import ErrorCode, MongoError
 
-from .bucket import Bucket, Measurement, SizeChange, size_change
+from .bucket import Bucket, Measurement, SizeChange, _num_digits, size_change
 from .bucket_document import build_bucket_document, compress_bucket, parse_bucket
 from .bucket_id import BucketIdGenerator
 from .columns import ColumnChange, Columns
@@ -213,8 +213,12 @@ class BucketCatalog:
         try:
             for group in groups.values():
                 group.sort(key=_time_of)
-                for pm in group:
-                    self._stage(ctx, pm)
+                i, n = 0, len(group)
+                while i < n:
+                    self._stage(ctx, group[i])
+                    i += 1
+                    if i < n:
+                        i += self._stage_run(ctx, group, i)
             result.writes, too_large = self._prepare_writes(ctx)
         except BaseException:
             self._drop_buckets(ctx.touched)
@@ -474,6 +478,36 @@ class BucketCatalog:
             self._insert_into(ctx, bucket, m, allow_create=True, due_to_meta=True)
         else:
             self._insert_into(ctx, bucket, m, allow_create=True, due_to_meta=False)
+
+    def _stage_run(self, ctx: _Ctx, group: list[Measurement], start: int) -> int:
+        """Stage group[start:] (one series, sorted by time) in bulk into the bucket that
+        took group[start - 1], as far as `_stage` would put each one there with nothing
+        else happening (no rollover, no size or schema change, no counter moved); returns
+        how many were staged. The rest go through `_stage` one by one."""
+        prev = group[start - 1]
+        b = self._use_bucket((ctx.coll, prev.key))
+        if b is None or b.size == 0 or not b.staged or b.staged[-1] is not prev:
+            return 0
+        p = self.params
+        room = p.timeseriesBucketMaxCount - b.num_measurements
+        effective, _ = self._cache_derived_max_size()
+        if room <= 0 or b.size > effective:
+            return 0
+        end_time = b.min_time_ms + ctx.options.max_span_ms
+        digits = _num_digits(b.num_measurements + room)
+        large = p.timeseriesLargeMeasurementThreshold
+        committed, sigs = b.field_names, b.schema_signatures
+        k = 0
+        for m in group[start:start + room]:
+            if (m.time_ms >= end_time or m.signature is None or m.signature not in sigs
+                    or m.max_value_len + digits + 2 > large
+                    or not committed.issuperset(m.names)):
+                break
+            k += 1
+        if k:
+            b.staged.extend(group[start:start + k])
+            b.num_measurements += k
+        return k
 
     def _insert_into(self, ctx: _Ctx, bucket: Bucket, m: Measurement, *, allow_create: bool,
                      due_to_meta: bool) -> RolloverReason | None:

@@ -1,0 +1,74 @@
+"""Staging a series' run of measurements in bulk (`BucketCatalog._stage_run`) ends in
+exactly the buckets, documents and statistics that staging them one by one gives."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from bson.datetime_ms import DatetimeMS
+from bson.int64 import Int64
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from storage.timeseries.bucket_catalog import BucketCatalog
+from storage.timeseries.constants import TimeseriesParameters
+from storage.timeseries.options import parse_timeseries_options
+
+from .helpers import FakeStore
+
+OPTS = parse_timeseries_options({"timeField": "t", "metaField": "m",
+                                 "granularity": "seconds"})
+T0 = 1_700_000_000_000
+
+_VALUE = st.one_of(st.integers(0, 100).map(Int64), st.floats(0, 1, allow_nan=False),
+                   st.just("x" * 40), st.integers(0, 9))
+_MEASUREMENT = st.fixed_dictionaries(
+    {"m": st.sampled_from(["a", "b", {"h": 1}]),
+     "t": st.integers(0, 3 * 3600).map(lambda s: DatetimeMS(T0 + 1000 * s))},
+    optional={"v": _VALUE, "w": _VALUE})
+
+
+def _run(batches: list[list[dict]], bulk: bool, max_count: int, max_size: int
+         ) -> tuple[list[dict], dict]:
+    params = TimeseriesParameters(timeseriesBucketMaxCount=max_count,
+                                  timeseriesBucketMaxSize=max_size)
+    cat = BucketCatalog(params, id_seed=7)
+    if not bulk:
+        cat._stage_run = lambda ctx, group, start: 0  # type: ignore[method-assign]
+    store = FakeStore()
+    for i, batch in enumerate(batches):
+        docs = [{"_id": i * 1000 + j, **d} for j, d in enumerate(batch)]
+        store.insert(cat, "c", OPTS, docs, ordered=False)
+    return store.buckets("c"), asdict(cat.execution_stats("c"))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(_MEASUREMENT, min_size=1, max_size=40), min_size=1, max_size=6),
+       st.sampled_from([5, 30, 1000]), st.sampled_from([600, 128000]))
+def test_bulk_staging_equals_one_by_one(batches, max_count, max_size) -> None:
+    assert _run(batches, True, max_count, max_size) == _run(batches, False, max_count,
+                                                            max_size)
+
+
+def test_bulk_staging_takes_the_common_case() -> None:
+    """A steady series (known fields, small values) is staged in bulk after its first
+    batch."""
+    calls: list[int] = []
+    cat = BucketCatalog(id_seed=1)
+    real = cat._stage_run
+
+    def counting(ctx, group, start):  # type: ignore[no-untyped-def]
+        k = real(ctx, group, start)
+        calls.append(k)
+        return k
+
+    cat._stage_run = counting  # type: ignore[method-assign]
+    store = FakeStore()
+    for b in range(3):
+        store.insert(cat, "c", OPTS, [{"_id": b * 10 + i, "m": "a", "v": Int64(i),
+                                       "t": DatetimeMS(T0 + 1000 * (b * 10 + i))}
+                                      for i in range(10)])
+    assert calls[0] == 0          # first batch: fields not committed yet
+    assert calls[-1] == 9         # later batches: all but the first in bulk
+    [bucket] = store.buckets("c")
+    assert bucket["control"]["count"] == 30
