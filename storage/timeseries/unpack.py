@@ -20,8 +20,10 @@ from typing import Any
 
 import numpy as np
 from bson.binary import Binary
+from bson.datetime_ms import DatetimeMS
+from bson.int64 import Int64
 
-from storage.bsoncolumn import BSONColumnError
+from storage.bsoncolumn import BSONColumnError, native
 from storage.bsoncolumn.blocks import NotNumericColumn, NumericColumn, decode_numeric
 from storage.bsonutil import decode
 from storage.errors import ErrorCode, MongoError
@@ -95,11 +97,37 @@ def _column_values(col: Any, version: int, name: str) -> dict[str, Any]:
     if not isinstance(col, Binary | bytes) or (isinstance(col, Binary) and col.subtype != 7):
         raise MongoError(ErrorCode.BadValue,
                          f"Compressed bucket contains uncompressed data field: {name}")
+    col = bytes(col)
+    fast = _uniform_column(col)
+    if fast is not None:
+        return fast
     try:
-        return decode_column(bytes(col))
+        return decode_column(col)
     except BSONColumnError as e:
         raise MongoError(ErrorCode.BadValue, f"Invalid BSONColumn in bucket field '{name}': "
                          f"{e}") from None
+
+
+_ROW_KEYS: list[str] = [str(i) for i in range(1024)]
+_BOX: dict[int, Any] = {0x12: lambda vs: list(map(Int64, vs)), 0x10: lambda vs: vs,
+                        0x01: lambda vs: vs, 0x09: lambda vs: list(map(DatetimeMS, vs))}
+_DTYPE: dict[int, str] = {0x12: "<i8", 0x10: "<i8", 0x01: "<f8", 0x09: "<i8"}
+
+
+def _uniform_column(col: bytes) -> dict[str, Any] | None:
+    """{row: value} of a column of one numeric type without skips, decoded by the native
+    decoder (None: not such a column, or no native decoder; decode_column then)."""
+    decode_uniform = getattr(native, "decode_uniform", None)
+    if decode_uniform is None:
+        return None
+    got = decode_uniform(col)
+    if got is None:
+        return None
+    t, raw, n = got
+    values = _BOX[t](np.frombuffer(raw, _DTYPE[t], n).tolist())
+    if n > len(_ROW_KEYS):
+        _ROW_KEYS.extend(str(i) for i in range(len(_ROW_KEYS), n))
+    return dict(zip(_ROW_KEYS[:n], values))
 
 
 def unpack_columns(bucket: Mapping[str, Any] | bytes, spec: BucketSpec
