@@ -13,7 +13,9 @@ the time-series insert pattern: a bucket growing to `--values` values in batches
 `--batch`, the column finalized after every batch, by (a) the Python builder
 (`extend_elements` + `finalize`), (b) `native.encode_uniform` of the whole column so far,
 (c) `native.UniformBuilder` (`extend` + `finalize`); CPU microseconds per batch, mean
-over the growth and for the last batch.
+over the growth and for the last batch. A last table times `decode_numeric` of uniform
+columns with the native decoder (`native.decode_uniform`) and with the numpy path, in
+CPU microseconds per column, for `--values` values and for 10 values (the fixed cost).
 
 Usage: python bench/bsoncolumn.py [--values 1000] [--repeat 7] [--batch 10]
 """
@@ -39,6 +41,7 @@ from storage.bsoncolumn import (  # noqa: E402
     BSONColumn,
     BSONColumnBuilder,
     NotNumericColumn,
+    blocks,
     compress,
     decode_numeric,
     decompress,
@@ -198,6 +201,33 @@ def batch_rows(n: int, batch: int, repeat: int) -> None:
         print(f"{name:18s} " + " ".join(f"{c:>16s}" for c in cells))
 
 
+def decode_rows(n: int, repeat: int) -> None:
+    print()
+    if not native.AVAILABLE:
+        print("native decoder: not built (pip install -e . compiles storage/bsoncolumn/_native.c)")
+        return
+    print("decode_numeric of one column: native C vs numpy path (CPU microseconds per column)")
+    header = f"{'data':18s} {'rows':>5s} {'native':>8s} {'numpy':>8s} {'ratio':>7s}"
+    print(header)
+    print("-" * len(header))
+    wanted = ("int64 walk 0-100", "double 2 decimals", "date every 10 s")
+    for rows in (n, 10):
+        sets = native_datasets(rows)
+        for name in wanted:
+            t, raw = sets[name]
+            column = native.encode_uniform(t, raw)
+            assert column is not None and native.decode_uniform(column) is not None
+            t_nat = cpu_time(lambda c=column: decode_numeric(c), repeat)
+            blocks._NATIVE = False  # the numpy path, as without the extension
+            try:
+                t_py = cpu_time(lambda c=column: decode_numeric(c), repeat)
+            finally:
+                blocks._NATIVE = True
+            print(
+                f"{name:18s} {rows:5d} {t_nat * 1e6:8.2f} {t_py * 1e6:8.2f} {t_py / t_nat:6.0f}x"
+            )
+
+
 def cpu_time_with_setup(
     setup: Callable[[], object], fn: Callable[[object], object], repeat: int
 ) -> float:
@@ -271,6 +301,7 @@ def main() -> int:
         )
     native_rows(n, args.repeat)
     batch_rows(n, args.batch, args.repeat)
+    decode_rows(n, args.repeat)
     return 0
 
 

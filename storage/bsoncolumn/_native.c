@@ -976,12 +976,283 @@ static PyTypeObject BuilderType = {
     .tp_as_sequence = &builder_as_sequence,
 };
 
+/* ---- decoder of uniform columns ------------------------------------------------- */
+/*
+ * decode_uniform: a port of the element decoder (storage/bsoncolumn/decoder.py
+ * _Stream, simple8b.py decode_block) for columns whose rows all hold one type among
+ * int64, int32, date and double, without skipped rows and without interleaved
+ * sections. Anything else (and any malformed input) gives None: the Python decoder
+ * then produces the result or raises the proper error. Two passes: the first checks
+ * the structure and every length and counts the rows, the second decodes into an
+ * exactly sized buffer.
+ */
+
+typedef struct {
+    uint8_t kind; /* 0 invalid selector, 1 values, 2 RLE */
+    uint8_t n, width, shift, cbits, mult;
+    uint64_t mask, cmask;
+} DecInfo;
+
+static DecInfo DEC_INFO[256];
+
+static void init_dec_tables(void) {
+    static const int ext7[16] = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1};
+    static const int ext8[16] = {0, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, -1, -1};
+    static const int mults[4] = {0, 1, 4, 4};
+    for (int low = 0; low < 256; low++) {
+        DecInfo *d = &DEC_INFO[low];
+        memset(d, 0, sizeof *d);
+        int selector = low & 0xF, nibble = low >> 4, ext = 0, ext_bits = 0;
+        if (selector == 0) continue;
+        if (selector == RLE_SELECTOR) {
+            d->kind = 2;
+            continue;
+        }
+        if (selector == 7 || selector == 8) {
+            int e = selector == 7 ? ext7[nibble] : ext8[nibble];
+            if (e < 0) continue;
+            ext = e;
+            if (ext != 0) selector = nibble;
+            ext_bits = 4;
+        }
+        int cbits = TZ_BITS[ext];
+        int width = BITS[ext][selector] + cbits;
+        int shift = 4 + ext_bits;
+        if (width <= 0 || width >= 64) continue; /* not a layout the tables define */
+        int n = 0, s = shift;
+        do {
+            n++;
+            s += width;
+        } while (s + width <= 64);
+        d->kind = 1;
+        d->n = (uint8_t)n;
+        d->width = (uint8_t)width;
+        d->shift = (uint8_t)shift;
+        d->cbits = (uint8_t)cbits;
+        d->mult = (uint8_t)mults[ext];
+        d->mask = ((uint64_t)1 << width) - 1;
+        d->cmask = ((uint64_t)1 << cbits) - 1;
+    }
+}
+
+static const uint8_t DEC_SCALE_FOR_NIBBLE[16] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+                                                 0xFF, 0xFF, 5,    0,    1,    2,
+                                                 3,    4,    0xFF, 0xFF};
+
+static inline uint64_t load_u64(const uint8_t *p) {
+    uint64_t u;
+    memcpy(&u, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    u = __builtin_bswap64(u);
+#endif
+    return u;
+}
+
+static inline void store_u64(uint8_t *p, uint64_t u) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    u = __builtin_bswap64(u);
+#endif
+    memcpy(p, &u, 8);
+}
+
+static inline int dec_is_literal(uint8_t c) { return (c & 0xE0) == 0 || c == 0x7F || c == 0xFF; }
+
+static inline int dec_value_size(uint8_t t) {
+    switch (t) {
+        case T_INT64:
+        case T_DATE:
+        case T_DOUBLE:
+            return 8;
+        case T_INT32:
+            return 4;
+        default:
+            return 0;
+    }
+}
+
+/* Pass 1: 1 with *type and *count set when the column has the supported shape. */
+static int dec_scan(const uint8_t *d, Py_ssize_t end, Py_ssize_t max_values, int *type,
+                    Py_ssize_t *count) {
+    Py_ssize_t pos = 0, total = 0;
+    int t = 0;
+    for (;;) {
+        if (pos >= end) return 0;
+        uint8_t c = d[pos];
+        if (c == 0) {
+            if (pos + 1 != end) return 0;
+            break;
+        }
+        if (dec_is_literal(c)) {
+            int size = dec_value_size(c);
+            if (!size || (t && c != t)) return 0;
+            t = c;
+            if (pos + 1 >= end || d[pos + 1] != 0) return 0;
+            Py_ssize_t vs = pos + 2;
+            if (vs + size > end - 1) return 0; /* the final EOO must follow */
+            total += 1;
+            pos = vs + size;
+        } else {
+            uint8_t scale = DEC_SCALE_FOR_NIBBLE[c >> 4];
+            if (scale == 0xFF || !t) return 0; /* interleaved/invalid, or no value yet */
+            if (scale != MEMORY_AS_INTEGER && t != T_DOUBLE) return 0;
+            Py_ssize_t nb = (c & 0x0F) + 1;
+            if (pos + 8 * nb + 1 >= end) return 0;
+            const uint8_t *p = d + pos + 1;
+            for (Py_ssize_t k = 0; k < nb; k++) {
+                uint64_t block = load_u64(p + 8 * k);
+                const DecInfo *info = &DEC_INFO[block & 0xFF];
+                if (info->kind == 0) return 0;
+                total += info->kind == 2 ? (Py_ssize_t)(((block >> 4) & 0xF) + 1) * RLE_MULTIPLIER
+                                         : info->n;
+            }
+            pos += 8 * nb + 1;
+        }
+        if (total > max_values) return 0;
+    }
+    if (!t || total == 0) return 0;
+    *type = t;
+    *count = total;
+    return 1;
+}
+
+typedef struct {
+    int t;
+    int scale;
+    uint64_t enc;     /* running value (dates: running delta) */
+    uint64_t dod_enc; /* dates: running value */
+    double last;      /* doubles: last value */
+    uint8_t *out;
+    Py_ssize_t n;
+} DecState;
+
+static inline void dec_emit(DecState *s, uint64_t zz) {
+    uint64_t delta = unzigzag(zz), v;
+    s->enc += delta;
+    switch (s->t) {
+        case T_INT32:
+            v = (uint64_t)(int64_t)(int32_t)(uint32_t)s->enc;
+            break;
+        case T_DATE:
+            s->dod_enc += s->enc;
+            v = s->dod_enc;
+            break;
+        case T_DOUBLE:
+            s->last = decode_double(s->enc, s->scale);
+            v = double_bits(s->last);
+            break;
+        default:
+            v = s->enc;
+    }
+    store_u64(s->out + 8 * s->n, v);
+    s->n++;
+}
+
+/* Pass 2: 1 when every row decoded (no skips, every double control re-encodes). */
+static int dec_fill(const uint8_t *d, Py_ssize_t end, DecState *s, Py_ssize_t count) {
+    Py_ssize_t pos = 0;
+    uint64_t prev = 0; /* what an RLE block repeats (skips never get here) */
+    while (pos < end && d[pos] != 0) {
+        uint8_t c = d[pos];
+        if (dec_is_literal(c)) {
+            const uint8_t *v = d + pos + 2;
+            uint64_t raw = load_int(v, dec_value_size(c));
+            if (s->n >= count) return 0;
+            store_u64(s->out + 8 * s->n, raw);
+            s->n++;
+            s->scale = MEMORY_AS_INTEGER;
+            prev = 0;
+            if (c == T_DATE) {
+                s->dod_enc = raw;
+                s->enc = 0;
+            } else if (c == T_DOUBLE) {
+                s->last = bits_double(raw);
+                s->enc = 0;
+            } else {
+                s->enc = raw;
+            }
+            pos += 2 + dec_value_size(c);
+            continue;
+        }
+        int scale = DEC_SCALE_FOR_NIBBLE[c >> 4];
+        Py_ssize_t nb = (c & 0x0F) + 1;
+        if (s->t == T_DOUBLE) {
+            if (!encode_double(s->last, scale, &s->enc)) return 0;
+        }
+        s->scale = scale;
+        const uint8_t *p = d + pos + 1;
+        for (Py_ssize_t k = 0; k < nb; k++) {
+            uint64_t block = load_u64(p + 8 * k);
+            const DecInfo *info = &DEC_INFO[block & 0xFF];
+            if (info->kind == 2) {
+                Py_ssize_t reps = (Py_ssize_t)(((block >> 4) & 0xF) + 1) * RLE_MULTIPLIER;
+                if (s->n + reps > count) return 0;
+                for (Py_ssize_t r = 0; r < reps; r++) dec_emit(s, prev);
+                continue;
+            }
+            if (s->n + info->n > count) return 0;
+            int shift = info->shift;
+            for (int i = 0; i < info->n; i++, shift += info->width) {
+                uint64_t slot = (block >> shift) & info->mask;
+                if (slot == info->mask) return 0; /* a skipped row */
+                if (info->cbits) {
+                    unsigned zeros = (unsigned)(((slot & info->cmask) * info->mult) & 63);
+                    slot = (slot >> info->cbits) << zeros;
+                }
+                dec_emit(s, slot);
+                prev = slot;
+            }
+        }
+        pos += 8 * nb + 1;
+    }
+    return s->n == count;
+}
+
+static PyObject *decode_uniform(PyObject *self, PyObject *args) {
+    Py_buffer buf;
+    Py_ssize_t max_values = (Py_ssize_t)1 << 22;
+    if (!PyArg_ParseTuple(args, "y*|n:decode_uniform", &buf, &max_values)) return NULL;
+    const uint8_t *d = (const uint8_t *)buf.buf;
+    Py_ssize_t end = buf.len;
+    int t = 0;
+    Py_ssize_t count = 0;
+    if (!dec_scan(d, end, max_values, &t, &count)) {
+        PyBuffer_Release(&buf);
+        Py_RETURN_NONE;
+    }
+    PyObject *values = PyByteArray_FromStringAndSize(NULL, count * 8);
+    if (!values) {
+        PyBuffer_Release(&buf);
+        return NULL;
+    }
+    DecState s = {t, MEMORY_AS_INTEGER, 0, 0, 0.0, (uint8_t *)PyByteArray_AS_STRING(values), 0};
+    int ok;
+    if (count < 4096) {
+        ok = dec_fill(d, end, &s, count);
+    } else {
+        Py_BEGIN_ALLOW_THREADS;
+        ok = dec_fill(d, end, &s, count);
+        Py_END_ALLOW_THREADS;
+    }
+    PyBuffer_Release(&buf);
+    if (!ok) {
+        Py_DECREF(values);
+        Py_RETURN_NONE;
+    }
+    return Py_BuildValue("(iNn)", t, values, count);
+}
+
 static PyMethodDef methods[] = {
     {"encode_uniform", encode_uniform, METH_VARARGS,
      "encode_uniform(type_byte, values) -> bytes | None\n\n"
      "The finalized BSONColumn of n values of one type (int32, int64, date, double,\n"
      "ObjectId) given as their concatenated little-endian bytes; None for another type\n"
      "or when the encoder cannot reproduce the Python builder."},
+    {"decode_uniform", decode_uniform, METH_VARARGS,
+     "decode_uniform(column, max_values=2**22) -> (type_byte, values, count) | None\n\n"
+     "Rows of a column holding only int64, int32, date or double values of one type\n"
+     "without skips: the type, their little-endian 8-byte values in a bytearray (int32\n"
+     "widened to int64; writable, so numpy arrays over it are too) and their number.\n"
+     "None for any other column, or a malformed one."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -992,6 +1263,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__native(void) {
     init_tables();
+    init_dec_tables();
     if (PyType_Ready(&BuilderType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;

@@ -8,6 +8,10 @@ segment per literal); doubles are rescaled per run of control bytes sharing a sc
 The results equal those of the element decoder bit for bit; it raises the same
 `BSONColumnError` on malformed input and `NotNumericColumn` when a row holds another
 type (or the column uses interleaved mode).
+
+The common column (one of int64, int32, date, double in every row, no skips) is decoded
+by the native extension when it is built (`native.decode_uniform`); any other column,
+or a malformed one, goes through the numpy path below.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ import numpy as np
 from .control import INVALID_SCALE, is_interleaved_start, is_literal, scale_index_for_control
 from .decoder import DEFAULT_MAX_VALUES, _literal
 from .errors import BSONColumnError
+from .native import AVAILABLE as _NATIVE
+from .native import decode_uniform
 from .numeric import to_float, unzigzag
 from .rawbson import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64, T_TIMESTAMP
 from .simple8b import unpack_blocks_np
@@ -84,9 +90,20 @@ def _literal_encoded(t: int, v: bytes) -> int:
     return _Q.unpack(v)[0]
 
 
+_NATIVE_DTYPE: Final = {T_INT64: "<i8", T_INT32: "<i8", T_DATE: "<i8", T_DOUBLE: "<f8"}
+
+
 def decode_numeric(
     column: bytes | bytearray | memoryview, max_values: int = DEFAULT_MAX_VALUES
 ) -> NumericColumn:
+    if _NATIVE:
+        got = decode_uniform(column, max_values)
+        if got is not None:
+            t, raw, n = got
+            values = np.frombuffer(raw, dtype=_NATIVE_DTYPE[t], count=n)
+            return NumericColumn(
+                values, np.ones(n, dtype=bool), np.full(n, t, dtype=np.uint8), _KIND[t]
+            )
     data = bytes(column)
     end = len(data)
     if end == 0:

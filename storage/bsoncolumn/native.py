@@ -14,6 +14,12 @@ into a bytes object). It keeps every value it was given (`values()`), so a calle
 meets a value of another type can rebuild a Python builder from them. Whenever the
 encoder cannot reproduce the Python builder it raises `Declined` and the builder is left
 as it was before that call.
+
+`decode_uniform(column, max_values)` is the native decoder for the common numeric
+column: every row one of int64, int32, date or double (all the same type), no skipped
+rows, no interleaved section. It returns (type byte, bytearray of little-endian 8-byte
+values with int32 widened to int64, count) or None for any other column, malformed ones included;
+the Python decoder then does the work (and raises the proper error).
 """
 
 from __future__ import annotations
@@ -25,7 +31,14 @@ try:
 except ImportError:  # not compiled: the Python builder does the work
     _native = None
 
-__all__ = ["AVAILABLE", "SUPPORTED_TYPES", "VALUE_SIZES", "Declined", "encode_uniform"]
+__all__ = [
+    "AVAILABLE",
+    "SUPPORTED_TYPES",
+    "VALUE_SIZES",
+    "Declined",
+    "decode_uniform",
+    "encode_uniform",
+]
 
 AVAILABLE: bool = _native is not None
 #: BSON types handled: double, ObjectId, date, int32, int64.
@@ -61,6 +74,7 @@ else:
     class Declined(Exception):
         """The native encoder cannot reproduce the Python builder for these values."""
 
+
 def encode_uniform(type_byte: int, values: bytes) -> bytes | None:
     """The finalized BSONColumn of n >= 1 values of one BSON type without skips.
 
@@ -75,3 +89,24 @@ def encode_uniform(type_byte: int, values: bytes) -> bytes | None:
     if not values or len(values) % size:
         raise ValueError(f"values must be n >= 1 values of {size} bytes")
     return _native.encode_uniform(type_byte, values)  # type: ignore[no-any-return]
+
+
+#: Types `decode_uniform` decodes: double, date, int32, int64.
+DECODED_TYPES: frozenset[int] = frozenset({0x01, 0x09, 0x10, 0x12})
+
+
+def decode_uniform(
+    column: bytes | bytearray | memoryview, max_values: int = 1 << 22
+) -> tuple[int, bytearray, int] | None:
+    """(type byte, values, count) of a column of one type in `DECODED_TYPES` without skips.
+
+    `values` (a bytearray, so numpy arrays over it are writable like those of the
+    Python path) holds `count` little-endian 8-byte values (int64 for int64/int32/date, the
+    float64 bits for doubles), bit for bit what `decode_numeric(column).values` holds.
+    None when the extension is not available, the column has another shape (skips,
+    mixed or other types, interleaved sections, more than `max_values` rows) or is
+    malformed: the Python decoder then decodes it or raises.
+    """
+    if _native is None:
+        return None
+    return _native.decode_uniform(column, max_values)  # type: ignore[no-any-return]
