@@ -136,3 +136,41 @@ def test_numeric_columns_match_generic_decoding() -> None:
         k * 1.25 for k in range(50) if k % 3]
     assert i is not None and list(i.values) == list(range(50))
     assert numeric_columns(V1, ["a"]) == {"a": None}
+
+
+def test_native_uniform_columns_unpack_like_the_element_decoder() -> None:
+    import math
+    import random
+    import struct
+
+    import bson
+    import pytest
+
+    from storage.bsoncolumn import BSONColumnBuilder, native
+    from storage.timeseries.bucket_document import decode_column
+    from storage.timeseries.unpack import _uniform_column
+
+    if not hasattr(native, "decode_uniform"):
+        pytest.skip("the native decoder was not built")
+    rnd = random.Random(5)
+    packs = {0x12: "<q", 0x10: "<i", 0x01: "<d", 0x09: "<q"}
+    cases = {
+        0x12: [[0], [2**63 - 1, -(2**63)], [rnd.randrange(-100, 100) for _ in range(1500)]],
+        0x10: [[2**31 - 1, -(2**31), 0], [rnd.randrange(0, 9) for _ in range(300)]],
+        0x01: [[0.0, -0.0, math.inf, -math.inf, math.nan],
+               [round(rnd.uniform(0, 100), 2) for _ in range(700)]],
+        0x09: [[-(10**12), 0, 2**41], [1_700_000_000_000 + 10_000 * i for i in range(1000)]],
+    }
+    for t, seqs in cases.items():
+        for seq in seqs:
+            b = BSONColumnBuilder()
+            for v in seq:
+                b.append_element(t, struct.pack(packs[t], v))
+            col = b.finalize()
+            got = _uniform_column(col)
+            assert got is not None, (t, seq[:3])
+            assert bson.encode(got) == bson.encode(decode_column(col))
+    mixed = BSONColumnBuilder()
+    mixed.append_element(0x12, struct.pack("<q", 1))
+    mixed.skip()
+    assert _uniform_column(mixed.finalize()) is None
