@@ -16,7 +16,7 @@ namespace string.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from bson import ObjectId
@@ -359,15 +359,11 @@ def _indexes_read_no_data(entry: Any) -> bool:
 # --- reads ------------------------------------------------------------------------------------
 
 def unpacked_source(req: CommandRequest, db: str, name: str, flt: dict[str, Any] | None,
-                    fields: frozenset[str] | None = None,
-                    select: Callable[[int, bytes], bool] | None = None
-                    ) -> Iterator[dict[str, Any]]:
+                    fields: frozenset[str] | None = None) -> Iterator[dict[str, Any]]:
     """Measurements of `db.name` matching `flt` (storage thread, lazily).
 
     Buckets that cannot hold a match are skipped by a bucket-level filter on
     control.min/max and meta; only the fields needed are decoded when `fields` is given.
-    `select(record id, bucket bytes)`, when given, picks which of the remaining buckets
-    to unpack (the order is the same as without it).
     """
     catalog = req.storage.catalog
     entry = catalog.entry(db, name)
@@ -390,9 +386,7 @@ def unpacked_source(req: CommandRequest, db: str, name: str, flt: dict[str, Any]
     trivial = matcher.is_trivial
 
     def gen() -> Iterator[dict[str, Any]]:
-        for rid, raw in candidates(buckets, prepared.plan):
-            if select is not None and not select(rid, raw):
-                continue
+        for _rid, raw in candidates(buckets, prepared.plan):
             bucket = decode(raw)
             if bflt is not None and not prepared.matcher.matches(bucket):
                 continue

@@ -149,6 +149,16 @@ class _Ctx:
         self.rewrites: dict[ObjectId, tuple[bytes, int]] = {}
 
 
+@dataclass(slots=True)
+class _Warm:
+    """The column state of an archived or soft-closed bucket, kept for its reopening."""
+
+    coll: Any
+    columns: Columns
+    last_time_ms: int | None
+    size: int  # Columns.memory_size when kept
+
+
 class _ReopenFailed(Exception):
     pass
 
@@ -171,9 +181,7 @@ class BucketCatalog:
         self._memory = 0
         self._pending: BatchResult | None = None
         self._meta_cache: dict[Any, tuple[bytes, Any, int]] = {}
-        # bucket id -> (coll, columns, last time) of archived buckets; see _WARM_MAX_BYTES
-        self._warm: OrderedDict[ObjectId, tuple[Any, Columns, int | None, int]] = \
-            OrderedDict()
+        self._warm: OrderedDict[ObjectId, _Warm] = OrderedDict()  # see _WARM_MAX_BYTES
         self._warm_bytes = 0
 
     # -- public: insert protocol -------------------------------------------------------------
@@ -292,7 +300,7 @@ class BucketCatalog:
             times, _ids = self._archived.pop(k)
             self._num_archived -= len(times)
             self._memory -= _ARCHIVED_OVERHEAD * len(times)
-        for oid in [oid for oid, w in self._warm.items() if w[0] == coll]:
+        for oid in [oid for oid, w in self._warm.items() if w.coll == coll]:
             self._take_warm(oid)
 
     def drop_collection(self, coll: Any) -> None:
@@ -777,11 +785,10 @@ class BucketCatalog:
         if not isinstance(time_col, bytes):
             raise _ReopenFailed("missing a valid time column")
         warm = self._take_warm(oid)
-        if warm is not None and warm[0] == ctx.coll and \
-                warm[1].column_bytes() == [(n, bytes(c)) for n, c in parsed.data.items()]:
-            columns, count = warm[1], warm[1].count
-            last = (0x09, warm[2].to_bytes(8, "little", signed=True)) \
-                if warm[2] is not None else None
+        last_time_ms: int | None = None
+        if warm is not None and warm.coll == ctx.coll and \
+                warm.columns.column_bytes() == [(n, bytes(c)) for n, c in parsed.data.items()]:
+            columns, count, last_time_ms = warm.columns, warm.columns.count, warm.last_time_ms
         else:
             columns = None
             try:
@@ -789,7 +796,8 @@ class BucketCatalog:
             except BSONColumnError:
                 raise _ReopenFailed("time column could not be decompressed") from None
             count = len(times)
-            last = times[-1] if times else None
+            if times and times[-1] is not None and times[-1][0] == 0x09:
+                last_time_ms = int.from_bytes(times[-1][1], "little", signed=True)
         try:
             if columns is None:
                 columns = Columns.from_data(parsed.data.items(), count)
@@ -812,8 +820,7 @@ class BucketCatalog:
         if oid not in ctx.rewrites:
             b.index_doc = {k: v for k, v in doc.items() if k != DATA}
         b.uncompressed_size = len(raw)
-        if last is not None and last[0] == 0x09:
-            b.last_time_ms = int.from_bytes(last[1], "little", signed=True)
+        b.last_time_ms = last_time_ms
         b.memory_usage = 0
         return b
 
@@ -935,16 +942,17 @@ class BucketCatalog:
         if not (b.all_committed and b.num_committed):
             return
         self._take_warm(b.bucket_id)
-        self._warm[b.bucket_id] = (b.coll, b.columns, b.last_time_ms, b.columns.memory_size)
-        self._warm_bytes += b.columns.memory_size
+        w = self._warm[b.bucket_id] = _Warm(b.coll, b.columns, b.last_time_ms,
+                                            b.columns.memory_size)
+        self._warm_bytes += w.size
         while self._warm_bytes > _WARM_MAX_BYTES:
             self._take_warm(next(iter(self._warm)))
 
-    def _take_warm(self, oid: ObjectId) -> tuple[Any, Columns, int | None, int] | None:
+    def _take_warm(self, oid: ObjectId) -> _Warm | None:
         """Remove and return the warm columns of an archived bucket, if kept."""
         w = self._warm.pop(oid, None)
         if w is not None:
-            self._warm_bytes -= w[3]
+            self._warm_bytes -= w.size
         return w
 
     def _mark_idle(self, b: Bucket) -> None:

@@ -30,8 +30,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from storage.bsoncolumn import BinaryDiff, BSONColumnBuilder, BSONColumnError, native
-from storage.bsoncolumn.decoder import decode_elements
+import numpy as np
+
+from storage.bsoncolumn import BinaryDiff, BSONColumnBuilder, native
 
 __all__ = ["ColumnChange", "Columns", "RawElement"]
 
@@ -233,18 +234,15 @@ def _extend_uniform(u: Any, lst: list[tuple[int, bytes] | None] | None
 def _reopen(column: bytes, count: int) -> Any:
     """The state that continues a stored column: a native builder when its rows are all
     of one supported type and re-encoding them gives back exactly these bytes."""
-    if _UNIFORM:
+    got = native.decode_uniform(column) if _UNIFORM else None
+    if got is not None and got[2] == count and got[0] in _UNIFORM:
+        t, values = got[0], bytes(got[1])
+        if t == 0x10:  # decoded widened to int64; the builder takes int32 values
+            values = np.frombuffer(values, "<i8").astype("<i4").tobytes()
         try:
-            rows = decode_elements(column)
-        except BSONColumnError:
-            rows = None
-        if rows and len(rows) == count and rows[0] is not None:
-            t = rows[0][0]
-            if t in _UNIFORM and all(r is not None and r[0] == t for r in rows):
-                try:
-                    u = native.UniformBuilder(t, b"".join([r[1] for r in rows]))  # type: ignore[index]
-                    if u.finalize() == column:
-                        return u
-                except native.Declined:
-                    pass
+            u = native.UniformBuilder(t, values)
+            if u.finalize() == column:
+                return u
+        except native.Declined:
+            pass
     return BSONColumnBuilder.from_column(column)

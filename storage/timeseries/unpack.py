@@ -117,10 +117,7 @@ _DTYPE: dict[int, str] = {0x12: "<i8", 0x10: "<i8", 0x01: "<f8", 0x09: "<i8"}
 def _uniform_column(col: bytes) -> dict[str, Any] | None:
     """{row: value} of a column of one numeric type without skips, decoded by the native
     decoder (None: not such a column, or no native decoder; decode_column then)."""
-    decode_uniform = getattr(native, "decode_uniform", None)
-    if decode_uniform is None:
-        return None
-    got = decode_uniform(col)
+    got = native.decode_uniform(col)
     if got is None:
         return None
     t, raw, n = got
@@ -238,12 +235,7 @@ def numeric_columns(bucket: Mapping[str, Any] | bytes, fields: Iterable[str]
             out[name] = None
             continue
         if count is not None and len(nc) < count:
-            # Trailing skipped rows are not encoded: pad to the bucket's row count.
-            pad = count - len(nc)
-            nc = NumericColumn(np.concatenate([nc.values, np.zeros(pad, nc.values.dtype)]),
-                               np.concatenate([nc.present, np.zeros(pad, bool)]),
-                               np.concatenate([nc.types, np.zeros(pad, nc.types.dtype)]),
-                               nc.kind)
+            nc = _align(nc, count)  # trailing skipped rows are not encoded
         out[name] = nc
     return out
 

@@ -92,6 +92,8 @@ def _num_elems(row: dict[str, Any]) -> list[tuple[str, int, bytes]]:
     for k, (kind, v) in row.items():
         if kind == "f":
             out.append((k, 0x01, struct.pack("<d", v)))
+        elif kind == "w":  # small values as int32
+            out.append((k, 0x10, struct.pack("<i", v)))
         else:
             out.append((k, 0x12, struct.pack("<q", v)))
     return out
