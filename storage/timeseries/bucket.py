@@ -1,7 +1,10 @@
 """An open bucket and the measurements headed for it.
 
 `Measurement` is one validated insert: its time, series key, decoded document (for
-min/max and schema) and raw elements (for the columns). `Bucket` is the in-memory state
+min/max and schema) and raw elements (for the columns). A measurement whose `Shape` is
+known (field names and types seen before, all fixed-width scalars) leaves its raw
+elements unbuilt: the catalog packs its values column by column instead, and
+`elements()` builds them only where one measurement must be looked at alone. `Bucket` is the in-memory state
 of an open bucket: identity, min time, `MinMax`, `Schema`, `Columns`, counts, the size
 MongoDB tracks against `timeseriesBucketMaxSize`, and the measurements staged by the
 batch in progress.
@@ -22,10 +25,25 @@ from typing import Any
 from bson import ObjectId
 
 from .columns import Columns, RawElement
+from .elements import to_element
 from .minmax import MinMax, Schema
 from .rollover import RolloverAction
 
-__all__ = ["Bucket", "Measurement", "SizeChange", "size_change"]
+__all__ = ["Bucket", "Measurement", "Shape", "SizeChange", "elements", "size_change"]
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """What measurements with one (field names, value types) signature have in common,
+    when every field but the meta is a fixed-width scalar (int64, int32, double, date,
+    ObjectId, bool, null) and the time is a BSON date."""
+
+    names: tuple[str, ...]        # fields other than the meta, in document order
+    type_bytes: tuple[int | None, ...]  # BSON type per name; None: Python int (by value)
+    signature: tuple              # (names with the meta, types): Measurement.signature
+    max_value_len: int
+    fixed_bytes: int              # value bytes of the fields other than Python ints
+    int_fields: tuple[str, ...]   # Python int fields: 4 bytes (int32) or 8 (int64) each
 
 
 @dataclass(slots=True)
@@ -35,13 +53,24 @@ class Measurement:
     index: int                 # position in the user's batch
     time_ms: int
     doc: dict[str, Any]        # decoded document (meta included; min/max skip it)
-    elems: list[RawElement]    # raw elements without the meta field, in document order
+    elems: list[RawElement] | None  # raw elements without the meta field, in document
+                                    # order (None until `elements()` when `shape` is set)
     key: bytes                 # series key of the normalized meta value
     meta: Any                  # normalized meta value, or metadata.MISSING
     meta_value_size: int = 0   # bytes of the meta value (type byte + value)
     names: tuple[str, ...] = ()  # names of `elems`
     max_value_len: int = 0     # longest value in `elems`
     signature: tuple | None = None  # ((name, type), ...) when no value is an object/array
+    value_bytes: int = 0       # total bytes of the values of `elems`
+    shape: Shape | None = None
+
+
+def elements(m: Measurement) -> list[RawElement]:
+    """The raw elements of `m` (built on first use for a measurement with a shape)."""
+    if m.elems is None:
+        d = m.doc
+        m.elems = [(n, *to_element(d[n])) for n in m.names]
+    return m.elems
 
 
 @dataclass(slots=True)
@@ -75,7 +104,7 @@ def size_change(bucket: Bucket, m: Measurement, large_threshold: int) -> SizeCha
     if committed.issuperset(m.names) and m.max_value_len + digits + 2 <= large_threshold:
         return sc  # the common case: known fields, small values
     uncommitted = bucket.uncommitted_field_names
-    for name, _t, v in m.elems:
+    for name, _t, v in elements(m):
         name_len = len(name) if name.isascii() else len(name.encode("utf-8"))
         if name not in committed:
             sc.new_fields.append(name)

@@ -57,7 +57,15 @@ from storage.bsoncolumn.decoder import decode_elements
 from storage.bsonutil import CODEC_OPTIONS, decode, encode
 from storage.errors import ErrorCode, MongoError
 
-from .bucket import Bucket, Measurement, SizeChange, _num_digits, size_change
+from .bucket import (
+    Bucket,
+    Measurement,
+    Shape,
+    SizeChange,
+    _num_digits,
+    elements,
+    size_change,
+)
 from .bucket_document import build_bucket_document, compress_bucket, parse_bucket
 from .bucket_id import BucketIdGenerator
 from .columns import ColumnChange, Columns
@@ -81,7 +89,13 @@ from .stats import ExecutionStats
 
 __all__ = ["BatchResult", "BucketCatalog", "BucketWrite"]
 
+_INT32_MIN: Final = -(2**31)
 _INT32_MAX: Final = 2**31 - 1
+_INT64_MIN: Final = -(2**63)
+_INT64_MAX: Final = 2**63 - 1
+# Python types a Shape takes as fixed-width values (Python int is sized by value).
+_SHAPE_TYPES: Final = frozenset((Int64, float, DatetimeMS, ObjectId, bool, type(None)))
+_SHAPES_MAX: Final = 4096
 _DATE_MIN: Final = -(2**63)
 _BUCKET_OVERHEAD: Final = 512     # rough bytes of bookkeeping per open bucket
 _ARCHIVED_OVERHEAD: Final = 96    # per archived entry
@@ -181,6 +195,9 @@ class BucketCatalog:
         self._memory = 0
         self._pending: BatchResult | None = None
         self._meta_cache: dict[Any, tuple[bytes, Any, int]] = {}
+        # (time field, meta field) -> measurement signature -> its Shape; None turns the
+        # shaped path off (tests compare both paths)
+        self._shapes: dict[tuple[str, str | None], dict[tuple, Shape]] | None = {}
         self._warm: OrderedDict[ObjectId, _Warm] = OrderedDict()  # see _WARM_MAX_BYTES
         self._warm_bytes = 0
 
@@ -390,9 +407,42 @@ class BucketCatalog:
             doc = m if type(m) is dict else dict(m)
         if "_id" not in doc:
             doc = {"_id": ObjectId(), **doc}
+        shapes = self._shapes.get((options.time_field, options.meta_field)) \
+            if self._shapes is not None else None
+        if shapes:
+            shape = shapes.get((tuple(doc), tuple(map(type, doc.values()))))
+            if shape is not None:
+                fast = self._prepare_shaped(index, doc, shape, options)
+                if fast is not None:
+                    return fast
+        return self._prepare_general(index, doc, options)
+
+    def _prepare_shaped(self, index: int, doc: dict[str, Any], shape: Shape,
+                        options: TimeseriesOptions) -> Measurement | None:
+        """A measurement of a known shape: no per-field work beyond sizing Python ints
+        (None when one is beyond int64, which the general path reports)."""
+        value_bytes = shape.fixed_bytes
+        for f in shape.int_fields:
+            v = doc[f]
+            if _INT32_MIN <= v <= _INT32_MAX:
+                value_bytes += 4
+            elif _INT64_MIN <= v <= _INT64_MAX:
+                value_bytes += 8
+            else:
+                return None
+        mf = options.meta_field
+        key, meta, meta_size = (b"", MISSING, 0) if mf is None or mf not in doc \
+            else self._series_of(doc[mf])
+        return Measurement(index, int(doc[options.time_field]), doc, None, key, meta,
+                           meta_size, shape.names, shape.max_value_len, shape.signature,
+                           value_bytes, shape)
+
+    def _prepare_general(self, index: int, doc: dict[str, Any],
+                         options: TimeseriesOptions) -> Measurement:
         tf = options.time_field
         t = doc.get(tf)
-        if type(t) is not DatetimeMS:
+        time_is_date = type(t) is DatetimeMS
+        if not time_is_date:
             if isinstance(t, _dt.datetime):
                 t = DatetimeMS(t)
                 doc = dict(doc)
@@ -405,6 +455,7 @@ class BucketCatalog:
         elems: list[tuple[str, int, bytes]] = []
         append = elems.append
         max_len = 0
+        value_bytes = 0
         meta_v: Any = MISSING
         pack = _PACK
         qpack, dpack = _Q.pack, _D.pack
@@ -415,12 +466,16 @@ class BucketCatalog:
             tv = type(v)
             if tv is Int64:
                 append((name, 0x12, qpack(v)))
+                value_bytes += 8
             elif tv is float:
                 append((name, 0x01, dpack(v)))
+                value_bytes += 8
             elif tv is DatetimeMS:
                 append((name, 0x09, qpack(int(v))))
+                value_bytes += 8
             elif tv is ObjectId:
                 append((name, 0x07, v.binary))
+                value_bytes += 12
                 if max_len < 12:
                     max_len = 12
             else:
@@ -428,6 +483,7 @@ class BucketCatalog:
                 t_, b_ = f(v) if f is not None else to_element(v)
                 append((name, t_, b_))
                 n = len(b_)
+                value_bytes += n
                 if n > max_len:
                     max_len = n
         if max_len < 8 and elems:
@@ -437,23 +493,53 @@ class BucketCatalog:
         if meta_v is not MISSING and type(meta_v) in (dict, list):
             nested -= 1
         sig = (tuple(doc), types) if nested == 0 else None
-        if meta_v is MISSING:
-            key, meta, meta_size = b"", MISSING, 0
-        else:
-            ck = _meta_cache_key(meta_v)
-            cached = self._meta_cache.get(ck) if ck is not None else None
-            if cached is None:
-                meta = normalize_meta(meta_v)
-                key = series_key(meta)
-                meta_el = to_element(meta_v)
-                cached = (key, meta, 1 + len(meta_el[1]))
-                if ck is not None:
-                    if len(self._meta_cache) >= _META_CACHE_MAX:
-                        self._meta_cache.clear()
-                    self._meta_cache[ck] = cached
-            key, meta, meta_size = cached
-        return Measurement(index, int(t), doc, elems, key, meta, meta_size,
-                           tuple([e[0] for e in elems]), max_len, sig)
+        key, meta, meta_size = (b"", MISSING, 0) if meta_v is MISSING \
+            else self._series_of(meta_v)
+        names = tuple([e[0] for e in elems])
+        shape = None
+        if sig is not None and time_is_date and self._shapes is not None:
+            shape = self._learn_shape(options, sig, names, elems, max_len)
+        return Measurement(index, int(t), doc, elems, key, meta, meta_size, names, max_len,
+                           sig, value_bytes, shape)
+
+    def _learn_shape(self, options: TimeseriesOptions, sig: tuple, names: tuple[str, ...],
+                     elems: list[tuple[str, int, bytes]], max_len: int) -> Shape | None:
+        """Remember `sig` as a shape when all its fields (meta aside) are fixed-width."""
+        assert self._shapes is not None
+        shapes = self._shapes.setdefault((options.time_field, options.meta_field), {})
+        keys, types = sig
+        by_name = dict(zip(keys, types))
+        type_bytes: list[int | None] = []
+        fixed = 0
+        ints = []
+        for name, t, v in elems:
+            tv = by_name[name]
+            if tv is int:
+                type_bytes.append(None)
+                ints.append(name)
+            elif tv in _SHAPE_TYPES:
+                type_bytes.append(t)
+                fixed += len(v)
+            else:
+                return None
+        if len(shapes) >= _SHAPES_MAX:
+            shapes.clear()
+        shape = shapes[sig] = Shape(names, tuple(type_bytes), sig, max_len, fixed,
+                                          tuple(ints))
+        return shape
+
+    def _series_of(self, meta_v: Any) -> tuple[bytes, Any, int]:
+        """(series key, normalized meta, meta element size) of a meta value (cached)."""
+        ck = _meta_cache_key(meta_v)
+        cached = self._meta_cache.get(ck) if ck is not None else None
+        if cached is None:
+            meta = normalize_meta(meta_v)
+            cached = (series_key(meta), meta, 1 + len(to_element(meta_v)[1]))
+            if ck is not None:
+                if len(self._meta_cache) >= _META_CACHE_MAX:
+                    self._meta_cache.clear()
+                self._meta_cache[ck] = cached
+        return cached
 
     # -- staging (tryInsert / insertWithReopeningContext / insertIntoBucket) ---------------------
 
@@ -856,11 +942,19 @@ class BucketCatalog:
             b.version = VERSION_COMPRESSED_UNSORTED
             changed_to_unsorted = True
             self._inc(ctx.stats, "numCompressedBucketsConvertedToUnsorted")
-        names: tuple[str, ...] | None = ms[0].names
-        if not all(m.names == names for m in ms):
-            names = None
-        b.minmax.update_many([m.doc for m in ms], ctx.options.meta_field, names)
-        changes, delta = b.columns.append([m.elems for m in ms], names)
+        shape = ms[0].shape
+        mf = ctx.options.meta_field
+        if shape is not None and all([m.shape is shape for m in ms]):
+            docs = [m.doc for m in ms]
+            values = {n: [d[n] for d in docs] for n in shape.names}
+            b.minmax.update_many(docs, mf, shape.names, values)
+            changes, delta = b.columns.append_values(values, shape.type_bytes)
+        else:
+            names: tuple[str, ...] | None = ms[0].names
+            if not all(m.names == names for m in ms):
+                names = None
+            b.minmax.update_many([m.doc for m in ms], mf, names)
+            changes, delta = b.columns.append([elements(m) for m in ms], names)
         new_fields = [f for f in b.columns.names() if f not in b.field_names]
         count = prev + len(ms)
         min_doc, max_doc = b.minmax.min(), b.minmax.max()
@@ -873,8 +967,7 @@ class BucketCatalog:
             index_doc["meta"] = b.meta
         grown = 0
         for row, m in enumerate(ms, prev):
-            el = m.elems
-            grown += (2 + len(str(row))) * len(el) + sum([len(e[2]) for e in el])
+            grown += (2 + len(str(row))) * len(m.names) + m.value_bytes
         b.uncompressed_size += grown
         control: dict[str, Any] = {"count": count}
         if changed_to_unsorted:

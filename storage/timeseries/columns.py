@@ -25,6 +25,7 @@ map here, so its order is not reproducible; time-first is the layout its
 
 from __future__ import annotations
 
+import struct
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,8 @@ from typing import Any
 import numpy as np
 
 from storage.bsoncolumn import BinaryDiff, BSONColumnBuilder, native
+
+from .elements import to_element
 
 __all__ = ["ColumnChange", "Columns", "RawElement"]
 
@@ -144,7 +147,6 @@ class Columns:
         n = len(rows)
         if n == 0:
             return [], 0
-        base = self.count
         state = self._state
         per_field: dict[str, list[tuple[int, bytes] | None]] = {}
         if names is not None:
@@ -164,32 +166,65 @@ class Columns:
                     if gap:
                         lst.extend([None] * gap)
                     lst.append((t, v))
+        return self._commit(per_field, n)
+
+    def append_values(self, values: dict[str, list[Any]],
+                      type_bytes: Sequence[int | None]) -> tuple[list[ColumnChange], int]:
+        """`append` for rows that all have the fields of `values` (name -> decoded values,
+        in document order), field i of one BSON type `type_bytes[i]` (None: Python ints,
+        int32 or int64 by value). Same result as `append` of their raw elements, without
+        building them: each field's values are packed in one call."""
+        per_field: dict[str, _Packed | list[tuple[int, bytes] | None]] = {}
+        n = 0
+        state = self._state
+        for (name, vals), t in zip(values.items(), type_bytes):
+            n = len(vals)
+            if name not in state:
+                state[name] = None
+            packed = _pack(t, vals)
+            if packed is None:
+                per_field[name] = [to_element(v) for v in vals]
+            else:
+                per_field[name] = packed
+        if n == 0:
+            return [], 0
+        return self._commit(per_field, n)
+
+    def _commit(self, per_field: dict[str, Any], n: int) -> tuple[list[ColumnChange], int]:
+        """Append `n` rows given per field (raw elements, None for a skip, or `_Packed`
+        values of one type); fields absent from `per_field` get skips."""
+        base = self.count
+        state = self._state
         changes: list[ColumnChange] = []
         delta = 0
         old = self._bytes
         for name, st in state.items():
             lst = per_field.get(name)
-            if lst is not None and len(lst) < n:
-                lst.extend([None] * (n - len(lst)))
-            column = None
-            if st is None and base == 0 and lst is not None:
-                st = state[name] = native.UniformBuilder(lst[0][0]) if lst[0] is not None \
-                    and lst[0][0] in _UNIFORM else _builder(0)
-            elif st is None:
-                st = state[name] = _builder(base)
-            if type(st) is not BSONColumnBuilder:
-                done = _extend_uniform(st, lst)
-                if done is None:
-                    st = state[name] = _to_builder(st)
-                else:
-                    column, state[name] = done
-            if column is None:
-                assert isinstance(st, BSONColumnBuilder)
-                if lst is None:
-                    st.skip(n)
-                else:
-                    st.extend_elements(lst)
-                column = st.finalize()
+            if type(lst) is _Packed:
+                column, st = _append_packed(st, lst, base)
+                state[name] = st
+            else:
+                if lst is not None and len(lst) < n:
+                    lst.extend([None] * (n - len(lst)))
+                column = None
+                if st is None and base == 0 and lst is not None:
+                    st = state[name] = native.UniformBuilder(lst[0][0]) if lst[0] is not None \
+                        and lst[0][0] in _UNIFORM else _builder(0)
+                elif st is None:
+                    st = state[name] = _builder(base)
+                if type(st) is not BSONColumnBuilder:
+                    done = _extend_uniform(st, lst)
+                    if done is None:
+                        st = state[name] = _to_builder(st)
+                    else:
+                        column, state[name] = done
+                if column is None:
+                    assert isinstance(st, BSONColumnBuilder)
+                    if lst is None:
+                        st.skip(n)
+                    else:
+                        st.extend_elements(lst)
+                    column = st.finalize()
             prev = old.get(name)
             if prev is None:
                 delta += len(column)
@@ -201,6 +236,71 @@ class Columns:
         self.count = base + n
         self.compressed_size += delta
         return changes, delta
+
+
+@dataclass(frozen=True, slots=True)
+class _Packed:
+    """`n` values of one field, all of BSON type `t`, as their concatenated value bytes."""
+
+    t: int
+    data: bytes
+    n: int
+
+    def elements(self) -> list[tuple[int, bytes] | None]:
+        w = _WIDTHS[self.t]
+        d = self.data
+        return [(self.t, d[i * w:(i + 1) * w]) for i in range(self.n)]
+
+
+_WIDTHS: dict[int, int] = {0x01: 8, 0x07: 12, 0x08: 1, 0x09: 8, 0x0A: 0, 0x10: 4, 0x12: 8}
+_I32 = (-(2**31), 2**31 - 1)
+
+
+def _pack(t: int | None, vals: list[Any]) -> _Packed | None:
+    """The values' bytes as `to_element` packs each (None when Python ints mix int32 and
+    int64, or when `t` has no fixed width: take them one by one)."""
+    n = len(vals)
+    if t is None:
+        lo, hi = min(vals), max(vals)
+        if _I32[0] <= lo and hi <= _I32[1]:
+            return _Packed(0x10, struct.pack(f"<{n}i", *vals), n)
+        return None
+    if t == 0x12:
+        return _Packed(t, struct.pack(f"<{n}q", *vals), n)
+    if t == 0x01:
+        return _Packed(t, struct.pack(f"<{n}d", *vals), n)
+    if t == 0x09:
+        return _Packed(t, struct.pack(f"<{n}q", *map(int, vals)), n)
+    if t == 0x07:
+        return _Packed(t, b"".join([v.binary for v in vals]), n)
+    if t == 0x08:
+        return _Packed(t, bytes(map(bool, vals)), n)
+    if t == 0x0A:
+        return _Packed(t, b"", n)
+    return None
+
+
+def _append_packed(st: Any, p: _Packed, base: int) -> tuple[bytes, Any]:
+    """Append packed values to a field's state: (new column, state that continues it)."""
+    if st is None and base == 0 and p.t in _UNIFORM:
+        st = native.UniformBuilder(p.t)
+    if st is not None and type(st) is not BSONColumnBuilder:
+        if st.type_byte == p.t:
+            try:
+                st.extend(p.data)  # all or nothing
+            except native.Declined:
+                pass
+            else:
+                try:
+                    return st.finalize(), st
+                except native.Declined:
+                    b = _to_builder(st)
+                    return b.finalize(), b
+        st = _to_builder(st)
+    elif st is None:
+        st = _builder(base)
+    st.extend_elements(p.elements())
+    return st.finalize(), st
 
 
 def _builder(skips: int) -> BSONColumnBuilder:

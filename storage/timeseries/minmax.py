@@ -179,14 +179,16 @@ class MinMax:
         self._update_obj(self._root, doc.items(), True, True, skip_field)
 
     def update_many(self, docs: Sequence[Mapping[str, Any]], skip_field: str | None = None,
-                    names: Sequence[str] | None = None) -> None:
+                    names: Sequence[str] | None = None,
+                    values: dict[str, list[Any]] | None = None) -> None:
         """`update` for each doc in turn, with top-level scalar fields folded in bulk.
 
         Same result as the loop: the root's fields are inserted document by document
         (only documents bringing a new name change the structure), and each field's
         node sees its values in order, which for a run of scalars of one comparable
         family reduces to its first minimum and first maximum. `names`, when given,
-        says every doc has exactly these fields (`skip_field` aside) in this order.
+        says every doc has exactly these fields (`skip_field` aside) in this order;
+        `values`, given with `names`, holds each name's values in document order.
         """
         root = self._root
         children = root.children
@@ -195,7 +197,8 @@ class MinMax:
             if not {c.name for c in children}.issuperset(names):
                 for _child, _v in _locate(children, _Node, docs[0].items(), skip_field):
                     pass
-            per_field = {name: [d[name] for d in docs] for name in names}
+            per_field = values if values is not None else \
+                {name: [d[name] for d in docs] for name in names}
         else:
             known = {c.name for c in children}
             per_field = {}

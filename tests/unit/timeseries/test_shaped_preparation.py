@@ -1,0 +1,89 @@
+"""Measurements of a known shape skip per-field preparation (`Shape`, `Columns.append_values`)
+and end in exactly the bucket bytes and statistics the general path gives."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import asdict
+
+from bson import Int64, ObjectId
+from bson.datetime_ms import DatetimeMS
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from storage.timeseries.bucket_catalog import BucketCatalog
+from storage.timeseries.options import parse_timeseries_options
+
+from .helpers import FakeStore
+
+T0 = 1_700_000_000_000
+OPTS = {
+    "m": parse_timeseries_options({"timeField": "t", "metaField": "m"}),
+    # same field names, another role: the shapes of one must not serve the other
+    "nometa": parse_timeseries_options({"timeField": "t"}),
+    "mtime": parse_timeseries_options({"timeField": "x", "metaField": "m"}),
+}
+
+_OIDS = [ObjectId(bytes([i]) * 12) for i in range(4)]
+_VALUE = st.one_of(
+    st.integers(-100, 100).map(Int64),
+    st.sampled_from([0.5, -0.0, 0.0, 1.25, math.inf, math.nan, 1e300]),
+    st.floats(allow_nan=True),
+    st.integers(-(2**31), 2**31 - 1),
+    st.sampled_from([2**31, -(2**31) - 1, 2**62]),          # Python ints beyond int32
+    st.booleans(), st.none(), st.sampled_from(_OIDS),
+    st.integers(0, 10**6).map(lambda s: DatetimeMS(T0 + s)),
+    st.sampled_from(["s", "x" * 40]),                         # not fixed-width
+)
+_TIME = st.one_of(st.integers(0, 4 * 3600).map(lambda s: DatetimeMS(T0 + 1000 * s)),
+                  st.just(dt.datetime(2023, 11, 14, 22, 20)))  # converted: general path
+_MEASUREMENT = st.fixed_dictionaries(
+    {"t": _TIME, "m": st.sampled_from(["a", "b", {"h": 1}, Int64(3)]),
+     "x": st.integers(0, 3).map(lambda s: DatetimeMS(T0 + 1000 * s))},
+    optional={"v": _VALUE, "w": _VALUE, "n": st.sampled_from([1, 2])})
+
+
+def _bson_only(d: dict, time_field: str) -> dict:
+    """A datetime is converted for the time field only (the server decodes dates as
+    DatetimeMS); elsewhere give the DatetimeMS a decoded document would hold."""
+    return {k: DatetimeMS(v) if isinstance(v, dt.datetime) and k != time_field else v
+            for k, v in d.items()}
+
+
+def _run(batches: list[list[dict]], shaped: bool, coll: str) -> tuple[dict, dict]:
+    cat = BucketCatalog(id_seed=3)
+    if not shaped:
+        cat._shapes = None
+    store = FakeStore()
+    for i, batch in enumerate(batches):
+        docs = [{"_id": i * 1000 + j, **d} for j, d in enumerate(batch)]
+        for name in (coll, "m"):  # one catalog, two collections' roles for the fields
+            store.insert(cat, name, OPTS[name], [_bson_only(d, OPTS[name].time_field)
+                                                 for d in docs], ordered=False)
+    return store.docs, asdict(cat.execution_stats(coll))
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.lists(_MEASUREMENT, min_size=1, max_size=30), min_size=1, max_size=5),
+       st.sampled_from(sorted(OPTS)))
+def test_shaped_preparation_equals_the_general_path(batches, coll) -> None:
+    assert _run(batches, True, coll) == _run(batches, False, coll)
+
+
+def test_steady_measurements_take_the_shaped_path() -> None:
+    """After the first measurement of a shape, the next ones carry no raw elements until
+    something needs them."""
+    cat = BucketCatalog(id_seed=1)
+    store = FakeStore()
+    docs = [{"_id": i, "m": "a", "v": Int64(i), "f": i / 4, "i": i,
+             "t": DatetimeMS(T0 + 1000 * i)} for i in range(5)]
+    prepared = [cat._prepare_measurement(i, d, OPTS["m"]) for i, d in enumerate(docs)]
+    assert prepared[0].shape is not None and prepared[0].elems is not None
+    assert all(p.shape is prepared[0].shape and p.elems is None for p in prepared[1:])
+    assert [p.value_bytes for p in prepared] == [len(b"".join(e[2] for e in prepared[0].elems))
+                                                 ] * 5
+    store.insert(cat, "m", OPTS["m"], docs)
+    [bucket] = store.buckets("m")
+    assert bucket["control"]["count"] == 5
+    assert bucket["control"]["max"]["v"] == 4
