@@ -222,8 +222,8 @@ class MinMax:
         for name, vals in per_field.items():
             node = nodes[name]
             if _family(vals):
-                update(node, min(vals), True, False)
-                update(node, max(vals), False, True)
+                _update_scalar(node, min(vals), True, False)
+                _update_scalar(node, max(vals), False, True)
             else:
                 for v in vals:
                     update(node, v, True, True)
@@ -298,20 +298,25 @@ class MinMax:
                         children.append(_Node(ARRAY_NAME))
                     self._update(children[i], elem, umin, umax)
         else:
-            if umin:
-                t = node.min_t
-                if (t == UNSET or (t == VALUE and _compare(value, node.min_v) < 0)
-                        or (t == OBJECT and type_rank(value) < RANK_OBJECT)
-                        or (t == ARRAY and type_rank(value) < RANK_ARRAY)):
-                    node.min_t = VALUE
-                    node.min_v = value
-            if umax:
-                t = node.max_t
-                if (t == UNSET or (t == VALUE and _compare(value, node.max_v) > 0)
-                        or (t == OBJECT and type_rank(value) > RANK_OBJECT)
-                        or (t == ARRAY and type_rank(value) > RANK_ARRAY)):
-                    node.max_t = VALUE
-                    node.max_v = value
+            _update_scalar(node, value, umin, umax)
+
+
+def _update_scalar(node: _Node, value: Any, umin: bool, umax: bool) -> None:
+    """FlatBSON::_update for a value that is neither an object nor an array."""
+    if umin:
+        t = node.min_t
+        if (t == UNSET or (t == VALUE and _compare(value, node.min_v) < 0)
+                or (t == OBJECT and type_rank(value) < RANK_OBJECT)
+                or (t == ARRAY and type_rank(value) < RANK_ARRAY)):
+            node.min_t = VALUE
+            node.min_v = value
+    if umax:
+        t = node.max_t
+        if (t == UNSET or (t == VALUE and _compare(value, node.max_v) > 0)
+                or (t == OBJECT and type_rank(value) > RANK_OBJECT)
+                or (t == ARRAY and type_rank(value) > RANK_ARRAY)):
+            node.max_t = VALUE
+            node.max_v = value
 
 
 def _render_obj(node: _Node, use_min: bool) -> dict[str, Any]:
