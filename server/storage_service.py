@@ -111,13 +111,24 @@ class StorageService:
                                  for db in catalog.list_databases()))
         return service
 
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run `fn(*args)` on the storage thread."""
+    async def run(self, fn: Callable[..., T], *args: Any, keep_deferred: bool = False) -> T:
+        """Run `fn(*args)` on the storage thread, after writing any time-series bucket
+        writes still pending (server.bucket_writes) unless `keep_deferred`: only the
+        time-series insert path, which adds to them, runs without that."""
         if self._closed:
             from storage.errors import ErrorCode, MongoError
 
             raise MongoError(ErrorCode.InterruptedAtShutdown, "interrupted at shutdown")
-        return await self._thread.run(fn, *args)
+        if keep_deferred:
+            return await self._thread.run(fn, *args)
+        return await self._thread.run(self._flushed_first, fn, args)
+
+    def _flushed_first(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+        ts = self.timeseries
+        if ts is not None and ts.deferred:
+            with contextlib.suppress(Exception):  # logged; the catalog reopens from storage
+                ts.flush_deferred()
+        return fn(*args)
 
     def on_storage_thread(self) -> bool:
         return threading.current_thread().name == "storage"
@@ -126,7 +137,7 @@ class StorageService:
         if self._closed:
             return
         with contextlib.suppress(Exception):
-            await self._thread.run(self.catalog.close)
+            await self._thread.run(self._flushed_first, self.catalog.close, ())
         self._closed = True
         self._thread.stop()
 

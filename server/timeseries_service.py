@@ -15,6 +15,7 @@ namespace string.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -54,6 +55,7 @@ from storage.timeseries import (
     unpack_bucket,
 )
 
+from .bucket_writes import DeferredBucketWrites, write_buckets
 from .cursors import first_batch_limit, take_batch
 
 if TYPE_CHECKING:
@@ -87,6 +89,36 @@ class TimeseriesService:
                 "timeseriesIdleBucketExpiryMaxCountPerAttempt"),
         ))
         self.state = state
+        self.deferred = DeferredBucketWrites()
+        self._timer_armed = False
+
+    # -- group commit of bucket writes (server.bucket_writes) --------------------------------
+
+    def flush_deferred(self, *, durable: bool = False) -> None:
+        """Write every acknowledged bucket write still pending (storage thread)."""
+        if self.deferred:
+            self.deferred.flush(_storage_catalog(self.state), durable=durable,
+                                on_failure=self._forget_buckets_of)
+
+    def _forget_buckets_of(self, db: str, buckets: str) -> None:
+        self.catalog.clear(f"{db}.{buckets[len(BUCKETS_PREFIX):]}")
+
+    def _commit_interval_ms(self) -> int:
+        return int(self.state.params.get("journalCommitInterval"))
+
+    def arm_flush_timer(self, storage: Any) -> None:
+        """Event loop: flush one commit interval from now if writes are pending."""
+        if self._timer_armed or not self.deferred:
+            return
+        self._timer_armed = True
+        loop = asyncio.get_running_loop()
+        loop.call_later(self._commit_interval_ms() / 1000.0, self._timer_fired, storage)
+
+    def _timer_fired(self, storage: Any) -> None:
+        self._timer_armed = False
+        if self.deferred:
+            task = asyncio.ensure_future(storage.run(lambda: None))  # run() flushes first
+            task.add_done_callback(_ignore_result)
 
     def sync_parameters(self) -> None:
         self.catalog.params.timeseriesIdleBucketExpiryMemoryUsageThreshold = \
@@ -171,15 +203,24 @@ def _view_entry(req: CommandRequest, name: str) -> Any:
     return entry
 
 
-class _Source:
-    """The bucket catalog's view of stored buckets (reopening)."""
+def _ignore_result(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()  # logged where it happened
 
-    def __init__(self, buckets: Any, options: TimeseriesOptions) -> None:
+
+class _Source:
+    """The bucket catalog's view of stored buckets (reopening). Pending bucket writes
+    are flushed before it reads, so it sees every acknowledged insert."""
+
+    def __init__(self, buckets: Any, options: TimeseriesOptions,
+                 service: TimeseriesService) -> None:
         self.buckets = buckets
         self.options = options
+        self.service = service
         self._reopen_index: str | bool | None = False
 
     def fetch_bucket(self, coll: Any, bucket_id: ObjectId) -> bytes | None:
+        self.service.flush_deferred()
         found = self.buckets.find_id(bucket_id)
         return None if found is None else found[1]
 
@@ -197,6 +238,7 @@ class _Source:
     def find_reopening_candidate(self, coll: Any, query: ReopeningQuery) -> Any:
         if self._index() is None:
             return None
+        self.service.flush_deferred()
         from query.executor import candidates, prepare_find
 
         prepared = prepare_find(self.buckets, FindSpec(filter=query.filter(),
@@ -292,68 +334,21 @@ async def insert_measurements(req: CommandRequest, name: str, docs: list[Any], *
         buckets = catalog.get_or_create_collection(db, buckets_name(name))
         service = _service(req)
         service.sync_parameters()
-        result = service.catalog.insert_batch(ns, opts, docs, _Source(buckets, opts),
+        result = service.catalog.insert_batch(ns, opts, docs, _Source(buckets, opts, service),
                                               ordered=ordered)
-        try:
-            _apply_writes(catalog, buckets, result.writes, durable)
-        except BaseException:
-            service.catalog.abort(result)
-            raise
+        service.deferred.add(db, buckets_name(name), result.writes)
         service.catalog.commit(result)
+        if durable or service.deferred.due(service._commit_interval_ms()):
+            service.flush_deferred(durable=durable)
         reply: dict[str, Any] = {"n": result.num_inserted}
         if result.errors:
             reply["writeErrors"] = [e.to_write_error(i) for i, e in result.errors]
         return reply
 
-    reply = await req.storage.run(run)
+    reply = await req.storage.run(run, keep_deferred=True)
+    _service(req).arm_flush_timer(req.storage)
     req.server.opcounters["insert"] += max(0, len(docs) - 1)
     return reply
-
-
-def _apply_writes(catalog: Any, buckets: Any, writes: list[Any], durable: bool) -> None:
-    """Every bucket write of one batch, in one storage transaction."""
-    if not writes:
-        return
-    light = _indexes_read_no_data(buckets.entry)
-    with catalog.transaction(durable=durable):
-        inserts = [w for w in writes if w.kind == "insert"]
-        if inserts:
-            docs = [w.index_doc if light and w.index_doc is not None else decode(w.document)
-                    for w in inserts]
-            res = buckets.insert_many(docs, encoded=[w.document for w in inserts])
-            if res.errors:
-                raise res.errors[0][1]
-        for w in writes:
-            if w.kind != "update":
-                continue
-            found = buckets.find_id(w.bucket_id)
-            if found is None:
-                raise MongoError(ErrorCode.WriteConflict,
-                                 f"bucket {w.bucket_id} disappeared during the write")
-            if light and w.index_doc is not None and w.previous_index_doc is not None:
-                new, old = w.index_doc, w.previous_index_doc
-            else:
-                new, old = decode(w.document), decode(found[1])
-            buckets.update(found[0], new, encoded=w.document, old_doc=old)
-
-
-def _indexes_read_no_data(entry: Any) -> bool:
-    """True when no index of the buckets collection (keys or partial filter) reads
-    `data`, so index maintenance can use the catalog's data-less view of a bucket
-    instead of decoding whole bucket documents."""
-    def clean(path: str) -> bool:
-        return path.split(".", 1)[0] in ("_id", "control", "meta")
-
-    def filter_clean(f: Any) -> bool:
-        if isinstance(f, dict):
-            return all((k.startswith("$") or clean(k)) and filter_clean(v) for k, v in f.items())
-        if isinstance(f, list):
-            return all(filter_clean(v) for v in f)
-        return True
-
-    return all(all(clean(p) for p in ix.spec.fields)
-               and (ix.spec.partial_filter is None or filter_clean(ix.spec.partial_filter))
-               for ix in entry.indexes)
 
 
 # --- reads ------------------------------------------------------------------------------------
@@ -551,10 +546,9 @@ def _insert_side(req: CommandRequest, name: str, docs: list[dict[str, Any]]) -> 
     updated measurements), inside the caller's transaction."""
     if not docs:
         return
-    catalog = req.storage.catalog
     entry = _view_entry(req, name)
     opts = _options(entry)
-    buckets = catalog.get_collection(req.db, buckets_name(name))
+    buckets = req.storage.catalog.get_collection(req.db, buckets_name(name))
     service = _service(req)
     side = BucketCatalog(service.catalog.params)
     ns = f"{req.db}.{name}"
@@ -562,7 +556,7 @@ def _insert_side(req: CommandRequest, name: str, docs: list[dict[str, Any]]) -> 
     if result.errors:
         side.abort(result)
         raise result.errors[0][1]
-    _apply_writes(catalog, buckets, result.writes, False)
+    write_buckets(buckets, result.writes)
     side.commit(result)
     service.catalog.merge_stats(ns, side._coll_stats(ns))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import random
 import threading
 import time
@@ -89,3 +90,45 @@ def _crash_once(tmp_path, seed: int) -> None:
 def test_kill_minus_nine_loses_no_acknowledged_write(tmp_path) -> None:
     for seed in range(20):
         _crash_once(tmp_path, seed + 1)
+
+
+def _measurements(start: int, n: int) -> list[dict]:
+    t0 = datetime.datetime(2024, 1, 1)
+    return [{"t": t0 + datetime.timedelta(seconds=start + i), "m": (start + i) % 7,
+             "v": start + i} for i in range(n)]
+
+
+def test_time_series_inserts_survive_kill_minus_nine(tmp_path) -> None:
+    """Bucket writes are group-committed (server.bucket_writes): `j: true` writes them
+    before the reply, and `j: false` ones are written within the commit interval even
+    when no other command comes, as mongod's journal flush does."""
+    proc = start_server(tmp_path, "--setParameter", "journalCommitInterval=50")
+    try:
+        # closing a client after a kill -9 must not wait long to end its sessions
+        with pymongo.MongoClient(proc.uri, serverSelectionTimeoutMS=500) as c:
+            c.ts.create_collection("j", timeseries={"timeField": "t", "metaField": "m"})
+            c.ts.create_collection("w", timeseries={"timeField": "t", "metaField": "m"})
+            journaled = c.ts.get_collection("j", write_concern=WriteConcern(w=1, j=True))
+            for b in range(5):
+                journaled.insert_many(_measurements(b * 100, 100))
+            proc.kill()  # no command after the last reply: nothing else flushed them
+        proc = start_server(tmp_path, "--setParameter", "journalCommitInterval=50")
+        with pymongo.MongoClient(proc.uri, serverSelectionTimeoutMS=500) as c:
+            assert sorted(d["v"] for d in c.ts.j.find()) == list(range(500))
+            for b in range(5):
+                c.ts.w.insert_many(_measurements(b * 100, 100))
+            time.sleep(0.5)   # ten commit intervals, without a command
+            proc.kill()
+        proc = start_server(tmp_path)
+        with pymongo.MongoClient(proc.uri) as c:
+            assert sorted(d["v"] for d in c.ts.w.find()) == list(range(500))
+            assert c.ts.w.count_documents({"m": 3}) == len([v for v in range(500) if v % 7 == 3])
+            for b in range(5):
+                c.ts.w.insert_many(_measurements(1000 + b * 100, 100))
+        assert proc.stop() == 0  # a clean stop writes what is pending
+        proc = start_server(tmp_path)
+        with pymongo.MongoClient(proc.uri) as c:
+            assert c.ts.w.count_documents({}) == 1000
+            assert c.ts.command("validate", "system.buckets.w")["valid"] is True
+    finally:
+        proc.stop()

@@ -1,0 +1,159 @@
+"""Group commit of time-series bucket writes.
+
+An insert into a time-series collection is acknowledged once the bucket catalog has
+taken it; the bucket documents it changed are written to the buckets collection later,
+all pending ones in one storage transaction (`flush`). A bucket updated by ten batches
+in a row is then written once, not ten times, and its index entries are maintained once.
+
+The window is MongoDB's journal commit interval (`journalCommitInterval`, 100 ms by
+default): with `j: false`, mongod acknowledges writes that reach its journal only at the
+next journal flush, so a crash loses up to that interval of acknowledged writes. Here
+the pending writes are flushed:
+
+- before any other storage operation runs (`StorageService` calls `flush` first), so
+  every read, every other write and every command sees every acknowledged insert;
+- before the bucket catalog reads a stored bucket (reopening);
+- at the end of an insert with `j: true` (durably), or when the window has passed, or
+  when the pending documents exceed `_MAX_PENDING_BYTES`;
+- by a timer one window after the first pending write, and at shutdown.
+
+A flush that fails (disk full, an I/O error) cannot be reported to the clients whose
+writes were acknowledged: it is logged, and the bucket catalog forgets the open buckets
+of the collections concerned, so it reopens them from what storage holds.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from bson import ObjectId
+
+from storage.bsonutil import decode
+from storage.errors import ErrorCode, MongoError
+
+from .log import LOG
+
+__all__ = ["DeferredBucketWrites", "write_buckets"]
+
+_MAX_PENDING_BYTES: Final = 32 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class _Pending:
+    """The bucket writes waiting for one buckets collection, by bucket _id."""
+
+    writes: dict[ObjectId, Any] = field(default_factory=dict)  # BucketWrite
+
+
+class DeferredBucketWrites:
+    """Bucket writes acknowledged but not yet written, per buckets collection."""
+
+    def __init__(self) -> None:
+        self._pending: dict[tuple[str, str], _Pending] = {}
+        self._since: float | None = None
+        self._bytes = 0
+
+    def __bool__(self) -> bool:
+        return bool(self._pending)
+
+    def add(self, db: str, buckets_name: str, writes: list[Any]) -> None:
+        """Take a committed batch's writes; a bucket written again replaces its pending
+        document (an insert stays an insert; an update keeps the index view of the
+        stored version it replaces)."""
+        if not writes:
+            return
+        pending = self._pending.get((db, buckets_name))
+        if pending is None:
+            pending = self._pending[(db, buckets_name)] = _Pending()
+        if self._since is None:
+            self._since = time.monotonic()
+        by_id = pending.writes
+        for w in writes:
+            old = by_id.get(w.bucket_id)
+            if old is not None:
+                w.kind = old.kind
+                w.previous_index_doc = old.previous_index_doc
+                self._bytes -= len(old.document)
+            by_id[w.bucket_id] = w
+            self._bytes += len(w.document)
+
+    def due(self, interval_ms: int) -> bool:
+        """True when the oldest pending write has waited `interval_ms`, or too much is
+        pending."""
+        return self._since is not None and (
+            self._bytes > _MAX_PENDING_BYTES
+            or (time.monotonic() - self._since) * 1000 >= interval_ms)
+
+    def flush(self, catalog: Any, *, durable: bool = False,
+              on_failure: Any = None) -> None:
+        """Write everything pending in one transaction (storage thread). On failure,
+        `on_failure(db, buckets_name)` is called for each collection concerned and the
+        error is logged and raised."""
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, {}
+        self._since = None
+        self._bytes = 0
+        try:
+            with catalog.transaction(durable=durable):
+                for (db, name), p in pending.items():
+                    buckets = catalog.get_collection(db, name)
+                    if buckets is not None:  # dropped meanwhile: nothing to write
+                        write_buckets(buckets, list(p.writes.values()))
+        except BaseException as exc:
+            for db, name in pending:
+                if on_failure is not None:
+                    on_failure(db, name)
+            LOG.error("STORAGE", 22435, "timeseries",
+                      "Writing acknowledged time-series buckets failed; they are lost",
+                      error=f"{type(exc).__name__}: {exc}",
+                      namespaces=[f"{db}.{name}" for db, name in pending],
+                      buckets=sum(len(p.writes) for p in pending.values()))
+            raise
+
+
+def write_buckets(buckets: Any, writes: list[Any]) -> None:
+    """Perform bucket writes on the buckets collection (inside the caller's transaction).
+
+    When no index of the collection reads `data`, index maintenance uses the catalog's
+    data-less view of each bucket instead of decoding bucket documents."""
+    light = _indexes_read_no_data(buckets.entry)
+    inserts = [w for w in writes if w.kind == "insert"]
+    if inserts:
+        docs = [w.index_doc if light and w.index_doc is not None else decode(w.document)
+                for w in inserts]
+        res = buckets.insert_many(docs, encoded=[w.document for w in inserts])
+        if res.errors:
+            raise res.errors[0][1]
+    for w in writes:
+        if w.kind != "update":
+            continue
+        found = buckets.find_id(w.bucket_id)
+        if found is None:
+            raise MongoError(ErrorCode.WriteConflict,
+                             f"bucket {w.bucket_id} disappeared during the write")
+        if light and w.index_doc is not None and w.previous_index_doc is not None:
+            new, old = w.index_doc, w.previous_index_doc
+        else:
+            new, old = decode(w.document), decode(found[1])
+        buckets.update(found[0], new, encoded=w.document, old_doc=old)
+
+
+def _indexes_read_no_data(entry: Any) -> bool:
+    """True when no index of the buckets collection (keys or partial filter) reads
+    `data`."""
+    def clean(path: str) -> bool:
+        return path.split(".", 1)[0] in ("_id", "control", "meta")
+
+    def filter_clean(f: Any) -> bool:
+        if isinstance(f, dict):
+            return all((k.startswith("$") or clean(k)) and filter_clean(v) for k, v in f.items())
+        if isinstance(f, list):
+            return all(filter_clean(v) for v in f)
+        return True
+
+    return all(all(clean(p) for p in ix.spec.fields)
+               and (ix.spec.partial_filter is None or filter_clean(ix.spec.partial_filter))
+               for ix in entry.indexes)

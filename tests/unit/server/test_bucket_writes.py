@@ -1,0 +1,109 @@
+"""Group commit of bucket writes (`server.bucket_writes.DeferredBucketWrites`) against a
+real storage catalog and bucket catalog: what a flush writes equals writing every batch
+as it came, and a failed flush loses only what was pending and says so."""
+
+from __future__ import annotations
+
+import pytest
+from bson import Int64
+from bson.datetime_ms import DatetimeMS
+
+from server.bucket_writes import DeferredBucketWrites, write_buckets
+from storage.bsonutil import decode
+from storage.catalog import Catalog
+from storage.errors import MongoError
+from storage.timeseries import default_index_spec, parse_timeseries_options
+from storage.timeseries.bucket_catalog import BucketCatalog
+
+OPTS = parse_timeseries_options({"timeField": "t", "metaField": "m"})
+T0 = 1_700_000_000_000
+
+
+def _open(path: str) -> Catalog:
+    from query.match import compile_filter
+
+    cat = Catalog.open(path, compile_filter=lambda spec: compile_filter(spec).matches)
+    with cat.transaction():
+        cat.create_collection("db", "system.buckets.c", {})
+        cat.get_collection("db", "system.buckets.c").create_indexes([default_index_spec(OPTS)])
+    return cat
+
+
+def _batches() -> list[list[dict]]:
+    # 4 series, 6 batches; the second half reaches back in time (archive + reopen)
+    out = []
+    for b in range(6):
+        base = b * 10 if b < 3 else (b - 3) * 10 + 5
+        out.append([{"_id": b * 100 + i, "m": i % 4, "v": Int64(b * 100 + i),
+                     "t": DatetimeMS(T0 + 1000 * (base + i // 4))} for i in range(12)])
+    return out
+
+
+def _stored(cat: Catalog) -> list[dict]:
+    coll = cat.get_collection("db", "system.buckets.c")
+    return sorted((decode(raw) for _rid, raw in coll.scan()), key=lambda d: d["_id"].binary)
+
+
+def _run(path: str, group: bool) -> list[dict]:
+    cat = _open(path)
+    buckets = BucketCatalog(id_seed=5)
+    deferred = DeferredBucketWrites()
+    for i, docs in enumerate(_batches()):
+        result = buckets.insert_batch("db.c", OPTS, docs, None)
+        if group:
+            deferred.add("db", "system.buckets.c", result.writes)
+            if i == 1:
+                deferred.flush(cat)  # later updates of these buckets merge over stored ones
+        else:
+            with cat.transaction():
+                write_buckets(cat.get_collection("db", "system.buckets.c"), result.writes)
+        buckets.commit(result)
+    deferred.flush(cat)
+    assert not deferred
+    out = _stored(cat)
+    check = cat.get_collection("db", "system.buckets.c").validate()
+    assert check.valid, check.errors
+    cat.close()
+    return out
+
+
+def test_one_flush_writes_what_every_batch_would_have(tmp_path) -> None:
+    grouped = _run(str(tmp_path / "a"), True)
+    assert grouped == _run(str(tmp_path / "b"), False)
+    assert sum(b["control"]["count"] for b in grouped) == 72
+
+
+def test_merged_writes_keep_the_first_kind_and_stored_view() -> None:
+    buckets = BucketCatalog(id_seed=5)
+    deferred = DeferredBucketWrites()
+    first = buckets.insert_batch("db.c", OPTS, _batches()[0], None)
+    deferred.add("db", "system.buckets.c", first.writes)
+    buckets.commit(first)
+    second = buckets.insert_batch("db.c", OPTS, _batches()[1], None)
+    assert {w.kind for w in second.writes} == {"update"}
+    deferred.add("db", "system.buckets.c", second.writes)
+    buckets.commit(second)
+    pending = deferred._pending[("db", "system.buckets.c")].writes
+    assert len(pending) == 4
+    assert {w.kind for w in pending.values()} == {"insert"}   # never stored yet
+    assert all(decode(w.document)["control"]["count"] == 6 for w in pending.values())
+
+
+def test_a_failed_flush_reports_and_forgets(tmp_path) -> None:
+    cat = _open(str(tmp_path / "db"))
+    buckets = BucketCatalog(id_seed=5)
+    deferred = DeferredBucketWrites()
+    result = buckets.insert_batch("db.c", OPTS, _batches()[0], None)
+    deferred.add("db", "system.buckets.c", result.writes)
+    buckets.commit(result)
+    # the same bucket ids inserted behind the group commit's back: the flush collides
+    with cat.transaction():
+        write_buckets(cat.get_collection("db", "system.buckets.c"), result.writes)
+    failed: list[tuple[str, str]] = []
+    with pytest.raises(MongoError) as info:
+        deferred.flush(cat, on_failure=lambda db, name: failed.append((db, name)))
+    assert info.value.code == 11000
+    assert failed == [("db", "system.buckets.c")]
+    assert not deferred and not deferred.due(0)
+    assert len(_stored(cat)) == 4   # the transaction left what was there
+    cat.close()
