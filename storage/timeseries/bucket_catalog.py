@@ -96,6 +96,7 @@ _INT64_MAX: Final = 2**63 - 1
 # Python types a Shape takes as fixed-width values (Python int is sized by value).
 _SHAPE_TYPES: Final = frozenset((Int64, float, DatetimeMS, ObjectId, bool, type(None)))
 _SHAPES_MAX: Final = 4096
+_NOT_FIXED: Final = Shape((), (), (), 0, 0, ())  # a signature seen, not fixed-width
 _DATE_MIN: Final = -(2**63)
 _BUCKET_OVERHEAD: Final = 512     # rough bytes of bookkeeping per open bucket
 _ARCHIVED_OVERHEAD: Final = 96    # per archived entry
@@ -409,13 +410,16 @@ class BucketCatalog:
             doc = {"_id": ObjectId(), **doc}
         shapes = self._shapes.get((options.time_field, options.meta_field)) \
             if self._shapes is not None else None
+        learn = self._shapes is not None
         if shapes:
             shape = shapes.get((tuple(doc), tuple(map(type, doc.values()))))
-            if shape is not None:
+            if shape is _NOT_FIXED:
+                learn = False
+            elif shape is not None:
                 fast = self._prepare_shaped(index, doc, shape, options)
                 if fast is not None:
                     return fast
-        return self._prepare_general(index, doc, options)
+        return self._prepare_general(index, doc, options, learn)
 
     def _prepare_shaped(self, index: int, doc: dict[str, Any], shape: Shape,
                         options: TimeseriesOptions) -> Measurement | None:
@@ -438,7 +442,7 @@ class BucketCatalog:
                            value_bytes, shape)
 
     def _prepare_general(self, index: int, doc: dict[str, Any],
-                         options: TimeseriesOptions) -> Measurement:
+                         options: TimeseriesOptions, learn: bool) -> Measurement:
         tf = options.time_field
         t = doc.get(tf)
         time_is_date = type(t) is DatetimeMS
@@ -497,7 +501,7 @@ class BucketCatalog:
             else self._series_of(meta_v)
         names = tuple([e[0] for e in elems])
         shape = None
-        if sig is not None and time_is_date and self._shapes is not None:
+        if sig is not None and time_is_date and learn:
             shape = self._learn_shape(options, sig, names, elems, max_len)
         return Measurement(index, int(t), doc, elems, key, meta, meta_size, names, max_len,
                            sig, value_bytes, shape)
@@ -507,6 +511,8 @@ class BucketCatalog:
         """Remember `sig` as a shape when all its fields (meta aside) are fixed-width."""
         assert self._shapes is not None
         shapes = self._shapes.setdefault((options.time_field, options.meta_field), {})
+        if len(shapes) >= _SHAPES_MAX:
+            shapes.clear()
         keys, types = sig
         by_name = dict(zip(keys, types))
         type_bytes: list[int | None] = []
@@ -521,11 +527,9 @@ class BucketCatalog:
                 type_bytes.append(t)
                 fixed += len(v)
             else:
+                shapes[sig] = _NOT_FIXED
                 return None
-        if len(shapes) >= _SHAPES_MAX:
-            shapes.clear()
-        shape = shapes[sig] = Shape(names, tuple(type_bytes), sig, max_len, fixed,
-                                          tuple(ints))
+        shape = shapes[sig] = Shape(names, tuple(type_bytes), sig, max_len, fixed, tuple(ints))
         return shape
 
     def _series_of(self, meta_v: Any) -> tuple[bytes, Any, int]:

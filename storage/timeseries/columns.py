@@ -252,7 +252,7 @@ class _Packed:
         return [(self.t, d[i * w:(i + 1) * w]) for i in range(self.n)]
 
 
-_WIDTHS: dict[int, int] = {0x01: 8, 0x07: 12, 0x08: 1, 0x09: 8, 0x0A: 0, 0x10: 4, 0x12: 8}
+_WIDTHS: dict[int, int] = {**native.VALUE_SIZES, 0x08: 1, 0x0A: 0}  # + bool, null
 _I32 = (-(2**31), 2**31 - 1)
 
 

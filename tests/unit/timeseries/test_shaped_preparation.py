@@ -87,3 +87,13 @@ def test_steady_measurements_take_the_shaped_path() -> None:
     [bucket] = store.buckets("m")
     assert bucket["control"]["count"] == 5
     assert bucket["control"]["max"]["v"] == 4
+
+
+def test_measurements_with_variable_width_fields_take_the_general_path() -> None:
+    cat = BucketCatalog(id_seed=1)
+    docs = [{"_id": i, "m": "a", "s": "x" * i, "t": DatetimeMS(T0 + 1000 * i)}
+            for i in range(3)]
+    prepared = [cat._prepare_measurement(i, d, OPTS["m"]) for i, d in enumerate(docs)]
+    assert all(p.shape is None and p.elems is not None for p in prepared)
+    # int32 _id, the date, then the string (length prefix, bytes, NUL)
+    assert [p.value_bytes for p in prepared] == [4 + 8 + (4 + i + 1) for i in range(3)]
