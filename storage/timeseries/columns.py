@@ -29,7 +29,7 @@ import struct
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -43,9 +43,10 @@ __all__ = ["ColumnChange", "Columns", "RawElement"]
 RawElement = tuple[str, int, bytes]
 
 
-@dataclass(frozen=True, slots=True)
-class ColumnChange:
-    """One column touched by a commit: the result and its diff against the previous bytes."""
+class ColumnChange(NamedTuple):
+    """One column touched by a commit: the result and its diff against the previous bytes.
+
+    (A named tuple: one is made per column per bucket per commit.)"""
 
     name: str
     column: bytes

@@ -167,12 +167,21 @@ def _locate(children: list, factory: Any, items: Iterable[tuple[str, Any]],
 class MinMax:
     """Field-wise minimum and maximum of the measurements of one bucket."""
 
-    __slots__ = ("_root",)
+    __slots__ = ("_nodes", "_root")
 
     def __init__(self) -> None:
         self._root = _Node("")
         self._root.min_t = OBJECT
         self._root.max_t = OBJECT
+        self._nodes: dict[str, _Node] = {}  # the root's children by name (see _top_nodes)
+
+    def _top_nodes(self) -> dict[str, _Node]:
+        """The root's children by name. Root fields are only ever added (an object has no
+        array entries to rename), so the map is current while its size matches."""
+        children = self._root.children
+        if len(self._nodes) != len(children):
+            self._nodes = {c.name: c for c in children}
+        return self._nodes
 
     def update(self, doc: Mapping[str, Any], skip_field: str | None = None) -> None:
         """Fold one measurement (or a control.min/max document) in; `skip_field` is the meta."""
@@ -194,7 +203,7 @@ class MinMax:
         children = root.children
         per_field: dict[str, list[Any]]
         if names is not None and docs:
-            if not {c.name for c in children}.issuperset(names):
+            if not self._top_nodes().keys() >= set(names):
                 for _child, _v in _locate(children, _Node, docs[0].items(), skip_field):
                     pass
             per_field = values if values is not None else \
@@ -217,7 +226,7 @@ class MinMax:
                     for _child, _v in _locate(children, _Node, d.items(), skip_field):
                         pass
                     known = {c.name for c in children}
-        nodes = {c.name: c for c in children}
+        nodes = self._top_nodes()
         update = self._update
         for name, vals in per_field.items():
             node = nodes[name]
@@ -245,6 +254,7 @@ class MinMax:
     def copy(self) -> MinMax:
         mm = MinMax.__new__(MinMax)
         mm._root = _copy_node(self._root)
+        mm._nodes = {}
         return mm
 
     # -- FlatBSON::_update -------------------------------------------------------------------
