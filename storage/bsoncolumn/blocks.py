@@ -76,6 +76,24 @@ class NumericColumn:
         return len(self.values)
 
 
+_MASKS: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _uniform_masks(n: int, t: int) -> tuple[np.ndarray, np.ndarray]:
+    """`present` and `types` of n values of type t without skips: shared read-only arrays
+    for the usual bucket sizes (a time-series scan decodes thousands of such columns)."""
+    key = (n, t)
+    got = _MASKS.get(key)
+    if got is None:
+        present, types = np.ones(n, dtype=bool), np.full(n, t, dtype=np.uint8)
+        if n > 4096 or len(_MASKS) >= 4096:
+            return present, types
+        present.flags.writeable = False
+        types.flags.writeable = False
+        got = _MASKS[key] = (present, types)
+    return got
+
+
 def _err(msg: str) -> BSONColumnError:
     return BSONColumnError(msg)
 
@@ -101,9 +119,8 @@ def decode_numeric(
         if got is not None:
             t, raw, n = got
             values = np.frombuffer(raw, dtype=_NATIVE_DTYPE[t], count=n)
-            return NumericColumn(
-                values, np.ones(n, dtype=bool), np.full(n, t, dtype=np.uint8), _KIND[t]
-            )
+            present, types = _uniform_masks(n, t)
+            return NumericColumn(values, present, types, _KIND[t])
     data = bytes(column)
     end = len(data)
     if end == 0:
