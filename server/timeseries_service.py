@@ -54,6 +54,7 @@ from storage.timeseries import (
     ttl_expired_filter,
     unpack_bucket,
 )
+from storage.timeseries.row_filter import compile_row_filter, select_measurements
 
 from .bucket_writes import DeferredBucketWrites, write_buckets
 from .cursors import first_batch_limit, take_batch
@@ -379,13 +380,15 @@ def unpacked_source(req: CommandRequest, db: str, name: str, flt: dict[str, Any]
 
     prepared = prepare_find(buckets, FindSpec(filter=bflt))
     trivial = matcher.is_trivial
+    rows = compile_row_filter(flt, opts.time_field, opts.meta_field) if flt else None
 
     def gen() -> Iterator[dict[str, Any]]:
         for _rid, raw in candidates(buckets, prepared.plan):
             bucket = decode(raw)
             if bflt is not None and not prepared.matcher.matches(bucket):
                 continue
-            for m in unpack_bucket(bucket, spec):
+            selected = select_measurements(bucket, spec, rows) if rows is not None else None
+            for m in selected if selected is not None else unpack_bucket(bucket, spec):
                 if trivial or matcher.matches(m):
                     yield m
 
