@@ -1241,6 +1241,118 @@ static PyObject *decode_uniform(PyObject *self, PyObject *args) {
     return Py_BuildValue("(iNn)", t, values, count);
 }
 
+/* ---- pack_values: decoded values of one field into builder input --------------- */
+
+static PyObject *str_value;  /* "_value" (DatetimeMS) */
+static PyObject *str_oid;    /* "_ObjectId__id" (ObjectId's 12 bytes) */
+
+/* The int64 behind one decoded value of type t, or -1 with *ok = 0 (no exception left)
+   when the value is not what the type needs. */
+static int64_t value_int64(PyObject *v, int t, int *ok) {
+    PyObject *num;
+    if (t == 0x09) {
+        num = PyObject_GetAttr(v, str_value);
+        if (!num) {
+            PyErr_Clear();
+            *ok = 0;
+            return 0;
+        }
+    } else {
+        num = Py_NewRef(v);
+    }
+    int overflow = 0;
+    long long x = 0;
+    if (PyLong_Check(num)) {
+        x = PyLong_AsLongLongAndOverflow(num, &overflow);
+        if (x == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            *ok = 0;
+        }
+    } else {
+        *ok = 0;
+    }
+    Py_DECREF(num);
+    if (overflow || (t == 0x10 && (x < INT32_MIN || x > INT32_MAX))) *ok = 0;
+    return (int64_t)x;
+}
+
+static PyObject *pack_values(PyObject *self, PyObject *args) {
+    PyObject *docs, *name, *pytype;
+    int t;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!UiO:pack_values", &PyList_Type, &docs, &name, &t, &pytype))
+        return NULL;
+    int size = type_size(t);
+    Py_ssize_t n = PyList_GET_SIZE(docs);
+    if (!size || n == 0) Py_RETURN_NONE;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n * size);
+    if (!out) return NULL;
+    uint8_t *dst = (uint8_t *)PyBytes_AS_STRING(out);
+    Py_ssize_t lo = 0, hi = 0;
+    int64_t ilo = 0, ihi = 0;
+    double dlo = 0, dhi = 0;
+    const uint8_t *olo = NULL, *ohi = NULL;
+    int nan = 0, ok = 1, seen = 0;
+    for (Py_ssize_t i = 0; i < n && ok; i++) {
+        PyObject *doc = PyList_GET_ITEM(docs, i);
+        if (!PyDict_CheckExact(doc)) { ok = 0; break; }
+        PyObject *v = PyDict_GetItemWithError(doc, name);  /* borrowed */
+        if (!v) {
+            if (PyErr_Occurred()) { Py_DECREF(out); return NULL; }
+            ok = 0;
+            break;
+        }
+        if ((PyObject *)Py_TYPE(v) != pytype) { ok = 0; break; }
+        uint8_t *slot = dst + i * size;
+        if (t == 0x01) {
+            if (!PyFloat_CheckExact(v)) { ok = 0; break; }
+            double d = PyFloat_AS_DOUBLE(v);
+            uint64_t u;
+            memcpy(&u, &d, 8);
+            store_u64(slot, u);
+            if (d != d) {
+                nan = 1;
+            } else {
+                if (!seen || d < dlo) { dlo = d; lo = i; }
+                if (!seen || d > dhi) { dhi = d; hi = i; }
+                seen = 1;
+            }
+        } else if (t == 0x07) {
+            PyObject *raw = PyObject_GetAttr(v, str_oid);
+            if (!raw) { PyErr_Clear(); ok = 0; break; }
+            if (!PyBytes_Check(raw) || PyBytes_GET_SIZE(raw) != 12) {
+                Py_DECREF(raw);
+                ok = 0;
+                break;
+            }
+            memcpy(slot, PyBytes_AS_STRING(raw), 12);
+            Py_DECREF(raw);
+            if (i == 0 || memcmp(slot, olo, 12) < 0) { olo = slot; lo = i; }
+            if (i == 0 || memcmp(slot, ohi, 12) > 0) { ohi = slot; hi = i; }
+        } else {
+            int64_t x = value_int64(v, t, &ok);
+            if (!ok) break;
+            if (t == 0x10) {
+                uint32_t y = (uint32_t)(int32_t)x;
+                slot[0] = (uint8_t)y;
+                slot[1] = (uint8_t)(y >> 8);
+                slot[2] = (uint8_t)(y >> 16);
+                slot[3] = (uint8_t)(y >> 24);
+            } else {
+                store_u64(slot, (uint64_t)x);
+            }
+            if (i == 0 || x < ilo) { ilo = x; lo = i; }
+            if (i == 0 || x > ihi) { ihi = x; hi = i; }
+        }
+    }
+    if (!ok) {
+        Py_DECREF(out);
+        Py_RETURN_NONE;
+    }
+    if (nan) lo = hi = -1;  /* NaN orders below every number: the caller decides */
+    return Py_BuildValue("(Nnn)", out, lo, hi);
+}
+
 static PyMethodDef methods[] = {
     {"encode_uniform", encode_uniform, METH_VARARGS,
      "encode_uniform(type_byte, values) -> bytes | None\n\n"
@@ -1253,6 +1365,13 @@ static PyMethodDef methods[] = {
      "without skips: the type, their little-endian 8-byte values in a bytearray (int32\n"
      "widened to int64; writable, so numpy arrays over it are too) and their number.\n"
      "None for any other column, or a malformed one."},
+    {"pack_values", pack_values, METH_VARARGS,
+     "pack_values(docs, name, type_byte, pytype) -> (values, lo, hi) | None\n\n"
+     "The values of field `name` of every dict in `docs`, all exactly of Python type\n"
+     "`pytype` (Int64, int as int32, float, DatetimeMS, ObjectId for type_byte 0x12,\n"
+     "0x10, 0x01, 0x09, 0x07), packed as UniformBuilder.extend takes them, with the\n"
+     "positions of the first smallest and first largest (-1, -1 when a double is NaN).\n"
+     "None when a dict lacks the field or a value is not of that type or range."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1264,6 +1383,9 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__native(void) {
     init_tables();
     init_dec_tables();
+    str_value = PyUnicode_InternFromString("_value");
+    str_oid = PyUnicode_InternFromString("_ObjectId__id");
+    if (!str_value || !str_oid) return NULL;
     if (PyType_Ready(&BuilderType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;

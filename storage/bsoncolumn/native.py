@@ -24,7 +24,8 @@ the Python decoder then does the work (and raises the proper error).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 try:
     from . import _native
@@ -32,6 +33,7 @@ except ImportError:  # not compiled: the Python builder does the work
     _native = None
 
 __all__ = [
+    "pack_values",
     "AVAILABLE",
     "SUPPORTED_TYPES",
     "VALUE_SIZES",
@@ -73,6 +75,14 @@ else:
 
     class Declined(Exception):
         """The native encoder cannot reproduce the Python builder for these values."""
+
+
+#: pack_values(docs, name, type_byte, pytype) -> (values, lo, hi) | None: the values of
+#: field `name` of each dict, all exactly of `pytype`, packed for `UniformBuilder.extend`,
+#: with the positions of the first smallest and largest (-1, -1 when a double is NaN);
+#: None when one is missing or of another type or range. None without the extension.
+pack_values: Callable[[list[Any], str, int, type], tuple[bytes, int, int] | None] | None = \
+    _native.pack_values if _native is not None else None
 
 
 def encode_uniform(type_byte: int, values: bytes) -> bytes | None:

@@ -40,6 +40,7 @@ class Shape:
 
     names: tuple[str, ...]        # fields other than the meta, in document order
     type_bytes: tuple[int | None, ...]  # BSON type per name; None: Python int (by value)
+    py_types: tuple[type, ...]    # Python type per name
     signature: tuple              # (names with the meta, types): Measurement.signature
     max_value_len: int
     fixed_bytes: int              # value bytes of the fields other than Python ints

@@ -52,7 +52,7 @@ import bson
 from bson import Int64, ObjectId
 from bson.datetime_ms import DatetimeMS
 
-from storage.bsoncolumn import BSONColumnError
+from storage.bsoncolumn import BSONColumnError, native
 from storage.bsoncolumn.decoder import decode_elements
 from storage.bsonutil import CODEC_OPTIONS, decode, encode
 from storage.errors import ErrorCode, MongoError
@@ -96,7 +96,7 @@ _INT64_MAX: Final = 2**63 - 1
 # Python types a Shape takes as fixed-width values (Python int is sized by value).
 _SHAPE_TYPES: Final = frozenset((Int64, float, DatetimeMS, ObjectId, bool, type(None)))
 _SHAPES_MAX: Final = 4096
-_NOT_FIXED: Final = Shape((), (), (), 0, 0, ())  # a signature seen, not fixed-width
+_NOT_FIXED: Final = Shape((), (), (), (), 0, 0, ())  # a signature seen, not fixed-width
 _DATE_MIN: Final = -(2**63)
 _BUCKET_OVERHEAD: Final = 512     # rough bytes of bookkeeping per open bucket
 _ARCHIVED_OVERHEAD: Final = 96    # per archived entry
@@ -516,10 +516,12 @@ class BucketCatalog:
         keys, types = sig
         by_name = dict(zip(keys, types))
         type_bytes: list[int | None] = []
+        py_types: list[type] = []
         fixed = 0
         ints = []
         for name, t, v in elems:
             tv = by_name[name]
+            py_types.append(tv)
             if tv is int:
                 type_bytes.append(None)
                 ints.append(name)
@@ -529,7 +531,8 @@ class BucketCatalog:
             else:
                 shapes[sig] = _NOT_FIXED
                 return None
-        shape = shapes[sig] = Shape(names, tuple(type_bytes), sig, max_len, fixed, tuple(ints))
+        shape = shapes[sig] = Shape(names, tuple(type_bytes), tuple(py_types), sig, max_len,
+                                    fixed, tuple(ints))
         return shape
 
     def _series_of(self, meta_v: Any) -> tuple[bytes, Any, int]:
@@ -950,9 +953,9 @@ class BucketCatalog:
         mf = ctx.options.meta_field
         if shape is not None and all([m.shape is shape for m in ms]):
             docs = [m.doc for m in ms]
-            values = {n: [d[n] for d in docs] for n in shape.names}
-            b.minmax.update_many(docs, mf, shape.names, values)
-            changes, delta = b.columns.append_values(values, shape.type_bytes)
+            columns, values, extremes = _gather(shape, docs)
+            b.minmax.update_many(docs, mf, shape.names, values, extremes)
+            changes, delta = b.columns.append_values(columns, shape.type_bytes, len(docs))
         else:
             names: tuple[str, ...] | None = ms[0].names
             if not all(m.names == names for m in ms):
@@ -1108,6 +1111,35 @@ class BucketCatalog:
 
 def _time_of(m: Measurement) -> int:
     return m.time_ms
+
+
+_PACK_VALUES: Final = native.pack_values
+_NATIVE_TYPES: Final = native.SUPPORTED_TYPES
+
+
+def _gather(shape: Shape, docs: list[dict[str, Any]]
+            ) -> tuple[dict[str, bytes | list[Any]], dict[str, list[Any]],
+                       dict[str, tuple[Any, Any]]]:
+    """Each field of same-shape measurements, for the columns and for min/max: the
+    values packed by the native extension with their first minimum and maximum, or (a
+    bool or null field, a Python int beyond int32, a NaN, no extension) as a list."""
+    columns: dict[str, bytes | list[Any]] = {}
+    values: dict[str, list[Any]] = {}
+    extremes: dict[str, tuple[Any, Any]] = {}
+    pack = _PACK_VALUES
+    for name, t, pt in zip(shape.names, shape.type_bytes, shape.py_types):
+        got = None
+        if pack is not None and (t is None or t in _NATIVE_TYPES):
+            got = pack(docs, name, 0x10 if t is None else t, pt)
+        if got is None:
+            columns[name] = values[name] = [d[name] for d in docs]
+            continue
+        columns[name], lo, hi = got
+        if lo < 0:
+            values[name] = [d[name] for d in docs]
+        else:
+            extremes[name] = (docs[lo][name], docs[hi][name])
+    return columns, values, extremes
 
 
 _SCALAR_META: Final = frozenset((str, int, float, Int64, bool, type(None), DatetimeMS, ObjectId))

@@ -169,26 +169,26 @@ class Columns:
                     lst.append((t, v))
         return self._commit(per_field, n)
 
-    def append_values(self, values: dict[str, list[Any]],
-                      type_bytes: Sequence[int | None]) -> tuple[list[ColumnChange], int]:
-        """`append` for rows that all have the fields of `values` (name -> decoded values,
-        in document order), field i of one BSON type `type_bytes[i]` (None: Python ints,
-        int32 or int64 by value). Same result as `append` of their raw elements, without
-        building them: each field's values are packed in one call."""
-        per_field: dict[str, _Packed | list[tuple[int, bytes] | None]] = {}
-        n = 0
-        state = self._state
-        for (name, vals), t in zip(values.items(), type_bytes):
-            n = len(vals)
-            if name not in state:
-                state[name] = None
-            packed = _pack(t, vals)
-            if packed is None:
-                per_field[name] = [to_element(v) for v in vals]
-            else:
-                per_field[name] = packed
+    def append_values(self, values: dict[str, bytes | list[Any]],
+                      type_bytes: Sequence[int | None], n: int
+                      ) -> tuple[list[ColumnChange], int]:
+        """`append` for `n` rows that all have the fields of `values`, field i of one BSON
+        type `type_bytes[i]` (None: Python ints, int32 or int64 by value), each given as
+        its decoded values in document order or already packed (`native.pack_values`;
+        int32 for None). Same result as `append` of their raw elements, without building
+        them: each field's values are packed in one call."""
         if n == 0:
             return [], 0
+        per_field: dict[str, _Packed | list[tuple[int, bytes] | None]] = {}
+        state = self._state
+        for (name, vals), t in zip(values.items(), type_bytes):
+            if name not in state:
+                state[name] = None
+            if type(vals) is bytes:
+                per_field[name] = _Packed(0x10 if t is None else t, vals, n)
+                continue
+            packed = _pack(t, vals)  # type: ignore[arg-type]
+            per_field[name] = [to_element(v) for v in vals] if packed is None else packed
         return self._commit(per_field, n)
 
     def _commit(self, per_field: dict[str, Any], n: int) -> tuple[list[ColumnChange], int]:

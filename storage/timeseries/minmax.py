@@ -189,7 +189,8 @@ class MinMax:
 
     def update_many(self, docs: Sequence[Mapping[str, Any]], skip_field: str | None = None,
                     names: Sequence[str] | None = None,
-                    values: dict[str, list[Any]] | None = None) -> None:
+                    values: dict[str, list[Any]] | None = None,
+                    extremes: dict[str, tuple[Any, Any]] | None = None) -> None:
         """`update` for each doc in turn, with top-level scalar fields folded in bulk.
 
         Same result as the loop: the root's fields are inserted document by document
@@ -197,7 +198,8 @@ class MinMax:
         node sees its values in order, which for a run of scalars of one comparable
         family reduces to its first minimum and first maximum. `names`, when given,
         says every doc has exactly these fields (`skip_field` aside) in this order;
-        `values`, given with `names`, holds each name's values in document order.
+        `values`, given with `names`, holds each name's values in document order, except
+        for the scalar fields whose first minimum and maximum `extremes` gives instead.
         """
         root = self._root
         children = root.children
@@ -227,6 +229,11 @@ class MinMax:
                         pass
                     known = {c.name for c in children}
         nodes = self._top_nodes()
+        if extremes:
+            for name, (lo, hi) in extremes.items():
+                node = nodes[name]
+                _update_scalar(node, lo, True, False)
+                _update_scalar(node, hi, False, True)
         update = self._update
         for name, vals in per_field.items():
             node = nodes[name]

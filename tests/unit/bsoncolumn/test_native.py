@@ -22,6 +22,8 @@ import struct
 
 import bson
 import pytest
+from bson import Int64, ObjectId
+from bson.datetime_ms import DatetimeMS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -643,3 +645,61 @@ def test_builder_input_checks() -> None:
     b.extend(memoryview(b"".join(raw[3:])))
     assert b.finalize() == python_column(INT32, raw)
     assert issubclass(native.Declined, Exception)
+
+
+# -- pack_values: decoded values of one field for UniformBuilder.extend ----------------
+
+_PACKABLE = {
+    0x12: (Int64, st.integers(-(2**63), 2**63 - 1).map(Int64), "<q"),
+    0x10: (int, st.integers(-(2**31), 2**31 - 1), "<i"),
+    0x01: (float, st.floats(), "<d"),
+    0x09: (DatetimeMS, st.integers(-(2**63), 2**63 - 1).map(DatetimeMS), "<q"),
+    0x07: (ObjectId, st.binary(min_size=12, max_size=12).map(ObjectId), None),
+}
+
+
+def _first(values: list, better) -> int:  # type: ignore[no-untyped-def]
+    best = 0
+    for i, v in enumerate(values):
+        if better(v, values[best]):
+            best = i
+    return best
+
+
+@pytest.mark.skipif(not native.AVAILABLE, reason="native extension not built")
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(sorted(_PACKABLE)), st.data())
+def test_pack_values_packs_and_finds_the_first_extremes(t, data) -> None:
+    pytype, values_st, fmt = _PACKABLE[t]
+    values = data.draw(st.lists(values_st, min_size=1, max_size=30))
+    docs = [{"x": v, "other": 1} for v in values]
+    got = native.pack_values(docs, "x", t, pytype)
+    assert got is not None
+    packed, lo, hi = got
+    if t == 0x07:
+        assert packed == b"".join(v.binary for v in values)
+    else:
+        assert packed == struct.pack(f"<{len(values)}{fmt[1]}", *map(int, values)
+                                     if t == 0x09 else values)
+    if t == 0x01 and any(math.isnan(v) for v in values):
+        assert (lo, hi) == (-1, -1)
+        return
+    assert lo == _first(values, lambda a, b: a < b)   # Python's min(): the first smallest
+    assert hi == _first(values, lambda a, b: a > b)
+
+
+@pytest.mark.skipif(not native.AVAILABLE, reason="native extension not built")
+def test_pack_values_declines_what_it_cannot_take() -> None:
+    ok = [{"x": Int64(1)}, {"x": Int64(2)}]
+    assert native.pack_values(ok, "x", 0x12, Int64) is not None
+    for docs, t, pytype in (
+            ([{"x": Int64(1)}, {}], 0x12, Int64),                 # missing field
+            ([{"x": Int64(1)}, {"x": 2}], 0x12, Int64),           # another type
+            ([{"x": 1}, {"x": True}], 0x10, int),                 # bool is not int
+            ([{"x": 1}, {"x": 2**31}], 0x10, int),                # beyond int32
+            ([{"x": 1.5}], 0x01, int),                            # pytype and type disagree
+            ([{"x": True}], 0x08, bool),                          # not a native type
+            ([{"x": Int64(1)}], 0x12, int)):
+        assert native.pack_values(docs, "x", t, pytype) is None, (docs, t)
+    with pytest.raises(TypeError):
+        native.pack_values("not a list", "x", 0x12, Int64)

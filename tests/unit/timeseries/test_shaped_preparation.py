@@ -12,6 +12,7 @@ from bson.datetime_ms import DatetimeMS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from storage.timeseries import bucket_catalog
 from storage.timeseries.bucket_catalog import BucketCatalog
 from storage.timeseries.options import parse_timeseries_options
 
@@ -66,9 +67,17 @@ def _run(batches: list[list[dict]], shaped: bool, coll: str) -> tuple[dict, dict
 
 @settings(max_examples=120, deadline=None)
 @given(st.lists(st.lists(_MEASUREMENT, min_size=1, max_size=30), min_size=1, max_size=5),
-       st.sampled_from(sorted(OPTS)))
-def test_shaped_preparation_equals_the_general_path(batches, coll) -> None:
-    assert _run(batches, True, coll) == _run(batches, False, coll)
+       st.sampled_from(sorted(OPTS)), st.booleans())
+def test_shaped_preparation_equals_the_general_path(batches, coll, packed) -> None:
+    """Also without the native value packing (`_gather` then lists every field)."""
+    saved = bucket_catalog._PACK_VALUES
+    try:
+        if not packed:
+            bucket_catalog._PACK_VALUES = None
+        shaped = _run(batches, True, coll)
+    finally:
+        bucket_catalog._PACK_VALUES = saved
+    assert shaped == _run(batches, False, coll)
 
 
 def test_steady_measurements_take_the_shaped_path() -> None:
