@@ -12,7 +12,8 @@ the pending writes are flushed:
 
 - before any other storage operation runs (`StorageService` calls `flush` first), so
   every read, every other write and every command sees every acknowledged insert;
-- before the bucket catalog reads a stored bucket (reopening);
+- before the bucket catalog queries stored buckets (reopening); fetching one bucket by
+  `_id` reads its pending document instead;
 - at the end of an insert with `j: true` (durably), or when the window has passed, or
   when the pending documents exceed `_MAX_PENDING_BYTES`;
 - by a timer one window after the first pending write, and at shutdown.
@@ -78,6 +79,13 @@ class DeferredBucketWrites:
                 self._bytes -= len(old.document)
             by_id[w.bucket_id] = w
             self._bytes += len(w.document)
+
+    def document(self, db: str, buckets_name: str, bucket_id: ObjectId) -> bytes | None:
+        """The pending document of a bucket (what storage will hold after the next
+        flush), or None when none is pending."""
+        pending = self._pending.get((db, buckets_name))
+        w = pending.writes.get(bucket_id) if pending is not None else None
+        return None if w is None else w.document
 
     def due(self, interval_ms: int) -> bool:
         """True when the oldest pending write has waited `interval_ms`, or too much is

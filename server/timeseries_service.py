@@ -210,8 +210,9 @@ def _ignore_result(task: asyncio.Future[Any]) -> None:
 
 
 class _Source:
-    """The bucket catalog's view of stored buckets (reopening). Pending bucket writes
-    are flushed before it reads, so it sees every acknowledged insert."""
+    """The bucket catalog's view of stored buckets (reopening), acknowledged inserts
+    included: a bucket fetched by `_id` comes from the pending writes when it has one,
+    and pending writes are flushed before a query."""
 
     def __init__(self, buckets: Any, options: TimeseriesOptions,
                  service: TimeseriesService) -> None:
@@ -221,7 +222,10 @@ class _Source:
         self._reopen_index: str | bool | None = False
 
     def fetch_bucket(self, coll: Any, bucket_id: ObjectId) -> bytes | None:
-        self.service.flush_deferred()
+        entry = self.buckets.entry
+        pending = self.service.deferred.document(entry.db, entry.name, bucket_id)
+        if pending is not None:
+            return pending
         found = self.buckets.find_id(bucket_id)
         return None if found is None else found[1]
 
