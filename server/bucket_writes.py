@@ -76,9 +76,9 @@ class DeferredBucketWrites:
             if old is not None:
                 w.kind = old.kind
                 w.previous_index_doc = old.previous_index_doc
-                self._bytes -= len(old.document)
+                self._bytes -= old.size_hint
             by_id[w.bucket_id] = w
-            self._bytes += len(w.document)
+            self._bytes += w.size_hint
 
     def document(self, db: str, buckets_name: str, bucket_id: ObjectId) -> bytes | None:
         """The pending document of a bucket (what storage will hold after the next

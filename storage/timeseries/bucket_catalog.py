@@ -96,6 +96,7 @@ _INT64_MAX: Final = 2**63 - 1
 # Python types a Shape takes as fixed-width values (Python int is sized by value).
 _SHAPE_TYPES: Final = frozenset((Int64, float, DatetimeMS, ObjectId, bool, type(None)))
 _SHAPES_MAX: Final = 4096
+_LAZY_DOCUMENT_MAX_COLUMNS: Final = 8 * 1024 * 1024
 _NOT_FIXED: Final = Shape((), (), (), (), 0, 0, ())  # a signature seen, not fixed-width
 _DATE_MIN: Final = -(2**63)
 _BUCKET_OVERHEAD: Final = 512     # rough bytes of bookkeeping per open bucket
@@ -118,7 +119,7 @@ class BucketWrite:
 
     kind: Literal["insert", "update"]
     bucket_id: ObjectId
-    document: bytes
+    _document: bytes | None  # None until `document` builds it from `_parts`
     previous_count: int
     measurement_indexes: list[int]
     column_changes: list[ColumnChange] = field(default_factory=list)
@@ -132,6 +133,29 @@ class BucketWrite:
     _new_fields: list[str] = field(default_factory=list)
     _estimate: int = 0
     _last_time_ms: int | None = None
+    # what build_bucket_document needs, kept instead of the bytes until they are asked
+    # for (a group commit writes only the last of several writes of one bucket)
+    _parts: tuple[Any, ...] | None = None
+
+    @property
+    def document(self) -> bytes:
+        """The bucket document to store (built on first use)."""
+        if self._document is None:
+            assert self._parts is not None
+            oid, version, min_doc, max_doc, count, meta, columns = self._parts
+            self._document = build_bucket_document(oid, version=version, min_doc=min_doc,
+                                                   max_doc=max_doc, count=count, meta=meta,
+                                                   columns=columns)
+            self._parts = None
+        return self._document
+
+    @property
+    def size_hint(self) -> int:
+        """The document's size, or an estimate (columns plus 1 KiB) while it is unbuilt."""
+        if self._document is not None:
+            return len(self._document)
+        assert self._parts is not None
+        return 1024 + sum(len(c) for _n, c in self._parts[6])
 
 
 @dataclass(slots=True)
@@ -281,7 +305,7 @@ class BucketCatalog:
             b.staged_estimate = 0
             b.opened_due_to_metadata = False
             b.last_time_ms = w._last_time_ms
-            b.committed_doc_size = len(w.document)
+            b.committed_write = w  # its size is needed at close only
             b.index_doc = w.index_doc
             self._set_memory(b, _BUCKET_OVERHEAD + len(b.key) + b.columns.compressed_size
                              + 2 * 48 * len(b.field_names))
@@ -910,6 +934,7 @@ class BucketCatalog:
         b.version = VERSION_COMPRESSED_SORTED if b.sorted_by_time else VERSION_COMPRESSED_UNSORTED
         b.reopened = True
         b.committed_doc_size = len(raw)
+        b.committed_write = None
         if oid not in ctx.rewrites:
             b.index_doc = {k: v for k, v in doc.items() if k != DATA}
         b.uncompressed_size = len(raw)
@@ -926,7 +951,7 @@ class BucketCatalog:
         for b in list(ctx.touched):
             touched_ids.add(b.bucket_id)
             w = self._prepare_bucket(ctx, b)
-            if len(w.document) > MAX_BUCKET_DOCUMENT_SIZE:
+            if w._parts is None and len(w.document) > MAX_BUCKET_DOCUMENT_SIZE:
                 too_large.extend(w.measurement_indexes)
                 ctx.touched.remove(b)
                 self._remove_open(b)
@@ -951,7 +976,11 @@ class BucketCatalog:
             self._inc(ctx.stats, "numCompressedBucketsConvertedToUnsorted")
         shape = ms[0].shape
         mf = ctx.options.meta_field
+        lazy = False
         if shape is not None and all([m.shape is shape for m in ms]):
+            # fixed-width fields: control.min/max stay small, so a bucket whose columns
+            # are far below the limit cannot be too large and its document can wait
+            lazy = b.columns.compressed_size < _LAZY_DOCUMENT_MAX_COLUMNS
             docs = [m.doc for m in ms]
             columns, values, extremes = _gather(shape, docs)
             b.minmax.update_many(docs, mf, shape.names, values, extremes)
@@ -965,9 +994,11 @@ class BucketCatalog:
         new_fields = [f for f in b.columns.names() if f not in b.field_names]
         count = prev + len(ms)
         min_doc, max_doc = b.minmax.min(), b.minmax.max()
-        doc = build_bucket_document(b.bucket_id, version=b.version, min_doc=min_doc,
-                                    max_doc=max_doc, count=count, meta=b.meta,
-                                    columns=b.columns.column_bytes())
+        parts = (b.bucket_id, b.version, min_doc, max_doc, count, b.meta,
+                 b.columns.column_bytes())
+        doc = None if lazy else build_bucket_document(
+            b.bucket_id, version=b.version, min_doc=min_doc, max_doc=max_doc, count=count,
+            meta=b.meta, columns=parts[6])
         index_doc: dict[str, Any] = {"_id": b.bucket_id, "control": {
             "version": b.version, "min": min_doc, "max": max_doc, "count": count}}
         if b.meta is not MISSING:
@@ -982,13 +1013,14 @@ class BucketCatalog:
         rewritten = b.bucket_id in ctx.rewrites
         return BucketWrite(
             kind="update" if prev or rewritten else "insert",
-            bucket_id=b.bucket_id, document=doc, previous_count=prev,
+            bucket_id=b.bucket_id, _document=doc, previous_count=prev,
             measurement_indexes=[m.index for m in ms],
             column_changes=[] if rewritten else changes,
             control_changes=control, index_doc=index_doc,
             previous_index_doc=None if rewritten or not prev else b.index_doc,
             _compressed_delta=delta, _new_fields=new_fields,
-            _estimate=b.staged_estimate, _last_time_ms=ms[-1].time_ms)
+            _estimate=b.staged_estimate, _last_time_ms=ms[-1].time_ms,
+            _parts=parts if lazy else None)
 
     # -- bucket lifecycle -------------------------------------------------------------------------
 
@@ -1019,7 +1051,9 @@ class BucketCatalog:
         if b.num_committed:
             stats = self._coll_stats(b.coll)
             self._inc(stats, "numCompressedBuckets")
-            self._inc(stats, "numBytesCompressed", b.committed_doc_size)
+            w = b.committed_write
+            self._inc(stats, "numBytesCompressed",
+                      b.committed_doc_size if w is None else len(w.document))
             self._inc(stats, "numBytesUncompressed", b.uncompressed_size)
         self._remove_open(b)
 
