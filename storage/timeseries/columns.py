@@ -201,31 +201,21 @@ class Columns:
         old = self._bytes
         for name, st in state.items():
             lst = per_field.get(name)
+            if lst is not None and type(lst) is not _Packed:
+                lst = _packed_rows(lst, n) or lst
             if type(lst) is _Packed:
                 column, st = _append_packed(st, lst, base)
-                state[name] = st
-            else:
-                if lst is not None and len(lst) < n:
-                    lst.extend([None] * (n - len(lst)))
-                column = None
-                if st is None and base == 0 and lst is not None:
-                    st = state[name] = native.UniformBuilder(lst[0][0]) if lst[0] is not None \
-                        and lst[0][0] in _UNIFORM else _builder(0)
-                elif st is None:
-                    st = state[name] = _builder(base)
-                if type(st) is not BSONColumnBuilder:
-                    done = _extend_uniform(st, lst)
-                    if done is None:
-                        st = state[name] = _to_builder(st)
-                    else:
-                        column, state[name] = done
-                if column is None:
-                    assert isinstance(st, BSONColumnBuilder)
-                    if lst is None:
-                        st.skip(n)
-                    else:
-                        st.extend_elements(lst)
-                    column = st.finalize()
+            else:  # skips, or rows of several types
+                if st is None:
+                    st = _builder(base)
+                elif type(st) is not BSONColumnBuilder:
+                    st = _to_builder(st)
+                if lst is None:
+                    st.skip(n)
+                else:
+                    st.extend_elements(lst + [None] * (n - len(lst)))
+                column = st.finalize()
+            state[name] = st
             prev = old.get(name)
             if prev is None:
                 delta += len(column)
@@ -281,6 +271,19 @@ def _pack(t: int | None, vals: list[Any]) -> _Packed | None:
     return None
 
 
+def _packed_rows(rows: list[tuple[int, bytes] | None], n: int) -> _Packed | None:
+    """`n` raw elements all of one fixed-width type, as `_Packed` (else None)."""
+    if len(rows) != n or rows[0] is None:
+        return None
+    t = rows[0][0]
+    if t not in _WIDTHS:
+        return None
+    for e in rows:
+        if e is None or e[0] != t:
+            return None
+    return _Packed(t, b"".join([e[1] for e in rows]), n)  # type: ignore[index]
+
+
 def _append_packed(st: Any, p: _Packed, base: int) -> tuple[bytes, Any]:
     """Append packed values to a field's state: (new column, state that continues it)."""
     if st is None and base == 0 and p.t in _UNIFORM:
@@ -309,27 +312,6 @@ def _builder(skips: int) -> BSONColumnBuilder:
     if skips:
         b.skip(skips)
     return b
-
-
-def _extend_uniform(u: Any, lst: list[tuple[int, bytes] | None] | None
-                    ) -> tuple[bytes, Any] | None:
-    """Append the rows to native builder `u`: (column, state that continues it), or None
-    with `u` unchanged when a row breaks uniformity or the encoder declines."""
-    if lst is None:
-        return None
-    t = u.type_byte
-    for e in lst:
-        if e is None or e[0] != t:
-            return None
-    try:
-        u.extend(b"".join([e[1] for e in lst]))  # all or nothing
-    except native.Declined:
-        return None
-    try:
-        return u.finalize(), u
-    except native.Declined:
-        b = _to_builder(u)
-        return b.finalize(), b
 
 
 def _reopen(column: bytes, count: int) -> Any:
