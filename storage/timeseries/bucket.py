@@ -122,8 +122,7 @@ class Bucket:
     """In-memory state of one open bucket."""
 
     __slots__ = (
-        "bucket_id", "coll", "columns", "committed_doc_size", "committed_write",
-        "field_names", "index_doc",
+        "bucket_id", "coll", "columns", "committed_write", "field_names", "index_doc",
         "kept_open_large",
         "key", "last_time_ms", "memory_usage", "meta", "min_time_ms", "minmax",
         "num_committed", "num_measurements", "opened_due_to_metadata", "reopened",
@@ -159,8 +158,8 @@ class Bucket:
         self.staged_estimate = 0
         self.opened_due_to_metadata = False
         self.last_time_ms: int | None = None
-        self.committed_doc_size = 0
-        self.committed_write: Any = None  # the last BucketWrite committed (its size)
+        # the last BucketWrite committed, or the stored document of a reopened bucket
+        self.committed_write: Any = None
         # the stored document without `data` (see BucketWrite.index_doc), when known
         self.index_doc: dict[str, Any] | None = None
         self.uncompressed_size = 0

@@ -66,7 +66,7 @@ from .bucket import (
     elements,
     size_change,
 )
-from .bucket_document import build_bucket_document, compress_bucket, parse_bucket
+from .bucket_document import BucketDocumentParts, compress_bucket, parse_bucket
 from .bucket_id import BucketIdGenerator
 from .columns import ColumnChange, Columns
 from .constants import (
@@ -133,19 +133,16 @@ class BucketWrite:
     _new_fields: list[str] = field(default_factory=list)
     _estimate: int = 0
     _last_time_ms: int | None = None
-    # what build_bucket_document needs, kept instead of the bytes until they are asked
-    # for (a group commit writes only the last of several writes of one bucket)
-    _parts: tuple[Any, ...] | None = None
+    # what the document is built from, kept instead of the bytes until they are asked for
+    # (a group commit writes only the last of several writes of one bucket)
+    _parts: BucketDocumentParts | None = None
 
     @property
     def document(self) -> bytes:
         """The bucket document to store (built on first use)."""
         if self._document is None:
             assert self._parts is not None
-            oid, version, min_doc, max_doc, count, meta, columns = self._parts
-            self._document = build_bucket_document(oid, version=version, min_doc=min_doc,
-                                                   max_doc=max_doc, count=count, meta=meta,
-                                                   columns=columns)
+            self._document = self._parts.build()
             self._parts = None
         return self._document
 
@@ -155,7 +152,7 @@ class BucketWrite:
         if self._document is not None:
             return len(self._document)
         assert self._parts is not None
-        return 1024 + sum(len(c) for _n, c in self._parts[6])
+        return 1024 + sum(len(c) for _n, c in self._parts.columns)
 
 
 @dataclass(slots=True)
@@ -305,7 +302,7 @@ class BucketCatalog:
             b.staged_estimate = 0
             b.opened_due_to_metadata = False
             b.last_time_ms = w._last_time_ms
-            b.committed_write = w  # its size is needed at close only
+            b.committed_write = w
             b.index_doc = w.index_doc
             self._set_memory(b, _BUCKET_OVERHEAD + len(b.key) + b.columns.compressed_size
                              + 2 * 48 * len(b.field_names))
@@ -933,8 +930,7 @@ class BucketCatalog:
         b.sorted_by_time = parsed.version != VERSION_COMPRESSED_UNSORTED
         b.version = VERSION_COMPRESSED_SORTED if b.sorted_by_time else VERSION_COMPRESSED_UNSORTED
         b.reopened = True
-        b.committed_doc_size = len(raw)
-        b.committed_write = None
+        b.committed_write = BucketWrite("update", oid, raw, count, [])
         if oid not in ctx.rewrites:
             b.index_doc = {k: v for k, v in doc.items() if k != DATA}
         b.uncompressed_size = len(raw)
@@ -994,11 +990,8 @@ class BucketCatalog:
         new_fields = [f for f in b.columns.names() if f not in b.field_names]
         count = prev + len(ms)
         min_doc, max_doc = b.minmax.min(), b.minmax.max()
-        parts = (b.bucket_id, b.version, min_doc, max_doc, count, b.meta,
-                 b.columns.column_bytes())
-        doc = None if lazy else build_bucket_document(
-            b.bucket_id, version=b.version, min_doc=min_doc, max_doc=max_doc, count=count,
-            meta=b.meta, columns=parts[6])
+        parts = BucketDocumentParts(b.bucket_id, b.version, min_doc, max_doc, count, b.meta,
+                                    b.columns.column_bytes())
         index_doc: dict[str, Any] = {"_id": b.bucket_id, "control": {
             "version": b.version, "min": min_doc, "max": max_doc, "count": count}}
         if b.meta is not MISSING:
@@ -1013,7 +1006,8 @@ class BucketCatalog:
         rewritten = b.bucket_id in ctx.rewrites
         return BucketWrite(
             kind="update" if prev or rewritten else "insert",
-            bucket_id=b.bucket_id, _document=doc, previous_count=prev,
+            bucket_id=b.bucket_id, _document=None if lazy else parts.build(),
+            previous_count=prev,
             measurement_indexes=[m.index for m in ms],
             column_changes=[] if rewritten else changes,
             control_changes=control, index_doc=index_doc,
@@ -1051,9 +1045,7 @@ class BucketCatalog:
         if b.num_committed:
             stats = self._coll_stats(b.coll)
             self._inc(stats, "numCompressedBuckets")
-            w = b.committed_write
-            self._inc(stats, "numBytesCompressed",
-                      b.committed_doc_size if w is None else len(w.document))
+            self._inc(stats, "numBytesCompressed", len(b.committed_write.document))
             self._inc(stats, "numBytesUncompressed", b.uncompressed_size)
         self._remove_open(b)
 

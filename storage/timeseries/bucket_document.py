@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import bson
 from bson import ObjectId
@@ -73,6 +73,24 @@ def build_bucket_document(bucket_id: ObjectId, *, version: int, min_doc: Mapping
         doc[META] = meta
     doc[DATA] = {name: Binary(col, BUCKET_COLUMN_SUBTYPE) for name, col in columns}
     return encode(doc)
+
+
+class BucketDocumentParts(NamedTuple):
+    """What `build_bucket_document` makes a compressed bucket from, kept so the bytes
+    can be built later (or never, when a newer version supersedes them)."""
+
+    bucket_id: ObjectId
+    version: int
+    min_doc: Mapping[str, Any]
+    max_doc: Mapping[str, Any]
+    count: int
+    meta: Any
+    columns: list[tuple[str, bytes]]
+
+    def build(self) -> bytes:
+        return build_bucket_document(self.bucket_id, version=self.version,
+                                     min_doc=self.min_doc, max_doc=self.max_doc,
+                                     count=self.count, meta=self.meta, columns=self.columns)
 
 
 def is_compressed_bucket(doc: Mapping[str, Any]) -> bool:
