@@ -26,7 +26,7 @@ of the collections concerned, so it reopens them from what storage holds.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any, Final
 
 from bson import ObjectId
@@ -41,18 +41,12 @@ __all__ = ["DeferredBucketWrites", "write_buckets"]
 _MAX_PENDING_BYTES: Final = 32 * 1024 * 1024
 
 
-@dataclass(slots=True)
-class _Pending:
-    """The bucket writes waiting for one buckets collection, by bucket _id."""
-
-    writes: dict[ObjectId, Any] = field(default_factory=dict)  # BucketWrite
-
-
 class DeferredBucketWrites:
     """Bucket writes acknowledged but not yet written, per buckets collection."""
 
     def __init__(self) -> None:
-        self._pending: dict[tuple[str, str], _Pending] = {}
+        # (db, buckets collection) -> bucket _id -> its latest BucketWrite
+        self._pending: dict[tuple[str, str], dict[ObjectId, Any]] = {}
         self._since: float | None = None
         self._bytes = 0
 
@@ -65,12 +59,9 @@ class DeferredBucketWrites:
         stored version it replaces)."""
         if not writes:
             return
-        pending = self._pending.get((db, buckets_name))
-        if pending is None:
-            pending = self._pending[(db, buckets_name)] = _Pending()
+        by_id = self._pending.setdefault((db, buckets_name), {})
         if self._since is None:
             self._since = time.monotonic()
-        by_id = pending.writes
         for w in writes:
             old = by_id.get(w.bucket_id)
             if old is not None:
@@ -83,8 +74,7 @@ class DeferredBucketWrites:
     def document(self, db: str, buckets_name: str, bucket_id: ObjectId) -> bytes | None:
         """The pending document of a bucket (what storage will hold after the next
         flush), or None when none is pending."""
-        pending = self._pending.get((db, buckets_name))
-        w = pending.writes.get(bucket_id) if pending is not None else None
+        w = self._pending.get((db, buckets_name), {}).get(bucket_id)
         return None if w is None else w.document
 
     def due(self, interval_ms: int) -> bool:
@@ -95,7 +85,7 @@ class DeferredBucketWrites:
             or (time.monotonic() - self._since) * 1000 >= interval_ms)
 
     def flush(self, catalog: Any, *, durable: bool = False,
-              on_failure: Any = None) -> None:
+              on_failure: Callable[[str, str], None] | None = None) -> None:
         """Write everything pending in one transaction (storage thread). On failure,
         `on_failure(db, buckets_name)` is called for each collection concerned and the
         error is logged and raised."""
@@ -106,10 +96,10 @@ class DeferredBucketWrites:
         self._bytes = 0
         try:
             with catalog.transaction(durable=durable):
-                for (db, name), p in pending.items():
+                for (db, name), by_id in pending.items():
                     buckets = catalog.get_collection(db, name)
                     if buckets is not None:  # dropped meanwhile: nothing to write
-                        write_buckets(buckets, list(p.writes.values()))
+                        write_buckets(buckets, list(by_id.values()))
         except BaseException as exc:
             for db, name in pending:
                 if on_failure is not None:
@@ -118,7 +108,7 @@ class DeferredBucketWrites:
                       "Writing acknowledged time-series buckets failed; they are lost",
                       error=f"{type(exc).__name__}: {exc}",
                       namespaces=[f"{db}.{name}" for db, name in pending],
-                      buckets=sum(len(p.writes) for p in pending.values()))
+                      buckets=sum(len(by_id) for by_id in pending.values()))
             raise
 
 

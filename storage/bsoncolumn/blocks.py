@@ -26,7 +26,7 @@ from .control import INVALID_SCALE, is_interleaved_start, is_literal, scale_inde
 from .decoder import DEFAULT_MAX_VALUES, _literal
 from .errors import BSONColumnError
 from .native import AVAILABLE as _NATIVE
-from .native import decode_uniform
+from .native import DECODED_DTYPES, decode_uniform
 from .numeric import to_float, unzigzag
 from .rawbson import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64, T_TIMESTAMP
 from .simple8b import unpack_blocks_np
@@ -108,7 +108,6 @@ def _literal_encoded(t: int, v: bytes) -> int:
     return _Q.unpack(v)[0]
 
 
-_NATIVE_DTYPE: Final = {T_INT64: "<i8", T_INT32: "<i8", T_DATE: "<i8", T_DOUBLE: "<f8"}
 
 
 def decode_numeric(
@@ -118,7 +117,7 @@ def decode_numeric(
         got = decode_uniform(column, max_values)
         if got is not None:
             t, raw, n = got
-            values = np.frombuffer(raw, dtype=_NATIVE_DTYPE[t], count=n)
+            values = np.frombuffer(raw, dtype=DECODED_DTYPES[t], count=n)
             present, types = _uniform_masks(n, t)
             return NumericColumn(values, present, types, _KIND[t])
     data = bytes(column)

@@ -33,6 +33,7 @@ except ImportError:  # not compiled: the Python builder does the work
     _native = None
 
 __all__ = [
+    "DECODED_DTYPES",
     "pack_values",
     "AVAILABLE",
     "SUPPORTED_TYPES",
@@ -101,8 +102,10 @@ def encode_uniform(type_byte: int, values: bytes) -> bytes | None:
     return _native.encode_uniform(type_byte, values)  # type: ignore[no-any-return]
 
 
-#: Types `decode_uniform` decodes: double, date, int32, int64.
-DECODED_TYPES: frozenset[int] = frozenset({0x01, 0x09, 0x10, 0x12})
+#: Types `decode_uniform` decodes (double, date, int32, int64), with the numpy dtype of
+#: the values it gives for each (int32 comes widened to int64).
+DECODED_DTYPES: dict[int, str] = {0x01: "<f8", 0x09: "<i8", 0x10: "<i8", 0x12: "<i8"}
+DECODED_TYPES: frozenset[int] = frozenset(DECODED_DTYPES)
 
 
 def decode_uniform(

@@ -111,7 +111,6 @@ def _column_values(col: Any, version: int, name: str) -> dict[str, Any]:
 _ROW_KEYS: list[str] = [str(i) for i in range(1024)]
 _BOX: dict[int, Any] = {0x12: lambda vs: list(map(Int64, vs)), 0x10: lambda vs: vs,
                         0x01: lambda vs: vs, 0x09: lambda vs: list(map(DatetimeMS, vs))}
-_DTYPE: dict[int, str] = {0x12: "<i8", 0x10: "<i8", 0x01: "<f8", 0x09: "<i8"}
 
 
 def _uniform_column(col: bytes) -> dict[str, Any] | None:
@@ -121,7 +120,7 @@ def _uniform_column(col: bytes) -> dict[str, Any] | None:
     if got is None:
         return None
     t, raw, n = got
-    values = _BOX[t](np.frombuffer(raw, _DTYPE[t], n).tolist())
+    values = _BOX[t](np.frombuffer(raw, native.DECODED_DTYPES[t], n).tolist())
     if n > len(_ROW_KEYS):
         _ROW_KEYS.extend(str(i) for i in range(len(_ROW_KEYS), n))
     return dict(zip(_ROW_KEYS[:n], values))

@@ -83,7 +83,7 @@ def test_merged_writes_keep_the_first_kind_and_stored_view() -> None:
     assert {w.kind for w in second.writes} == {"update"}
     deferred.add("db", "system.buckets.c", second.writes)
     buckets.commit(second)
-    pending = deferred._pending[("db", "system.buckets.c")].writes
+    pending = deferred._pending[("db", "system.buckets.c")]
     assert len(pending) == 4
     assert {w.kind for w in pending.values()} == {"insert"}   # never stored yet
     assert all(decode(w.document)["control"]["count"] == 6 for w in pending.values())
