@@ -358,6 +358,11 @@ async def insert_measurements(req: CommandRequest, name: str, docs: list[Any], *
 
 # --- reads ------------------------------------------------------------------------------------
 
+# Consecutive buckets the columnar pre-filter may decline before a scan stops trying it
+# (each decline decoded columns the full unpacking decodes again).
+_ROW_FILTER_DECLINES = 8
+
+
 def unpacked_source(req: CommandRequest, db: str, name: str, flt: dict[str, Any] | None,
                     fields: frozenset[str] | None = None) -> Iterator[dict[str, Any]]:
     """Measurements of `db.name` matching `flt` (storage thread, lazily).
@@ -387,11 +392,17 @@ def unpacked_source(req: CommandRequest, db: str, name: str, flt: dict[str, Any]
     rows = compile_row_filter(flt, opts.time_field, opts.meta_field) if flt else None
 
     def gen() -> Iterator[dict[str, Any]]:
+        row_filter, declined = rows, 0
         for _rid, raw in candidates(buckets, prepared.plan):
             bucket = decode(raw)
             if bflt is not None and not prepared.matcher.matches(bucket):
                 continue
-            selected = select_measurements(bucket, spec, rows) if rows is not None else None
+            selected = None
+            if row_filter is not None:
+                selected = select_measurements(bucket, spec, row_filter)
+                declined = 0 if selected is not None else declined + 1
+                if declined == _ROW_FILTER_DECLINES:
+                    row_filter = None  # buckets of this collection cannot take it: stop trying
             for m in selected if selected is not None else unpack_bucket(bucket, spec):
                 if trivial or matcher.matches(m):
                     yield m

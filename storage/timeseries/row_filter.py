@@ -26,6 +26,8 @@ import numpy as np
 from bson import Int64
 from bson.datetime_ms import DatetimeMS
 
+from storage.bsoncolumn import NumericColumn
+
 from .unpack import BucketSpec, NumericBucket, numeric_bucket
 
 __all__ = ["RowFilter", "compile_row_filter", "select_measurements"]
@@ -55,37 +57,39 @@ class RowFilter:
 
     def positions(self, nb: NumericBucket) -> np.ndarray | None:
         """Row positions (into `nb`'s rows) that may match, or None to decline."""
-        n = len(nb.time) if nb.time is not None else None
         mask: np.ndarray | None = None
         for c in self.compares:
             col = nb.columns.get(c.field)
             if col is None:
                 return np.zeros(0, np.int64)  # no row has the field: none matches
-            m = _compare(col.kind, col.values, col.types, col.present, c.op, c.value)
+            m = _compare(col, c.op, c.value)
             if m is None:
                 return None
             mask = m if mask is None else mask & m
-        assert mask is not None and (n is None or len(mask) == n)
+        assert mask is not None
         return np.flatnonzero(mask)
 
 
-def _compare(kind: str, values: np.ndarray, types: np.ndarray, present: np.ndarray,
-             op: str, c: int | float) -> np.ndarray | None:
+def _compare(col: NumericColumn, op: str, c: int | float) -> np.ndarray | None:
     fn = _OPS[op]
-    if kind == "int":
+    if col.kind == "int":
         bound = _int_bound(op, c)
         if bound is None:
             return None
         if bound is False:
-            return np.zeros(len(values), bool)
-        return fn(values, bound) & present
-    if kind == "double":
-        if np.any(present & (types != 0x01)):
-            return None  # ints widened to doubles may have lost digits
-        if type(c) is not float and abs(c) > _EXACT:
+            return np.zeros(len(col), bool)
+        return fn(col.values, bound) & col.present
+    if col.kind == "double":
+        if _widened_ints(col) or (type(c) is not float and abs(c) > _EXACT):
             return None
-        return (fn(values, float(c)) | np.isnan(values)) & present
+        return (fn(col.values, float(c)) | np.isnan(col.values)) & col.present
     return None  # dates, bools, timestamps: not numbers to a comparison with a number
+
+
+def _widened_ints(col: NumericColumn) -> bool:
+    """True when a double column also holds ints (decoded as doubles, so an int64 beyond
+    2**53 may have lost digits)."""
+    return bool(np.any(col.present & (col.types != 0x01)))
 
 
 def _int_bound(op: str, c: int | float) -> int | bool | None:
@@ -149,7 +153,7 @@ def select_measurements(bucket: Mapping[str, Any], spec: BucketSpec,
     for name in names:
         col = nb.columns.get(name)
         if col is not None and (col.kind not in ("int", "double", "date", "bool") or (
-                col.kind == "double" and np.any(col.present & (col.types != 0x01)))):
+                col.kind == "double" and _widened_ints(col))):
             return None  # values we could not give back exactly
     rows = row_filter.positions(nb)
     if rows is None:
