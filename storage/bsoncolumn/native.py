@@ -18,8 +18,12 @@ as it was before that call.
 `decode_uniform(column, max_values)` is the native decoder for the common numeric
 column: every row one of int64, int32, date or double (all the same type), no skipped
 rows, no interleaved section. It returns (type byte, bytearray of little-endian 8-byte
-values with int32 widened to int64, count) or None for any other column, malformed ones included;
-the Python decoder then does the work (and raises the proper error).
+values with int32 widened to int64, count) or None for any other column, malformed ones
+included; the Python decoder then does the work (and raises the proper error).
+
+`pack_values(docs, name, type_byte, pytype)` packs one field of a list of decoded
+documents into `UniformBuilder.extend`'s input and finds its first minimum and maximum
+(the time-series catalog's fold of same-shape measurements).
 """
 
 from __future__ import annotations
@@ -33,14 +37,14 @@ except ImportError:  # not compiled: the Python builder does the work
     _native = None
 
 __all__ = [
-    "DECODED_DTYPES",
-    "pack_values",
     "AVAILABLE",
+    "DECODED_DTYPES",
     "SUPPORTED_TYPES",
     "VALUE_SIZES",
     "Declined",
     "decode_uniform",
     "encode_uniform",
+    "pack_values",
 ]
 
 AVAILABLE: bool = _native is not None

@@ -4,10 +4,11 @@
 min/max and schema) and raw elements (for the columns). A measurement whose `Shape` is
 known (field names and types seen before, all fixed-width scalars) leaves its raw
 elements unbuilt: the catalog packs its values column by column instead, and
-`elements()` builds them only where one measurement must be looked at alone. `Bucket` is the in-memory state
-of an open bucket: identity, min time, `MinMax`, `Schema`, `Columns`, counts, the size
-MongoDB tracks against `timeseriesBucketMaxSize`, and the measurements staged by the
-batch in progress.
+`elements()` builds them only where one measurement must be looked at alone.
+
+`Bucket` is the in-memory state of an open bucket: identity, min time, `MinMax`,
+`Schema`, `Columns`, counts, the size MongoDB tracks against `timeseriesBucketMaxSize`,
+and the measurements staged by the batch in progress.
 
 Size accounting follows MongoDB 8's compressed buckets (calculateBucketFieldsAndSizeChange):
 while staging, a measurement adds the meta value once (on a bucket's first measurement),
