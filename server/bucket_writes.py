@@ -12,8 +12,9 @@ the pending writes are flushed:
 
 - before any other storage operation runs (`StorageService` calls `flush` first), so
   every read, every other write and every command sees every acknowledged insert;
-- before the bucket catalog queries stored buckets (reopening); fetching one bucket by
-  `_id` reads its pending document instead;
+- before the bucket catalog queries stored buckets (reopening) when the query cannot be
+  answered from storage and the pending documents together (`server.reopening_source`);
+  fetching one bucket by `_id` reads its pending document instead;
 - at the end of an insert with `j: true` (durably), or when the window has passed, or
   when the pending documents exceed `_MAX_PENDING_BYTES`;
 - by a timer one window after the first pending write, and at shutdown.
@@ -47,6 +48,9 @@ class DeferredBucketWrites:
     def __init__(self) -> None:
         # (db, buckets collection) -> bucket _id -> its latest BucketWrite
         self._pending: dict[tuple[str, str], dict[ObjectId, Any]] = {}
+        # (db, buckets collection) -> series key -> ids of its buckets written, in the
+        # order of `_pending`; None once a write's series is not known
+        self._series: dict[tuple[str, str], dict[bytes, list[ObjectId]] | None] = {}
         self._since: float | None = None
         self._bytes = 0
 
@@ -59,7 +63,9 @@ class DeferredBucketWrites:
         stored version it replaces)."""
         if not writes:
             return
-        by_id = self._pending.setdefault((db, buckets_name), {})
+        k = (db, buckets_name)
+        by_id = self._pending.setdefault(k, {})
+        series = self._series.setdefault(k, {})
         if self._since is None:
             self._since = time.monotonic()
         for w in writes:
@@ -70,12 +76,30 @@ class DeferredBucketWrites:
                 self._bytes -= old.size_hint
             by_id[w.bucket_id] = w
             self._bytes += w.size_hint
+            if series is None:
+                continue
+            if w.series is None:
+                series = self._series[k] = None
+            elif old is None:
+                series.setdefault(w.series, []).append(w.bucket_id)
 
     def document(self, db: str, buckets_name: str, bucket_id: ObjectId) -> bytes | None:
         """The pending document of a bucket (what storage will hold after the next
         flush), or None when none is pending."""
         w = self._pending.get((db, buckets_name), {}).get(bucket_id)
         return None if w is None else w.document
+
+    def series_writes(self, db: str, buckets_name: str, series: bytes
+                      ) -> tuple[dict[ObjectId, Any], list[Any]] | None:
+        """The pending writes of a buckets collection by bucket id, and those of the
+        buckets of one series (in the order a flush writes them); None when some pending
+        write's series is not known."""
+        k = (db, buckets_name)
+        series_of = self._series.get(k, {})
+        if series_of is None:
+            return None
+        by_id = self._pending.get(k, {})
+        return by_id, [by_id[oid] for oid in series_of.get(series, ())]
 
     def due(self, interval_ms: int) -> bool:
         """True when the oldest pending write has waited `interval_ms`, or too much is
@@ -92,6 +116,7 @@ class DeferredBucketWrites:
         if not self._pending:
             return
         pending, self._pending = self._pending, {}
+        self._series = {}
         self._since = None
         self._bytes = 0
         try:

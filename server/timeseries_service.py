@@ -20,7 +20,6 @@ import itertools
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from bson import ObjectId
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from query.executor import FindSpec, UpdateStatement
@@ -34,7 +33,6 @@ from storage.errors import ErrorCode, MongoError
 from storage.timeseries import (
     BucketCatalog,
     BucketSpec,
-    ReopeningQuery,
     TimeseriesOptions,
     TimeseriesParameters,
     bucket_filter,
@@ -49,7 +47,6 @@ from storage.timeseries import (
     parse_expire_after_seconds,
     parse_timeseries_options,
     rebuild_bucket,
-    supports_reopening_query,
     timeseries_index_spec,
     ttl_expired_filter,
     unpack_bucket,
@@ -58,6 +55,7 @@ from storage.timeseries.row_filter import compile_row_filter, select_measurement
 
 from .bucket_writes import DeferredBucketWrites, write_buckets
 from .cursors import first_batch_limit, take_batch
+from .reopening_source import BucketsSource
 
 if TYPE_CHECKING:
     from .context import CommandRequest, ServerState
@@ -209,52 +207,6 @@ def _ignore_result(task: asyncio.Future[Any]) -> None:
         task.exception()  # logged where it happened
 
 
-class _Source:
-    """The bucket catalog's view of stored buckets (reopening), acknowledged inserts
-    included: a bucket fetched by `_id` comes from the pending writes when it has one,
-    and pending writes are flushed before a query."""
-
-    def __init__(self, buckets: Any, options: TimeseriesOptions,
-                 service: TimeseriesService) -> None:
-        self.buckets = buckets
-        self.options = options
-        self.service = service
-        self._reopen_index: str | bool | None = False
-
-    def fetch_bucket(self, coll: Any, bucket_id: ObjectId) -> bytes | None:
-        entry = self.buckets.entry
-        pending = self.service.deferred.document(entry.db, entry.name, bucket_id)
-        if pending is not None:
-            return pending
-        found = self.buckets.find_id(bucket_id)
-        return None if found is None else found[1]
-
-    def _index(self) -> str | None:
-        if self._reopen_index is False:
-            self._reopen_index = None
-            for ix in self.buckets.entry.indexes:
-                doc = ix.spec.document
-                if supports_reopening_query(self.options, doc["key"],
-                                            doc.get("partialFilterExpression")):
-                    self._reopen_index = ix.name
-                    break
-        return self._reopen_index  # type: ignore[return-value]
-
-    def find_reopening_candidate(self, coll: Any, query: ReopeningQuery) -> Any:
-        if self._index() is None:
-            return None
-        self.service.flush_deferred()
-        from query.executor import candidates, prepare_find
-
-        prepared = prepare_find(self.buckets, FindSpec(filter=query.filter(),
-                                                       hint=self._index()))
-        for _rid, raw in candidates(self.buckets, prepared.plan):
-            doc = decode(raw)
-            if prepared.matcher.matches(doc) and query.matches(doc, len(raw)):
-                return doc
-        return None
-
-
 # --- create / drop / collMod ------------------------------------------------------------------
 
 async def create_timeseries(req: CommandRequest, name: str) -> None:
@@ -339,7 +291,7 @@ async def insert_measurements(req: CommandRequest, name: str, docs: list[Any], *
         buckets = catalog.get_or_create_collection(db, buckets_name(name))
         service = _service(req)
         service.sync_parameters()
-        result = service.catalog.insert_batch(ns, opts, docs, _Source(buckets, opts, service),
+        result = service.catalog.insert_batch(ns, opts, docs, BucketsSource(buckets, opts, service),
                                               ordered=ordered)
         service.deferred.add(db, buckets_name(name), result.writes)
         service.catalog.commit(result)

@@ -188,6 +188,15 @@ class Collection:
             return _EMPTY_KEYS
         return rt.generator.keys(doc)
 
+    def index_key(self, name: str, doc: Mapping[str, Any]) -> bytes | None:
+        """The key `doc` has in index `name` when it has exactly one (None: several, as
+        for arrays, or none, as outside a partial index)."""
+        for ix in self.entry.indexes:
+            if ix.name == name:
+                keys = self._keys(self._catalog._index_runtime(ix), doc)
+                return keys.entries[0][0] if len(keys.entries) == 1 else None
+        raise KeyError(name)
+
     def _dup_error(self, ix: IndexEntry, values: Sequence[Any]) -> MongoError:
         kv = {f: v for f, v in zip(ix.spec.fields, values)}
         return MongoError(

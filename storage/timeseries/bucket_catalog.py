@@ -136,6 +136,8 @@ class BucketWrite:
     # what the document is built from, kept instead of the bytes until they are asked for
     # (a group commit writes only the last of several writes of one bucket)
     _parts: BucketDocumentParts | None = None
+    # the bucket's series key (metadata.series_key of its meta); None when not known
+    series: bytes | None = None
 
     @property
     def document(self) -> bytes:
@@ -1014,7 +1016,7 @@ class BucketCatalog:
             previous_index_doc=None if rewritten or not prev else b.index_doc,
             _compressed_delta=delta, _new_fields=new_fields,
             _estimate=b.staged_estimate, _last_time_ms=ms[-1].time_ms,
-            _parts=parts if lazy else None)
+            _parts=parts if lazy else None, series=b.key)
 
     # -- bucket lifecycle -------------------------------------------------------------------------
 

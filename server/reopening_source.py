@@ -1,0 +1,143 @@
+"""What the bucket catalog reads when it reopens a stored bucket (its `BucketSource`).
+
+Acknowledged inserts whose bucket documents are still pending (`server.bucket_writes`)
+count as stored. A bucket fetched by `_id` comes from its pending document when it has
+one. A reopening query returns what it would return after a flush, without flushing: the
+first match in index order among the stored buckets that have no pending document and
+the pending documents of the queried series. A writer that backfills older times beside
+a live one reopens a bucket by query on nearly every batch, and flushing for each would
+undo the group commit.
+
+Looking pending documents up by series key finds every one the query matches only when
+meta values that compare equal are the same series. The reopening query keeps buckets
+whose meta equals the query's as BSON values compare, so the query meta must hold no
+numbers (1, 1.0 and Int64(1) are equal but are three series); a pending write whose
+series is not known (a v1 bucket rewritten) is not looked up either. Otherwise, and when
+a bucket has several keys in the index, the pending writes are flushed first and storage
+answers alone.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import TYPE_CHECKING, Any, Final
+
+from bson import Binary, ObjectId, Timestamp
+from bson.datetime_ms import DatetimeMS
+
+from query.executor import FindSpec, candidates, prepare_find
+from storage.bsonutil import decode
+from storage.timeseries import ReopeningQuery, TimeseriesOptions, supports_reopening_query
+from storage.timeseries.metadata import MISSING, series_key
+
+if TYPE_CHECKING:
+    from .timeseries_service import TimeseriesService
+
+__all__ = ["BucketsSource"]
+
+# types whose BSON equality is identity (no numbers: they compare across types by value)
+_IDENTITY_TYPES: Final = frozenset((str, bool, type(None), DatetimeMS, datetime.datetime,
+                                    ObjectId, bytes, Binary, Timestamp))
+
+
+class BucketsSource:
+    """The stored buckets of one time-series collection, acknowledged inserts included."""
+
+    def __init__(self, buckets: Any, options: TimeseriesOptions,
+                 service: TimeseriesService) -> None:
+        self.buckets = buckets
+        self.options = options
+        self.service = service
+        self._reopen_index: str | bool | None = False
+
+    def fetch_bucket(self, coll: Any, bucket_id: ObjectId) -> bytes | None:
+        entry = self.buckets.entry
+        pending = self.service.deferred.document(entry.db, entry.name, bucket_id)
+        if pending is not None:
+            return pending
+        found = self.buckets.find_id(bucket_id)
+        return None if found is None else found[1]
+
+    def find_reopening_candidate(self, coll: Any, query: ReopeningQuery) -> Any:
+        index = self._index()
+        if index is None:
+            return None
+        entry = self.buckets.entry
+        pending = self.service.deferred.series_writes(
+            entry.db, entry.name, series_key(query.meta)) if _identity_meta(query.meta) else None
+        if pending is not None:
+            found = self._first_match(index, query, *pending)
+            if found is not _UNORDERED:
+                return found
+        self.service.flush_deferred()
+        return self._first_match(index, query, {}, [])
+
+    def _first_match(self, index: str, query: ReopeningQuery, pending: dict[ObjectId, Any],
+                     series: list[Any]) -> Any:
+        """The first bucket in `index` order that the query matches, among the stored
+        buckets without a pending write and the pending writes `series` (_UNORDERED when
+        a match has several keys in the index, so the order is not one key's)."""
+        prepared = prepare_find(self.buckets, FindSpec(filter=query.filter(), hint=index))
+        matches = prepared.matcher.matches
+        best: Any = None
+        for rid, raw in candidates(self.buckets, prepared.plan):
+            doc = decode(raw)
+            if doc.get("_id") in pending:
+                continue  # its pending version is looked at below
+            if matches(doc) and query.matches(doc, len(raw)):
+                if not series:
+                    return doc
+                best = (doc, (0, rid))
+                break
+        ranked = []
+        if best is not None:
+            ranked.append(best)
+        for i, w in enumerate(series):
+            # the index view lacks `data`, which can only make the filter fail more
+            if not matches(w.index_doc):
+                continue
+            raw = w.document
+            doc = decode(raw)
+            if not (matches(doc) and query.matches(doc, len(raw))):
+                continue
+            if w.kind == "insert":  # flushed after every stored record, in this order
+                ranked.append((doc, (1, i)))
+            else:
+                found = self.buckets.find_id(w.bucket_id)
+                ranked.append((doc, (0, found[0] if found is not None else 0)))
+        if not ranked:
+            return None
+        if len(ranked) == 1:
+            return ranked[0][0]
+        keyed = []
+        for doc, order in ranked:
+            key = self.buckets.index_key(index, doc)
+            if key is None:
+                return _UNORDERED
+            keyed.append((key, order, doc))
+        return min(keyed, key=lambda k: k[:2])[2]
+
+    def _index(self) -> str | None:
+        """The index MongoDB's reopening query needs (None: none, so no query)."""
+        if self._reopen_index is False:
+            self._reopen_index = None
+            for ix in self.buckets.entry.indexes:
+                doc = ix.spec.document
+                if supports_reopening_query(self.options, doc["key"],
+                                            doc.get("partialFilterExpression")):
+                    self._reopen_index = ix.name
+                    break
+        return self._reopen_index  # type: ignore[return-value]
+
+
+_UNORDERED: Final = object()
+
+
+def _identity_meta(meta: Any) -> bool:
+    """True when the meta values equal to `meta` are those of its series (no numbers)."""
+    t = type(meta)
+    if t is dict:
+        return all(_identity_meta(x) for x in meta.values())
+    if t is list:
+        return all(_identity_meta(x) for x in meta)
+    return meta is MISSING or t in _IDENTITY_TYPES
