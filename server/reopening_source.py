@@ -86,8 +86,8 @@ class BucketsSource:
                 continue  # its pending version is looked at below
             if matches(doc) and query.matches(doc, len(raw)):
                 if not series:
-                    return doc
-                best = (doc, (0, rid))
+                    return raw
+                best = (raw, doc, (0, rid))
                 break
         ranked = []
         if best is not None:
@@ -101,20 +101,20 @@ class BucketsSource:
             if not (matches(doc) and query.matches(doc, len(raw))):
                 continue
             if w.kind == "insert":  # flushed after every stored record, in this order
-                ranked.append((doc, (1, i)))
+                ranked.append((raw, doc, (1, i)))
             else:
                 found = self.buckets.find_id(w.bucket_id)
-                ranked.append((doc, (0, found[0] if found is not None else 0)))
+                ranked.append((raw, doc, (0, found[0] if found is not None else 0)))
         if not ranked:
             return None
         if len(ranked) == 1:
             return ranked[0][0]
         keyed = []
-        for doc, order in ranked:
+        for raw, doc, order in ranked:
             key = self.buckets.index_key(index, doc)
             if key is None:
                 return _UNORDERED
-            keyed.append((key, order, doc))
+            keyed.append((key, order, raw))
         return min(keyed, key=lambda k: k[:2])[2]
 
     def _index(self) -> str | None:

@@ -825,8 +825,10 @@ class BucketCatalog:
                 return None
         else:
             return None
+        raw: bytes | None = None
         if isinstance(doc, bytes | bytearray | memoryview):
-            doc = decode(bytes(doc))
+            raw = bytes(doc)
+            doc = decode(raw)
         oid = doc.get("_id")
         meta = doc.get(META, MISSING)
         if series_key(normalize_meta(meta) if meta is not MISSING else MISSING) != m.key:
@@ -845,7 +847,7 @@ class BucketCatalog:
             self._mark_not_idle(existing)
             return existing
         try:
-            bucket = self._rehydrate(ctx, m, doc)
+            bucket = self._rehydrate(ctx, m, doc, raw)
         except _ReopenFailed:
             self._inc(ctx.stats, "numBucketReopeningsFailed")
             if archived is not None:
@@ -858,6 +860,7 @@ class BucketCatalog:
                 self._inc(ctx.stats, "numBucketsClosedDueToReopening")
                 if other.all_committed:
                     self._close_open_bucket(other)
+                    self._keep_warm(other)  # a query may reopen it, as at commit
                 else:
                     other.rollover_action = RolloverAction.kSoftClose
                 break
@@ -865,8 +868,10 @@ class BucketCatalog:
         self._inc(ctx.stats, "numBucketsReopened")
         return bucket
 
-    def _rehydrate(self, ctx: _Ctx, m: Measurement, doc: Mapping[str, Any]) -> Bucket:
-        """rehydrateBucket: in-memory state of a stored bucket (v1 buckets get compressed)."""
+    def _rehydrate(self, ctx: _Ctx, m: Measurement, doc: Mapping[str, Any],
+                   raw: bytes | None = None) -> Bucket:
+        """rehydrateBucket: in-memory state of a stored bucket (v1 buckets get compressed);
+        `raw` is `doc` encoded, when the caller has it."""
         opts = ctx.options
         oid = doc.get("_id")
         if not isinstance(oid, ObjectId):
@@ -895,7 +900,7 @@ class BucketCatalog:
             ctx.rewrites[oid] = (raw, int(compressed["control"]["count"]))
             doc = compressed
             parsed = parse_bucket(compressed)
-        else:
+        elif raw is None:
             raw = encode(doc)
         time_col = parsed.data.get(opts.time_field)
         if not isinstance(time_col, bytes):
