@@ -20,14 +20,17 @@ answers alone.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final
 
 from bson import Binary, ObjectId, Timestamp
 from bson.datetime_ms import DatetimeMS
 
 from query.executor import FindSpec, candidates, prepare_find
+from storage.bounds import Interval
 from storage.bsonutil import decode
 from storage.timeseries import ReopeningQuery, TimeseriesOptions, supports_reopening_query
+from storage.timeseries.constants import CONTROL, CONTROL_MIN, META
 from storage.timeseries.metadata import MISSING, series_key
 
 if TYPE_CHECKING:
@@ -77,10 +80,9 @@ class BucketsSource:
         """The first bucket in `index` order that the query matches, among the stored
         buckets without a pending write and the pending writes `series` (_UNORDERED when
         a match has several keys in the index, so the order is not one key's)."""
-        prepared = prepare_find(self.buckets, FindSpec(filter=query.filter(), hint=index))
-        matches = prepared.matcher.matches
+        matches, stored = self._stored_candidates(index, query)
         best: Any = None
-        for rid, raw in candidates(self.buckets, prepared.plan):
+        for rid, raw in stored:
             doc = decode(raw)
             if doc.get("_id") in pending:
                 continue  # its pending version is looked at below
@@ -94,7 +96,7 @@ class BucketsSource:
             ranked.append(best)
         for i, w in enumerate(series):
             # the index view lacks `data`, which can only make the filter fail more
-            if not matches(w.index_doc):
+            if not (matches(w.index_doc) and query.matches(w.index_doc)):
                 continue
             raw = w.document
             doc = decode(raw)
@@ -117,6 +119,32 @@ class BucketsSource:
             keyed.append((key, order, raw))
         return min(keyed, key=lambda k: k[:2])[2]
 
+    def _stored_candidates(self, index: str, query: ReopeningQuery
+                           ) -> tuple[Callable[[Any], bool], Iterator[tuple[int, bytes]]]:
+        """The stored buckets the query can match, in index order, and what besides
+        `query.matches` they must pass. The index bounds are the query's: the meta value
+        and the range of `control.min.<time>`. An array meta value (equal to arrays and
+        to arrays holding it) goes through the query planner and matcher instead."""
+        if type(query.meta) is list:
+            return self._planned_candidates(index, query)
+        min_path = f"{CONTROL}.{CONTROL_MIN}.{query.time_field}"
+        bounds = []
+        for name in self.buckets.entry.index(index).spec.fields:
+            if name == META:
+                bounds.append([Interval.point(None if query.meta is MISSING else query.meta)])
+            elif name == min_path:
+                bounds.append([Interval(DatetimeMS(query.min_time_gt_ms), False,
+                                        DatetimeMS(query.time_ms), True)])
+            else:
+                bounds.append([Interval.all()])
+        return _always, self.buckets.index_scan(index, bounds)
+
+    def _planned_candidates(self, index: str, query: ReopeningQuery
+                            ) -> tuple[Callable[[Any], bool], Iterator[tuple[int, bytes]]]:
+        """`_stored_candidates` by the query planner and matcher (MongoDB's query)."""
+        prepared = prepare_find(self.buckets, FindSpec(filter=query.filter(), hint=index))
+        return prepared.matcher.matches, candidates(self.buckets, prepared.plan)
+
     def _index(self) -> str | None:
         """The index MongoDB's reopening query needs (None: none, so no query)."""
         if self._reopen_index is False:
@@ -131,6 +159,10 @@ class BucketsSource:
 
 
 _UNORDERED: Final = object()
+
+
+def _always(doc: Any) -> bool:
+    return True
 
 
 def _identity_meta(meta: Any) -> bool:

@@ -77,6 +77,8 @@ class ReopeningQuery:
         times = data.get(self.time_field) if isinstance(data, Mapping) else None
         if isinstance(times, Mapping) and str(self.max_count - 1) in times:
             return False
+        if isinstance(times, list) and len(times) >= self.max_count:  # as the path's index
+            return False
         return bson_size is None or bson_size < self.max_size
 
 

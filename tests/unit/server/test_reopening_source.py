@@ -1,7 +1,7 @@
-"""Reopening queries answered from storage plus pending bucket writes
-(`server.reopening_source.BucketsSource`) against the same queries after a flush: the
-same bucket reopened for every measurement, so the same bucket documents and the same
-catalog statistics, with fewer flushes."""
+"""Reopening queries answered from storage plus pending bucket writes, by a direct index
+scan (`server.reopening_source.BucketsSource`), against MongoDB's query run by the query
+planner and matcher after a flush: the same bucket reopened for every measurement, so the
+same bucket documents and the same catalog statistics, with fewer flushes."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from storage.timeseries import TimeseriesParameters, default_index_spec, parse_t
 from storage.timeseries.bucket_catalog import BucketCatalog
 
 OPTS = parse_timeseries_options({"timeField": "t", "metaField": "m"})
-T0 = 1_700_000_000_000
+T0 = 1_699_999_980_000  # on a minute: measurement times can equal a bucket's min time
 # metas whose equality is identity, and some whose is not (1 == 1.0 == Int64(1))
 METAS: list[Any] = ["a", "b", {"x": "a", "y": True}, 1, 1.0, Int64(1), None, ["a", "b"],
                     "MISSING"]
@@ -56,8 +56,9 @@ def _run(batches: list[list[dict[str, Any]]], flush_after: set[int], overlay: bo
     service = _Service(cat)
     source = BucketsSource(buckets, OPTS, service)  # type: ignore[arg-type]
     saved = reopening_source._identity_meta
-    if not overlay:
+    if not overlay:  # the reference: flush, then the planned query
         reopening_source._identity_meta = lambda meta: False  # type: ignore[assignment]
+        source._stored_candidates = source._planned_candidates  # type: ignore[method-assign]
     try:
         for i, docs in enumerate(batches):
             result = catalog.insert_batch("db.c", OPTS, docs, source, ordered=False)
