@@ -21,7 +21,7 @@ is replaced by the actual growth of the compressed columns.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from bson import ObjectId
 
@@ -46,6 +46,7 @@ class Shape:
     max_value_len: int
     fixed_bytes: int              # value bytes of the fields other than Python ints
     int_fields: tuple[str, ...]   # Python int fields: 4 bytes (int32) or 8 (int64) each
+    value_lens: tuple[int | None, ...] = ()  # value bytes per name; None: a Python int
 
 
 @dataclass(slots=True)
@@ -106,17 +107,32 @@ def size_change(bucket: Bucket, m: Measurement, large_threshold: int) -> SizeCha
     if committed.issuperset(m.names) and m.max_value_len + digits + 2 <= large_threshold:
         return sc  # the common case: known fields, small values
     uncommitted = bucket.uncommitted_field_names
-    for name, _t, v in elements(m):
+    for name, value_len in _value_lens(m):
         name_len = len(name) if name.isascii() else len(name.encode("utf-8"))
         if name not in committed:
             sc.new_fields.append(name)
             if name not in uncommitted:
-                elem_size = 2 + name_len + len(v)
+                elem_size = 2 + name_len + value_len
                 sc.verified += 12 + name_len + 2 * elem_size
-        element_size = 1 + len(v) + digits + 1
+        element_size = 1 + value_len + digits + 1
         if element_size > large_threshold:
             sc.estimate += element_size
     return sc
+
+
+def _value_lens(m: Measurement) -> list[tuple[str, int]]:
+    """(name, value bytes) of each field of `m` but the meta; from its shape while its
+    elements are not built."""
+    shape = m.shape
+    if m.elems is not None or shape is None:
+        return [(name, len(v)) for name, _t, v in elements(m)]
+    d = m.doc
+    return [(name, n if n is not None else 4 if _INT32_MIN <= d[name] <= _INT32_MAX else 8)
+            for name, n in zip(shape.names, shape.value_lens)]
+
+
+_INT32_MIN: Final = -(2**31)
+_INT32_MAX: Final = 2**31 - 1
 
 
 class Bucket:

@@ -540,6 +540,7 @@ class BucketCatalog:
         by_name = dict(zip(keys, types))
         type_bytes: list[int | None] = []
         py_types: list[type] = []
+        lens: list[int | None] = []
         fixed = 0
         ints = []
         for name, t, v in elems:
@@ -547,15 +548,17 @@ class BucketCatalog:
             py_types.append(tv)
             if tv is int:
                 type_bytes.append(None)
+                lens.append(None)
                 ints.append(name)
             elif tv in _SHAPE_TYPES:
                 type_bytes.append(t)
+                lens.append(len(v))
                 fixed += len(v)
             else:
                 shapes[sig] = _NOT_FIXED
                 return None
         shape = shapes[sig] = Shape(names, tuple(type_bytes), tuple(py_types), sig, max_len,
-                                    fixed, tuple(ints))
+                                    fixed, tuple(ints), tuple(lens))
         return shape
 
     def _series_of(self, meta_v: Any) -> tuple[bytes, Any, int]:

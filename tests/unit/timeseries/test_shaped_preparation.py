@@ -12,7 +12,7 @@ from bson.datetime_ms import DatetimeMS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storage.timeseries import bucket_catalog
+from storage.timeseries import TimeseriesParameters, bucket, bucket_catalog
 from storage.timeseries.bucket_catalog import BucketCatalog
 from storage.timeseries.options import parse_timeseries_options
 
@@ -52,8 +52,14 @@ def _bson_only(d: dict, time_field: str) -> dict:
             for k, v in d.items()}
 
 
-def _run(batches: list[list[dict]], shaped: bool, coll: str) -> tuple[dict, dict]:
-    cat = BucketCatalog(id_seed=3)
+# small buckets, so the sizes the catalog tracks decide rollovers
+SMALL = TimeseriesParameters(timeseriesBucketMaxSize=300, timeseriesBucketMinCount=2,
+                             timeseriesLargeMeasurementThreshold=12)
+
+
+def _run(batches: list[list[dict]], shaped: bool, coll: str,
+         params: TimeseriesParameters | None = None) -> tuple[dict, dict]:
+    cat = BucketCatalog(params, id_seed=3)
     if not shaped:
         cat._shapes = None
     store = FakeStore()
@@ -67,17 +73,17 @@ def _run(batches: list[list[dict]], shaped: bool, coll: str) -> tuple[dict, dict
 
 @settings(max_examples=120, deadline=None)
 @given(st.lists(st.lists(_MEASUREMENT, min_size=1, max_size=30), min_size=1, max_size=5),
-       st.sampled_from(sorted(OPTS)), st.booleans())
-def test_shaped_preparation_equals_the_general_path(batches, coll, packed) -> None:
+       st.sampled_from(sorted(OPTS)), st.booleans(), st.sampled_from([None, SMALL]))
+def test_shaped_preparation_equals_the_general_path(batches, coll, packed, params) -> None:
     """Also without the native value packing (`_gather` then lists every field)."""
     saved = bucket_catalog._PACK_VALUES
     try:
         if not packed:
             bucket_catalog._PACK_VALUES = None
-        shaped = _run(batches, True, coll)
+        shaped = _run(batches, True, coll, params)
     finally:
         bucket_catalog._PACK_VALUES = saved
-    assert shaped == _run(batches, False, coll)
+    assert shaped == _run(batches, False, coll, params)
 
 
 def test_steady_measurements_take_the_shaped_path() -> None:
@@ -106,3 +112,17 @@ def test_measurements_with_variable_width_fields_take_the_general_path() -> None
     assert all(p.shape is None and p.elems is not None for p in prepared)
     # int32 _id, the date, then the string (length prefix, bytes, NUL)
     assert [p.value_bytes for p in prepared] == [4 + 8 + (4 + i + 1) for i in range(3)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.fixed_dictionaries(
+    {"t": st.integers(0, 10**6).map(lambda s: DatetimeMS(T0 + s)), "m": st.just("a")},
+    optional={"v": _VALUE, "w": _VALUE, "n": st.integers(-(2**40), 2**40)}),
+    min_size=2, max_size=20))
+def test_value_sizes_from_the_shape_are_the_elements_sizes(docs) -> None:
+    """What `size_change` reads of a shaped measurement without building its elements."""
+    cat = BucketCatalog(id_seed=1)
+    for i, d in enumerate(docs):
+        m = cat._prepare_measurement(i, {"_id": i, **d}, OPTS["m"])
+        got = bucket._value_lens(m)
+        assert got == [(name, len(v)) for name, _t, v in bucket.elements(m)]
