@@ -57,6 +57,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Final
 
+import bson
 from bson import Code, DBRef, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
 from bson.binary import Binary
 from bson.datetime_ms import DatetimeMS
@@ -284,7 +285,7 @@ _RANK_BYTE_BY_TAG: Final = {
 def _obj_body(doc: Any) -> bytes:
     parts = []
     for name, value in doc.items():
-        enc = encode_value(value)
+        enc = _B_OBJECT + _obj_body(value) if type(value) is dict else encode_value(value)
         tag = enc[0]
         parts.append(bytes([_RANK_BYTE_BY_TAG.get(tag, tag)]))
         parts.append(_str_body(name))
@@ -293,10 +294,30 @@ def _obj_body(doc: Any) -> bytes:
     return b"".join(parts)
 
 
+# The same objects come back as index keys (a time-series bucket's meta value, in every
+# write of its buckets), and encoding one costs several times encoding it as BSON: the
+# encodings of top-level objects are kept by their BSON bytes, which tell values apart
+# exactly (wrapped in a document, so that `_id` is not moved first).
+_OBJ_MEMO: dict[bytes, bytes] = {}
+_OBJ_MEMO_MAX: Final = 4096
+
+
 def _enc_obj(v: Any) -> bytes:
     if isinstance(v, DBRef):
         v = v.as_doc()
-    return _B_OBJECT + _obj_body(v)
+    try:
+        raw = bson.encode({"": v})
+    except Exception:  # not BSON as it stands (a Python int beyond int64, a Decimal)
+        raw = None
+    if raw is None:
+        return _B_OBJECT + _obj_body(v)
+    enc = _OBJ_MEMO.get(raw)
+    if enc is None:
+        enc = _B_OBJECT + _obj_body(v)
+        if len(_OBJ_MEMO) >= _OBJ_MEMO_MAX:
+            _OBJ_MEMO.clear()
+        _OBJ_MEMO[raw] = enc
+    return enc
 
 
 def _enc_array(v: Sequence[Any]) -> bytes:

@@ -280,3 +280,19 @@ def test_double_bits_total_order():
     assert encs == sorted(encs)
     assert ks._double_bits(-0.0) == ks._double_bits(0.0)
     assert struct.calcsize(">d") == 8
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(values, min_size=1, max_size=4), st.lists(st.sampled_from(["_id", "a", "b"]),
+                                                          min_size=1, max_size=4, unique=True))
+def test_objects_encode_alike_when_remembered(vals, names):
+    """Objects' encodings are remembered by their BSON bytes: asking again gives the first
+    answer, and objects that differ only in field order (`_id` too) stay apart."""
+    ks._OBJ_MEMO.clear()
+    doc = dict(zip(names, (mat(v) for v in vals)))
+    fresh = ks._B_OBJECT + ks._obj_body(doc)
+    assert ks.encode_value(doc) == fresh
+    assert ks.encode_value(doc) == fresh
+    flipped = dict(reversed(doc.items()))
+    if list(flipped) != list(doc):
+        assert (ks.encode_value(flipped) == fresh) == (compare(doc, flipped) == 0)
