@@ -242,15 +242,7 @@ class BucketCatalog:
                              "bucket catalog: previous batch neither committed nor aborted")
         stats = self._coll_stats(coll)
         ctx = _Ctx(coll, options, source, stats, self.params.memory_threshold_bytes())
-        errors: list[tuple[int, MongoError]] = []
-        prepared: list[Measurement] = []
-        for i, m in enumerate(measurements):
-            try:
-                prepared.append(self._prepare_measurement(i, m, options))
-            except MongoError as e:
-                errors.append((i, e))
-                if ordered:
-                    break
+        prepared, errors = self._prepare_all(measurements, options, ordered)
         groups: dict[bytes, list[Measurement]] = {}
         for pm in prepared:
             g = groups.get(pm.key)
@@ -423,26 +415,41 @@ class BucketCatalog:
 
     # -- measurement preparation --------------------------------------------------------------
 
-    def _prepare_measurement(self, index: int, m: Mapping[str, Any] | bytes,
-                             options: TimeseriesOptions) -> Measurement:
-        if isinstance(m, bytes | bytearray | memoryview):
-            doc = decode(bytes(m))
-        else:
-            doc = m if type(m) is dict else dict(m)
-        if "_id" not in doc:
-            doc = {"_id": ObjectId(), **doc}
-        shapes = self._shapes.get((options.time_field, options.meta_field)) \
+    def _prepare_all(self, measurements: Sequence[Mapping[str, Any] | bytes],
+                     options: TimeseriesOptions, ordered: bool
+                     ) -> tuple[list[Measurement], list[tuple[int, MongoError]]]:
+        """The batch's measurements prepared, and those refused (with `ordered`, the first
+        refusal ends the batch)."""
+        prepared: list[Measurement] = []
+        errors: list[tuple[int, MongoError]] = []
+        shapes = self._shapes.setdefault((options.time_field, options.meta_field), {}) \
             if self._shapes is not None else None
-        learn = self._shapes is not None
-        if shapes:
-            shape = shapes.get((tuple(doc), tuple(map(type, doc.values()))))
-            if shape is _NOT_FIXED:
-                learn = False
-            elif shape is not None:
-                fast = self._prepare_shaped(index, doc, shape, options)
-                if fast is not None:
-                    return fast
-        return self._prepare_general(index, doc, options, learn)
+        append = prepared.append
+        shaped = self._prepare_shaped
+        for i, m in enumerate(measurements):
+            try:
+                if type(m) is dict and "_id" in m:
+                    doc = m
+                elif isinstance(m, bytes | bytearray | memoryview):
+                    doc = decode(bytes(m))
+                else:
+                    doc = dict(m)
+                if "_id" not in doc:
+                    doc = {"_id": ObjectId(), **doc}
+                shape = None if shapes is None else \
+                    shapes.get((tuple(doc), tuple(map(type, doc.values()))))
+                if shape is not None and shape is not _NOT_FIXED:
+                    fast = shaped(i, doc, shape, options)
+                    if fast is not None:
+                        append(fast)
+                        continue
+                append(self._prepare_general(i, doc, options,
+                                             shapes is not None and shape is not _NOT_FIXED))
+            except MongoError as e:
+                errors.append((i, e))
+                if ordered:
+                    break
+        return prepared, errors
 
     def _prepare_shaped(self, index: int, doc: dict[str, Any], shape: Shape,
                         options: TimeseriesOptions) -> Measurement | None:

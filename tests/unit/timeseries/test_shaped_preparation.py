@@ -93,7 +93,7 @@ def test_steady_measurements_take_the_shaped_path() -> None:
     store = FakeStore()
     docs = [{"_id": i, "m": "a", "v": Int64(i), "f": i / 4, "i": i,
              "t": DatetimeMS(T0 + 1000 * i)} for i in range(5)]
-    prepared = [cat._prepare_measurement(i, d, OPTS["m"]) for i, d in enumerate(docs)]
+    prepared, _ = cat._prepare_all(docs, OPTS["m"], True)
     assert prepared[0].shape is not None and prepared[0].elems is not None
     assert all(p.shape is prepared[0].shape and p.elems is None for p in prepared[1:])
     assert [p.value_bytes for p in prepared] == [len(b"".join(e[2] for e in prepared[0].elems))
@@ -108,7 +108,7 @@ def test_measurements_with_variable_width_fields_take_the_general_path() -> None
     cat = BucketCatalog(id_seed=1)
     docs = [{"_id": i, "m": "a", "s": "x" * i, "t": DatetimeMS(T0 + 1000 * i)}
             for i in range(3)]
-    prepared = [cat._prepare_measurement(i, d, OPTS["m"]) for i, d in enumerate(docs)]
+    prepared, _ = cat._prepare_all(docs, OPTS["m"], True)
     assert all(p.shape is None and p.elems is not None for p in prepared)
     # int32 _id, the date, then the string (length prefix, bytes, NUL)
     assert [p.value_bytes for p in prepared] == [4 + 8 + (4 + i + 1) for i in range(3)]
@@ -123,6 +123,6 @@ def test_value_sizes_from_the_shape_are_the_elements_sizes(docs) -> None:
     """What `size_change` reads of a shaped measurement without building its elements."""
     cat = BucketCatalog(id_seed=1)
     for i, d in enumerate(docs):
-        m = cat._prepare_measurement(i, {"_id": i, **d}, OPTS["m"])
+        [m], _ = cat._prepare_all([{"_id": i, **d}], OPTS["m"], True)
         got = bucket._value_lens(m)
         assert got == [(name, len(v)) for name, _t, v in bucket.elements(m)]
