@@ -760,14 +760,15 @@ def _scan(req: CommandRequest, coll: str, flt: dict[str, Any] | None
     from storage.bsonutil import decode
     from storage.timeseries import bucket_filter
 
-    from .timeseries_service import _options, buckets_name
+    from .timeseries_service import _options, _service, buckets_name
 
     catalog = req.storage.catalog
     entry = catalog.entry(req.db, coll)
     buckets = catalog.get_collection(req.db, buckets_name(coll))
     if entry is None or buckets is None:
         return
-    bflt = bucket_filter(flt, _options(entry)) if flt else None
+    bflt = bucket_filter(flt, _options(entry), id_bounds=_service(req).id_bounds_allowed(
+        buckets)) if flt else None
     prepared = prepare_find(buckets, FindSpec(filter=bflt))
     for _rid, raw in candidates(buckets, prepared.plan):
         bucket = decode(raw)

@@ -20,6 +20,7 @@ import itertools
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from bson import ObjectId
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from query.executor import FindSpec, UpdateStatement
@@ -30,6 +31,7 @@ from query.sort import compile_sort
 from query.update import compile_update
 from storage.bsonutil import decode
 from storage.errors import ErrorCode, MongoError
+from storage.keystring import encode_value
 from storage.timeseries import (
     BucketCatalog,
     BucketSpec,
@@ -51,6 +53,7 @@ from storage.timeseries import (
     ttl_expired_filter,
     unpack_bucket,
 )
+from storage.timeseries.bucket_id import date_outside_standard_range
 from storage.timeseries.row_filter import compile_row_filter, select_measurements
 
 from .bucket_writes import DeferredBucketWrites, write_buckets
@@ -90,6 +93,8 @@ class TimeseriesService:
         self.state = state
         self.deferred = DeferredBucketWrites()
         self._timer_armed = False
+        # buckets collection uuid -> it may hold dates outside the standard range
+        self._extended: dict[bytes, bool] = {}
 
     # -- group commit of bucket writes (server.bucket_writes) --------------------------------
 
@@ -124,10 +129,36 @@ class TimeseriesService:
             self.state.params.get("timeseriesIdleBucketExpiryMemoryUsageThreshold")
 
     def forget_namespace(self, db: str, name: str) -> None:
+        """A write bypassed the bucket catalog (or the collection is dropped)."""
+        view = name[len(BUCKETS_PREFIX):] if name.startswith(BUCKETS_PREFIX) else name
+        buckets = _storage_catalog(self.state).get_collection(db, buckets_name(view))
+        if buckets is not None:  # its bucket ids may no longer carry their times
+            self._extended[buckets.uuid] = True
         if name.startswith(BUCKETS_PREFIX):
-            self.catalog.clear(f"{db}.{name[len(BUCKETS_PREFIX):]}")
+            self.catalog.clear(f"{db}.{view}")
         else:
             self.catalog.drop_collection(f"{db}.{name}")
+
+    # -- extended-range dates: may time predicates bound bucket _ids? ------------------------
+
+    def id_bounds_allowed(self, buckets: Any) -> bool:
+        """False when the collection may hold dates outside the standard range (MongoDB's
+        requiresTimeseriesExtendedRangeSupport), whose bucket ids do not order by time:
+        set when such a bucket is inserted, or when a write bypassed the catalog; else,
+        the first time, MongoDB's heuristic (the greatest `_id` has its top bit set)."""
+        v = self._extended.get(buckets.uuid)
+        if v is None:
+            v = self._extended[buckets.uuid] = _may_hold_extended_range(buckets)
+        return not v
+
+    def note_bucket_inserts(self, buckets: Any, time_field: str, writes: list[Any]) -> None:
+        """Bucket writes about to be stored: a new bucket whose `control.min` time is
+        outside the standard range marks the collection."""
+        for w in writes:
+            if w.kind == "insert" and w.index_doc is not None and date_outside_standard_range(
+                    int(w.index_doc["control"]["min"][time_field])):
+                self._extended[buckets.uuid] = True
+                return
 
     def server_status(self) -> dict[str, Any] | None:
         return self.catalog.server_status() or None
@@ -177,6 +208,22 @@ class TimeseriesService:
         for _rid, _raw, doc in rows:
             self.catalog.handle_direct_write(f"{db}.{name}", doc["_id"])
         return len(rows)
+
+
+def _may_hold_extended_range(buckets: Any) -> bool:
+    """collectionMayRequireExtendedRangeSupport: dates from 1902 to 1969 or 2038 to 2106
+    set the top bit of their bucket ids, so the greatest `_id` has it when any is there
+    (and an `_id` that is not an ObjectId proves nothing: assume the worst)."""
+    first = next(buckets.index_entries("_id_"), None)
+    if first is None:
+        return False
+    last = next(buckets.index_entries("_id_", reverse=True))
+    if first[1][:1] != _OID_KEY_TAG or last[1][:1] != _OID_KEY_TAG:
+        return True
+    return bool(last[1][1] & 0x80)
+
+
+_OID_KEY_TAG = encode_value(ObjectId())[:1]
 
 
 def _storage_catalog(state: ServerState) -> Any:
@@ -293,6 +340,7 @@ async def insert_measurements(req: CommandRequest, name: str, docs: list[Any], *
         service.sync_parameters()
         result = service.catalog.insert_batch(ns, opts, docs, BucketsSource(buckets, opts, service),
                                               ordered=ordered)
+        service.note_bucket_inserts(buckets, opts.time_field, result.writes)
         service.deferred.add(db, buckets_name(name), result.writes)
         service.catalog.commit(result)
         if durable or service.deferred.due(service._commit_interval_ms()):
@@ -336,7 +384,8 @@ def unpacked_source(req: CommandRequest, db: str, name: str, flt: dict[str, Any]
             fields = frozenset(fields | {f.split(".", 1)[0] for f in matcher.fields()})
     spec = BucketSpec(opts.time_field, opts.meta_field, fields or frozenset(),
                       include=fields is not None)
-    bflt = bucket_filter(flt or {}, opts) if flt else None
+    bflt = bucket_filter(flt, opts, id_bounds=_service(req).id_bounds_allowed(buckets)) \
+        if flt else None
     from query.executor import candidates, prepare_find
 
     prepared = prepare_find(buckets, FindSpec(filter=bflt))
@@ -441,12 +490,13 @@ def explain_unpack(req: CommandRequest, name: str, pipeline: list[Any],
     from .aggregation import split_leading_match
 
     flt, _ = split_leading_match(pipeline)
-    bflt = bucket_filter(flt or {}, opts) if flt else None
+    buckets = req.storage.catalog.get_collection(req.db, buckets_name(name))
+    bflt = bucket_filter(flt, opts, id_bounds=buckets is not None and _service(
+        req).id_bounds_allowed(buckets)) if flt else None
     unpack: dict[str, Any] = {"$_internalUnpackBucket": {
         "exclude": [], "timeField": opts.time_field,
         **({"metaField": opts.meta_field} if opts.meta_field else {}),
         "bucketMaxSpanSeconds": opts.bucket_max_span_seconds}}
-    buckets = req.storage.catalog.get_collection(req.db, buckets_name(name))
     from query.executor import prepare_find
 
     plan = prepare_find(buckets, FindSpec(filter=bflt)).plan if buckets is not None else None
@@ -526,6 +576,7 @@ def _insert_side(req: CommandRequest, name: str, docs: list[dict[str, Any]]) -> 
     if result.errors:
         side.abort(result)
         raise result.errors[0][1]
+    service.note_bucket_inserts(buckets, opts.time_field, result.writes)
     write_buckets(buckets, result.writes)
     side.commit(result)
     service.catalog.merge_stats(ns, side._coll_stats(ns))

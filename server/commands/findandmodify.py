@@ -80,6 +80,9 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
                         "updatedExisting": out.n > 0}
                 if out.upserted_id is not MISSING:
                     last["upserted"] = out.upserted_id
+        if name.startswith("system.buckets.") and req.storage.timeseries is not None:
+            # A direct write to buckets: the bucket catalog forgets what it held in memory.
+            req.storage.timeseries.forget_namespace(db, name)
         if value is not None and projection is not None:
             value = projection.apply(value)
         return {"lastErrorObject": last, "value": value}

@@ -15,6 +15,19 @@ control.min <= t <= control.max and t - control.min < S, hence
     t <= T   ->  min <= T, max <= T + S
     t $in [T1, ...]  ->  $or of the equalities
 
+With `id_bounds` (the caller knows every bucket `_id` carries its `control.min` second,
+as in a collection without extended-range dates), each comparison with a date in
+0..2**32-1 seconds also bounds `_id`, as MongoDB does, so an index scan of `_id` reads
+only the buckets of the time range: for T, an ObjectId of T's second (rounded up when T
+has milliseconds) for upper bounds, of T - S's second for lower ones, with the other 8
+bytes all 0x00 or all 0xFF so that no bucket of that second is left out:
+
+    t == T   ->  _id <= max(ceil T), _id >= min(T - S)
+    t >  T   ->  _id >  max(T - S)              t <  T   ->  _id <  min(ceil T)
+    t >= T   ->  _id >= min(T - S)              t <= T   ->  _id <= max(ceil T)
+
+(for T < S, a lower bound is the least ObjectId of second 0).
+
 Predicates on the metaField (or its subfields) are exact at bucket level once the path is
 renamed to `meta` (normalization does not apply to queries in MongoDB either). `$and`
 keeps the translatable conjuncts; `$or` and `$nor` translate only when every branch does
@@ -30,6 +43,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from bson import ObjectId
 from bson.datetime_ms import DatetimeMS
 
 from .constants import CONTROL, CONTROL_MAX, CONTROL_MIN, META
@@ -40,6 +54,7 @@ __all__ = ["bucket_filter", "meta_only_filter", "ttl_expired_filter"]
 _DATE_MIN: Final = -(2**63)
 _DATE_MAX: Final = 2**63 - 1
 _LOGICAL: Final = ("$and", "$or", "$nor")
+_OID_MAX_MS: Final = (2**32 - 1) * 1000  # the last date an ObjectId's seconds can carry
 
 
 def _clamp(ms: int) -> DatetimeMS:
@@ -58,8 +73,29 @@ def _is_operator_doc(v: Any) -> bool:
     return isinstance(v, Mapping) and bool(v) and next(iter(v)).startswith("$")
 
 
+def _oid(seconds: int, fill: int) -> ObjectId:
+    return ObjectId(seconds.to_bytes(4, "big") + bytes([fill]) * 8)
+
+
+def _id_bounds(op: str, t: int, span_ms: int) -> list[dict[str, Any]]:
+    """The `_id` predicates of a time comparison with date `t` (ms, 0.._OID_MAX_MS)."""
+    up = -(-t // 1000)                      # T's second, rounded up
+    low = (t - span_ms) // 1000 if t >= span_ms else None  # T - S's second
+    lo_min = _oid(low, 0x00) if low is not None else _oid(0, 0x00)
+    if op == "$eq":
+        return [{"_id": {"$lte": _oid(up, 0xFF)}}, {"_id": {"$gte": lo_min}}]
+    if op == "$gt":
+        return [{"_id": {"$gt": _oid(low, 0xFF) if low is not None else _oid(0, 0x00)}}]
+    if op == "$gte":
+        return [{"_id": {"$gte": lo_min}}]
+    if op == "$lt":
+        return [{"_id": {"$lt": _oid(up, 0x00)}}]
+    return [{"_id": {"$lte": _oid(up, 0xFF)}}]  # $lte
+
+
 class _Translator:
-    def __init__(self, options: TimeseriesOptions) -> None:
+    def __init__(self, options: TimeseriesOptions, id_bounds: bool = False) -> None:
+        self.id_bounds = id_bounds
         self.time = options.time_field
         self.meta = options.meta_field
         self.span = options.bucket_max_span_seconds * 1000
@@ -177,23 +213,28 @@ class _Translator:
         s = self.span
         lo, hi = self.min_path, self.max_path
         if op == "$eq":
-            return {"$and": [{lo: {"$lte": v}}, {lo: {"$gte": _clamp(t - s)}},
-                             {hi: {"$gte": v}}, {hi: {"$lte": _clamp(t + s)}}]}
-        if op == "$gt":
-            return {"$and": [{hi: {"$gt": v}}, {lo: {"$gt": _clamp(t - s)}}]}
-        if op == "$gte":
-            return {"$and": [{hi: {"$gte": v}}, {lo: {"$gte": _clamp(t - s)}}]}
-        if op == "$lt":
-            return {"$and": [{lo: {"$lt": v}}, {hi: {"$lt": _clamp(t + s)}}]}
-        if op == "$lte":
-            return {"$and": [{lo: {"$lte": v}}, {hi: {"$lte": _clamp(t + s)}}]}
-        return None
+            parts = [{lo: {"$lte": v}}, {lo: {"$gte": _clamp(t - s)}},
+                     {hi: {"$gte": v}}, {hi: {"$lte": _clamp(t + s)}}]
+        elif op == "$gt":
+            parts = [{hi: {"$gt": v}}, {lo: {"$gt": _clamp(t - s)}}]
+        elif op == "$gte":
+            parts = [{hi: {"$gte": v}}, {lo: {"$gte": _clamp(t - s)}}]
+        elif op == "$lt":
+            parts = [{lo: {"$lt": v}}, {hi: {"$lt": _clamp(t + s)}}]
+        elif op == "$lte":
+            parts = [{lo: {"$lte": v}}, {hi: {"$lte": _clamp(t + s)}}]
+        else:
+            return None
+        if self.id_bounds and 0 <= t <= _OID_MAX_MS:
+            parts += _id_bounds(op, t, s)
+        return {"$and": parts}
 
 
-def bucket_filter(filter: Mapping[str, Any], options: TimeseriesOptions
-                  ) -> dict[str, Any] | None:
-    """A bucket-level filter implied by a measurement-level `filter` (None: no pruning)."""
-    return _Translator(options).translate(filter)
+def bucket_filter(filter: Mapping[str, Any], options: TimeseriesOptions, *,
+                  id_bounds: bool = False) -> dict[str, Any] | None:
+    """A bucket-level filter implied by a measurement-level `filter` (None: no pruning);
+    `id_bounds`: time comparisons also bound `_id` (see the module docstring)."""
+    return _Translator(options, id_bounds).translate(filter)
 
 
 def meta_only_filter(filter: Mapping[str, Any], options: TimeseriesOptions

@@ -163,12 +163,61 @@ def test_pruning_skips_far_buckets() -> None:
     assert sorted(b["control"]["min"]["v"] for b in kept) == [4, 5]
 
 
+def test_id_bounds_alone_prune_by_time() -> None:
+    """The `_id` predicates of a time range select the buckets whose ids carry a min time
+    in [T1 - S, T2): here those of hours 3 to 5."""
+    cat, store = BucketCatalog(), FakeStore()
+    store.insert(cat, "c", OPTS, [{"t": DatetimeMS(h * S + 1), "m": "a", "v": h}
+                                  for h in range(10)])
+    flt = bucket_filter({"t": {"$gte": DatetimeMS(4 * S), "$lt": DatetimeMS(6 * S)}}, OPTS,
+                        id_bounds=True)
+    ids_only = {"$and": [p for p in _leaves(flt) if "_id" in p]}
+    assert len(ids_only["$and"]) == 2
+    kept = [b for b in store.buckets("c") if matches(b, ids_only)]
+    assert sorted(b["control"]["min"]["v"] for b in kept) == [3, 4, 5]
+    assert bucket_filter({"t": {"$gte": DatetimeMS(4 * S)}}, OPTS) == \
+        {"$and": [p for p in _leaves(bucket_filter({"t": {"$gte": DatetimeMS(4 * S)}}, OPTS,
+                                                   id_bounds=True)) if "_id" not in p]}
+
+
+def test_id_bounds_keep_every_bucket_on_second_boundaries() -> None:
+    """Every comparison, with dates on, just before and just after bucket start times:
+    a bucket holding a match passes its `_id` bounds."""
+    cat, store = BucketCatalog(TimeseriesParameters(timeseriesBucketMaxCount=2)), FakeStore()
+    marks = [60_000 * m + d for m in range(0, 200, 7) for d in (0, 1, 999, 1000)]
+    store.insert(cat, "c", OPTS, [{"_id": i, "t": DatetimeMS(t), "m": "a", "v": i}
+                                  for i, t in enumerate(marks)])
+    spec = BucketSpec("t", "m")
+    unpacked = [(b, list(unpack_bucket(b, spec))) for b in store.buckets("c")]
+    checked = 0
+    for t in sorted({x + d for x in marks for d in (-1, 0, 1)} | {0, S - 1, S, S + 1}):
+        for op in ("$eq", "$gt", "$gte", "$lt", "$lte"):
+            flt = {"t": {op: DatetimeMS(max(t, 0))}}
+            bounded = bucket_filter(flt, OPTS, id_bounds=True)
+            for b, measurements in unpacked:
+                if any(matches(m, flt) for m in measurements):
+                    checked += 1
+                    assert matches(b, bounded), (flt, b["_id"], b["control"])
+    assert checked > 1000
+
+
+def _leaves(flt: dict) -> list[dict]:
+    out = []
+    for p in flt["$and"]:
+        out.extend(_leaves(p) if "$and" in p else [p])
+    return out
+
+
 # -- property: a bucket holding a match always passes ----------------------------------------
 
 metas = st.one_of(st.none(), st.sampled_from(["a", "b", 1, 2.5]),
                   st.fixed_dictionaries({"x": st.integers(0, 3), "y": st.sampled_from("pq")}),
                   st.just(_MISSING))
-times = st.integers(0, 6 * S).map(DatetimeMS)
+# anywhere, or on (and just after) a few bucket start times, half an hour apart, so that
+# filter bounds often fall on the second of a bucket's min time
+_starts = st.integers(0, 12).map(lambda k: 1_800_000 * k)
+times = st.one_of(st.integers(0, 6 * S), _starts, _starts.map(lambda t: t + 500),
+                  _starts.map(lambda t: t - 500 if t else t)).map(DatetimeMS)
 measurement = st.tuples(times, metas, st.integers(-5, 5))
 
 time_leaf = st.tuples(st.sampled_from(["$eq", "$gt", "$gte", "$lt", "$lte", "$ne"]), times).map(
@@ -218,9 +267,12 @@ def test_no_bucket_with_a_match_is_skipped(ms: list, flts: list) -> None:
         bf = bucket_filter(flt, OPTS)
         if bf is None:
             continue
+        # the catalog's bucket ids carry their min times (no extended-range dates here)
+        bounded = bucket_filter(flt, OPTS, id_bounds=True)
         for b, measurements in unpacked:
             if any(matches(m, flt) for m in measurements):
                 assert matches(b, bf), (flt, bf, b["control"], measurements)
+                assert matches(b, bounded), (flt, bounded, b["_id"], b["control"])
         exact = meta_only_filter(flt, OPTS)
         if exact is not None:
             for b, measurements in unpacked:
