@@ -11,7 +11,8 @@ multikey:
 
 - one predicate per index field gives that field's intervals (equality / ``$in``
   preferred, then a range); predicates are not intersected, because on an array
-  ``{a: {$gt: 5, $lt: 3}}`` can match ``[1, 10]``;
+  ``{a: {$gt: 5, $lt: 3}}`` can match ``[1, 10]``; except the ranges of ``_id``, which
+  is never an array, when they are of one type bracket;
 - ranges stay within the operand's type bracket (``$gt: 5`` → ``(5, inf]``), as the
   matcher never compares across brackets;
 - equality to null also covers MinKey/undefined keys (``[MinKey, null]``): a path
@@ -224,6 +225,24 @@ def _leaf_intervals(node: Node) -> tuple[int, list[Interval]] | None:
     return None
 
 
+_RANGE_OPS: Final = frozenset(("$gt", "$gte", "$lt", "$lte"))
+
+
+def _intersect_ranges(ivs: list[Interval]) -> list[Interval] | None:
+    """The intersection of range intervals of one type bracket (no interval when it is
+    empty), or None when they are not all of one bracket."""
+    if any(isinstance(iv.lower, MinKey) for iv in ivs) or \
+            len({type_rank(iv.lower) for iv in ivs}) != 1:  # a range's lower end is in its
+        return None                                          # bracket (null's is MinKey)
+    lo = max(ivs, key=lambda iv: (sort_key(iv.lower), not iv.lower_inclusive))
+    hi = min(ivs, key=lambda iv: (sort_key(iv.upper), iv.upper_inclusive))
+    out = Interval(lo.lower, lo.lower_inclusive, hi.upper, hi.upper_inclusive)
+    c = (sort_key(out.lower) > sort_key(out.upper)) - (sort_key(out.lower) < sort_key(out.upper))
+    if c > 0 or (c == 0 and not (out.lower_inclusive and out.upper_inclusive)):
+        return []
+    return [out]
+
+
 def _top_level_leaves(root: Node) -> list[Node]:
     if root.kind == "path":
         return [root]
@@ -363,13 +382,20 @@ def plan_query(filter_spec: dict[str, Any] | Matcher | None, sort_spec: dict[str
     sort_fields = parse_sort(sort_spec) if sort_spec else []
     leaves = _top_level_leaves(matcher.root)
     by_field: dict[str, tuple[int, list[Interval]]] = {}
+    id_ranges: list[Interval] = []
     for leaf in leaves:
         got = _leaf_intervals(leaf)
         if got is None or leaf.path is None:
             continue
+        if leaf.path == "_id" and leaf.op in _RANGE_OPS and len(got[1]) == 1:
+            id_ranges.append(got[1][0])
         prev = by_field.get(leaf.path)
         if prev is None or got[0] > prev[0]:
             by_field[leaf.path] = got
+    if len(id_ranges) > 1 and by_field["_id"][0] == 1:
+        merged = _intersect_ranges(id_ranges)
+        if merged is not None:
+            by_field["_id"] = (1, merged)
 
     if hint is not None and hint != {}:
         if isinstance(hint, dict) and "$natural" in hint:

@@ -62,6 +62,15 @@ def _clamp(ms: int) -> DatetimeMS:
 
 
 def _and(parts: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The conjunction of `parts`, nested conjunctions flattened (the planner intersects
+    the bounds of one field only among siblings)."""
+    flat: list[dict[str, Any]] = []
+    for p in parts:
+        if len(p) == 1 and "$and" in p:
+            flat.extend(p["$and"])
+        else:
+            flat.append(p)
+    parts = flat
     if not parts:
         return None
     if len(parts) == 1:

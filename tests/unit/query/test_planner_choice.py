@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from bson import MaxKey, MinKey
+from bson import MaxKey, MinKey, ObjectId
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -148,3 +148,35 @@ def test_bounds_never_too_tight(values: list[Any], op: str, x: Any, y: Any) -> N
 
 def test_full_range_constant() -> None:
     assert Interval(MinKey(), True, MaxKey(), True) == FULL_RANGE
+
+
+id_scalar = st.one_of(st.none(), st.integers(-3, 3), st.floats(-3, 3), st.just(float("nan")),
+                      st.text("ab", max_size=2), st.booleans(),
+                      st.sampled_from([0, 1, 2]).map(lambda i: ObjectId(bytes([i]) * 12)))
+range_ops = st.sampled_from(["$gt", "$gte", "$lt", "$lte"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(id_scalar, max_size=8), st.lists(st.tuples(range_ops, id_scalar), min_size=2,
+                                                  max_size=3))
+def test_id_ranges_are_intersected_never_too_tight(ids: list[Any],
+                                                   preds: list[tuple[str, Any]]) -> None:
+    """`_id` is never an array, so its ranges of one type bracket are intersected; every
+    matching document still has its `_id` inside the bounds."""
+    flt = {"$and": [{"_id": {op: v}} for op, v in preds]}
+    plan = plan_query(flt, None, [{"key": {"_id": 1}, "name": "_id_"}])
+    m = compile_filter(flt)
+    for v in ids:
+        if m.matches({"_id": v}):
+            assert plan.stage == "IXSCAN"
+            assert any(_in_interval(v, iv) for iv in plan.bounds[0]), (flt, v, plan.bounds)
+
+
+def test_id_ranges_bound_both_ends() -> None:
+    a, b = ObjectId(b"\x01" * 12), ObjectId(b"\x02" * 12)
+    plan = plan_query({"_id": {"$gte": a, "$lt": b}, "x": 1}, None, INDEXES)
+    assert plan.bounds == [[Interval(a, True, b, False)]]
+    assert plan_query({"_id": {"$gt": b, "$lt": a}}, None, INDEXES).bounds == [[]]
+    # another field's ranges are not intersected (it may hold arrays)
+    assert bounds(plan_query({"t.u": {"$gt": 1, "$lt": 0}}, None, INDEXES))["t.u"] == \
+        ["(1, inf.0]"]
