@@ -76,6 +76,9 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
                                      "collection is not supported; use insert")
                 with catalog.transaction(durable=wc.j):
                     res = _one(catalog, kind, op, db, name, bypass, let)
+                if name.startswith("system.buckets.") and req.storage.timeseries is not None:
+                    # A direct write to buckets: the bucket catalog forgets what it held.
+                    req.storage.timeseries.forget_namespace(db, name)
                 for k in ("nInserted", "nMatched", "nModified", "nUpserted", "nDeleted"):
                     totals[k] += res.pop("_" + k, 0)
                 if not errors_only:

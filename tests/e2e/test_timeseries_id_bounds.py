@@ -103,15 +103,34 @@ def test_extended_range_dates_turn_the_bounds_off(db: Any, when: dt.datetime) ->
         (1 if when.year == 2300 else 0)
 
 
-def test_a_direct_bucket_write_turns_the_bounds_off(db: Any) -> None:
-    _load(db, "ts_direct", _docs(600, 3))
-    assert _has_id_bounds(_explain(db, "ts_direct", FILTERS[0])["parsedQuery"])
-    # a copy of a bucket of the range under an _id that does not carry its time: bounds
-    # on _id would miss it
-    bucket = db["system.buckets.ts_direct"].find_one(
-        {"control.min.t": {"$gte": T0 + 2 * H}, "control.max.t": {"$lt": T0 + 3 * H}})
+def _copy_under_foreign_id(db: Any, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A copy of one bucket under an `_id` that does not carry its time (bounds on `_id`
+    would miss it), and a filter that all its measurements match."""
+    bucket = db[f"system.buckets.{name}"].find_one(sort=[("_id", -1)])
+    flt = {"t": {"$gte": bucket["control"]["min"]["t"], "$lte": bucket["control"]["max"]["t"]}}
+    assert _has_id_bounds(_explain(db, name, flt)["parsedQuery"])
     bucket["_id"] = bson.ObjectId(b"\x00" * 12)
-    db["system.buckets.ts_direct"].insert_one(bucket, bypass_document_validation=True)
-    assert not _has_id_bounds(_explain(db, "ts_direct", FILTERS[0])["parsedQuery"])
-    assert db["ts_direct"].count_documents(FILTERS[0]) == \
-        db["ts_direct_plain"].count_documents(FILTERS[0]) + bucket["control"]["count"]
+    return bucket, flt
+
+
+def _direct_insert(db: Any, name: str, bucket: dict[str, Any], how: str) -> None:
+    coll = db[f"system.buckets.{name}"]
+    if how == "insert":
+        coll.insert_one(bucket, bypass_document_validation=True)
+    elif how == "findAndModify":
+        coll.find_one_and_replace({"_id": bucket["_id"]}, bucket, upsert=True,
+                                  bypassDocumentValidation=True)
+    else:
+        db.client.bulk_write([pymongo.InsertOne(bucket, namespace=coll.full_name)],
+                             bypass_document_validation=True)
+
+
+@pytest.mark.parametrize("how", ["insert", "findAndModify", "bulkWrite"])
+def test_a_direct_bucket_write_turns_the_bounds_off(db: Any, how: str) -> None:
+    name = f"ts_direct_{how}"
+    _load(db, name, _docs(600, 3))
+    bucket, flt = _copy_under_foreign_id(db, name)
+    _direct_insert(db, name, bucket, how)
+    assert not _has_id_bounds(_explain(db, name, flt)["parsedQuery"])
+    assert db[name].count_documents(flt) == \
+        db[f"{name}_plain"].count_documents(flt) + bucket["control"]["count"]
