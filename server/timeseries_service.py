@@ -20,7 +20,6 @@ import itertools
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from bson import ObjectId
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from query.executor import FindSpec, UpdateStatement
@@ -31,7 +30,7 @@ from query.sort import compile_sort
 from query.update import compile_update
 from storage.bsonutil import decode
 from storage.errors import ErrorCode, MongoError
-from storage.keystring import encode_value
+from storage.keystring import T_OID
 from storage.timeseries import (
     BucketCatalog,
     BucketSpec,
@@ -129,15 +128,20 @@ class TimeseriesService:
             self.state.params.get("timeseriesIdleBucketExpiryMemoryUsageThreshold")
 
     def forget_namespace(self, db: str, name: str) -> None:
-        """A write bypassed the bucket catalog (or the collection is dropped)."""
-        view = name[len(BUCKETS_PREFIX):] if name.startswith(BUCKETS_PREFIX) else name
-        buckets = _storage_catalog(self.state).get_collection(db, buckets_name(view))
-        if buckets is not None:  # its bucket ids may no longer carry their times
-            self._extended[buckets.uuid] = True
+        """Collection `name` is dropped."""
         if name.startswith(BUCKETS_PREFIX):
-            self.catalog.clear(f"{db}.{view}")
+            self.catalog.clear(f"{db}.{name[len(BUCKETS_PREFIX):]}")
         else:
             self.catalog.drop_collection(f"{db}.{name}")
+
+    def bucket_write_bypassed(self, db: str, buckets: str) -> None:
+        """A write command wrote buckets collection `buckets` directly: the catalog forgets
+        its open and archived buckets (statistics stay), and its bucket ids may no longer
+        carry their times."""
+        coll = _storage_catalog(self.state).get_collection(db, buckets)
+        if coll is not None:
+            self._extended[coll.uuid] = True
+        self.catalog.clear(f"{db}.{buckets[len(BUCKETS_PREFIX):]}")
 
     # -- extended-range dates: may time predicates bound bucket _ids? ------------------------
 
@@ -218,12 +222,9 @@ def _may_hold_extended_range(buckets: Any) -> bool:
     if first is None:
         return False
     last = next(buckets.index_entries("_id_", reverse=True))
-    if first[1][:1] != _OID_KEY_TAG or last[1][:1] != _OID_KEY_TAG:
+    if first[1][0] != T_OID or last[1][0] != T_OID:
         return True
     return bool(last[1][1] & 0x80)
-
-
-_OID_KEY_TAG = encode_value(ObjectId())[:1]
 
 
 def _storage_catalog(state: ServerState) -> Any:

@@ -1,4 +1,5 @@
-"""Shared by the write commands: write concern, writeErrors, document validators."""
+"""Shared by the write commands: write concern, writeErrors, document validators, and
+telling the bucket catalog about direct writes to a time-series buckets collection."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from storage.errors import ErrorCode, MongoError
 from ..log import LOG
 
 __all__ = ["WriteConcern", "parse_write_concern", "make_validator", "write_reply",
-           "check_batch_size"]
+           "check_batch_size", "after_direct_write"]
 
 MAX_WRITE_BATCH = 100_000
 
@@ -81,3 +82,10 @@ def write_reply(n: int, errors: list[tuple[int, MongoError]], **extra: Any) -> d
         reply["writeErrors"] = [e.to_write_error(i) for i, e in sorted(errors,
                                                                        key=lambda x: x[0])]
     return reply
+
+
+def after_direct_write(req: Any, db: str, name: str) -> None:
+    """A write command wrote collection `name` (storage thread): when that is a buckets
+    collection, the write bypassed the bucket catalog, which forgets what it held."""
+    if name.startswith("system.buckets.") and req.storage.timeseries is not None:
+        req.storage.timeseries.bucket_write_bypassed(db, name)

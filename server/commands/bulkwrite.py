@@ -22,7 +22,7 @@ from storage.errors import ErrorCode, MongoError
 
 from ..context import CommandRequest
 from ._args import check_fields, get_bool, get_list, require
-from ._write import check_batch_size, make_validator, parse_write_concern
+from ._write import after_direct_write, check_batch_size, make_validator, parse_write_concern
 
 
 def _namespaces(ns_info: list[Any]) -> list[tuple[str, str]]:
@@ -76,9 +76,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
                                      "collection is not supported; use insert")
                 with catalog.transaction(durable=wc.j):
                     res = _one(catalog, kind, op, db, name, bypass, let)
-                if name.startswith("system.buckets.") and req.storage.timeseries is not None:
-                    # A direct write to buckets: the bucket catalog forgets what it held.
-                    req.storage.timeseries.forget_namespace(db, name)
+                after_direct_write(req, db, name)
                 for k in ("nInserted", "nMatched", "nModified", "nUpserted", "nDeleted"):
                     totals[k] += res.pop("_" + k, 0)
                 if not errors_only:

@@ -10,7 +10,7 @@ from storage.errors import ErrorCode, MongoError
 from ..context import CommandRequest
 from ..namespaces import namespace_kind, raw_target
 from ._args import check_fields, get_bool, get_list, namespace_arg, require
-from ._write import check_batch_size, parse_write_concern, write_reply
+from ._write import after_direct_write, check_batch_size, parse_write_concern, write_reply
 
 STATEMENT_FIELDS = {"q", "limit", "hint", "collation"}
 
@@ -74,9 +74,8 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
                 with catalog.transaction(durable=wc.j):
                     deleted, _ = delete_matching(coll, q, limit_one=limit_one, hint=hint, let=let)
                 n += deleted
-                if deleted and name.startswith("system.buckets.") and \
-                        req.storage.timeseries is not None:
-                    req.storage.timeseries.forget_namespace(db, name[len("system.buckets."):])
+                if deleted:
+                    after_direct_write(req, db, name)
             except MongoError as exc:
                 errors.append((i, exc))
                 if ordered:

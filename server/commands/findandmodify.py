@@ -12,7 +12,7 @@ from storage.errors import ErrorCode, MongoError
 from ..context import CommandRequest
 from ..namespaces import namespace_kind
 from ._args import check_fields, get_bool, get_doc, namespace_arg
-from ._write import make_validator, parse_write_concern
+from ._write import after_direct_write, make_validator, parse_write_concern
 
 ALLOWED = ("query", "sort", "remove", "update", "new", "fields", "upsert", "arrayFilters",
            "bypassDocumentValidation", "collation", "hint", "let", "maxTimeMS", "comment",
@@ -80,9 +80,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
                         "updatedExisting": out.n > 0}
                 if out.upserted_id is not MISSING:
                     last["upserted"] = out.upserted_id
-        if name.startswith("system.buckets.") and req.storage.timeseries is not None:
-            # A direct write to buckets: the bucket catalog forgets what it held in memory.
-            req.storage.timeseries.forget_namespace(db, name)
+        after_direct_write(req, db, name)
         if value is not None and projection is not None:
             value = projection.apply(value)
         return {"lastErrorObject": last, "value": value}

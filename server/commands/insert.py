@@ -11,7 +11,13 @@ from storage.errors import ErrorCode, MongoError
 from ..context import CommandRequest
 from ..namespaces import namespace_kind, raw_target
 from ._args import check_fields, get_bool, get_list, namespace_arg, require
-from ._write import check_batch_size, make_validator, parse_write_concern, write_reply
+from ._write import (
+    after_direct_write,
+    check_batch_size,
+    make_validator,
+    parse_write_concern,
+    write_reply,
+)
 
 
 async def handle(req: CommandRequest) -> dict[str, Any]:
@@ -80,8 +86,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
                                   encoded=[e for _, _, e in batch], durable=wc.j)
         for pos, exc in result.errors:
             errors.append((batch[pos][0], exc))
-        if name.startswith("system.buckets.") and req.storage.timeseries is not None:
-            req.storage.timeseries.forget_namespace(db, name)
+        after_direct_write(req, db, name)
         return result.n_inserted
 
     n = await req.storage.run(write) if prepared else 0

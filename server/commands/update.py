@@ -11,7 +11,13 @@ from storage.errors import ErrorCode, MongoError
 from ..context import CommandRequest
 from ..namespaces import namespace_kind, raw_target
 from ._args import check_fields, get_bool, get_list, namespace_arg, require
-from ._write import check_batch_size, make_validator, parse_write_concern, write_reply
+from ._write import (
+    after_direct_write,
+    check_batch_size,
+    make_validator,
+    parse_write_concern,
+    write_reply,
+)
 
 STATEMENT_FIELDS = {"q", "u", "upsert", "multi", "arrayFilters", "hint", "collation", "sort",
                     "c", "upsertSupplied"}
@@ -108,9 +114,7 @@ async def run_updates(req: CommandRequest, db: str, name: str, updates: list[Any
                 errors.append((i, exc))
                 if ordered:
                     break
-        if name.startswith("system.buckets.") and req.storage.timeseries is not None:
-            # A direct write to buckets: the bucket catalog forgets what it held in memory.
-            req.storage.timeseries.forget_namespace(db, name)
+        after_direct_write(req, db, name)
         extra: dict[str, Any] = {"nModified": modified}
         if upserted:
             extra["upserted"] = upserted
