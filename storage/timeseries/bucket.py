@@ -21,12 +21,12 @@ is replaced by the actual growth of the compressed columns.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
 from bson import ObjectId
 
 from .columns import Columns, RawElement
-from .elements import to_element
+from .elements import int_value_size, to_element
 from .minmax import MinMax, Schema
 from .rollover import RolloverAction
 
@@ -127,12 +127,8 @@ def _value_lens(m: Measurement) -> list[tuple[str, int]]:
     if m.elems is not None or shape is None:
         return [(name, len(v)) for name, _t, v in elements(m)]
     d = m.doc
-    return [(name, n if n is not None else 4 if _INT32_MIN <= d[name] <= _INT32_MAX else 8)
+    return [(name, n if n is not None else int_value_size(d[name]))  # type: ignore[misc]
             for name, n in zip(shape.names, shape.value_lens)]
-
-
-_INT32_MIN: Final = -(2**31)
-_INT32_MAX: Final = 2**31 - 1
 
 
 class Bucket:

@@ -79,7 +79,7 @@ from .constants import (
     VERSION_UNCOMPRESSED,
     TimeseriesParameters,
 )
-from .elements import _D, _PACK, _Q, to_element
+from .elements import _D, _PACK, _Q, int_value_size, to_element
 from .metadata import MISSING, normalize_meta, series_key
 from .minmax import MinMax, Schema, SchemaChange
 from .options import TimeseriesOptions, round_timestamp_ms
@@ -89,10 +89,7 @@ from .stats import ExecutionStats
 
 __all__ = ["BatchResult", "BucketCatalog", "BucketWrite"]
 
-_INT32_MIN: Final = -(2**31)
 _INT32_MAX: Final = 2**31 - 1
-_INT64_MIN: Final = -(2**63)
-_INT64_MAX: Final = 2**63 - 1
 # Python types a Shape takes as fixed-width values (Python int is sized by value).
 _SHAPE_TYPES: Final = frozenset((Int64, float, DatetimeMS, ObjectId, bool, type(None)))
 _SHAPES_MAX: Final = 4096
@@ -428,14 +425,7 @@ class BucketCatalog:
         shaped = self._prepare_shaped
         for i, m in enumerate(measurements):
             try:
-                if type(m) is dict and "_id" in m:
-                    doc = m
-                elif isinstance(m, bytes | bytearray | memoryview):
-                    doc = decode(bytes(m))
-                else:
-                    doc = dict(m)
-                if "_id" not in doc:
-                    doc = {"_id": ObjectId(), **doc}
+                doc = m if type(m) is dict and "_id" in m else _as_document(m)
                 shape = None if shapes is None else \
                     shapes.get((tuple(doc), tuple(map(type, doc.values()))))
                 if shape is not None and shape is not _NOT_FIXED:
@@ -457,13 +447,10 @@ class BucketCatalog:
         (None when one is beyond int64, which the general path reports)."""
         value_bytes = shape.fixed_bytes
         for f in shape.int_fields:
-            v = doc[f]
-            if _INT32_MIN <= v <= _INT32_MAX:
-                value_bytes += 4
-            elif _INT64_MIN <= v <= _INT64_MAX:
-                value_bytes += 8
-            else:
+            size = int_value_size(doc[f])
+            if size is None:
                 return None
+            value_bytes += size
         mf = options.meta_field
         key, meta, meta_size = (b"", MISSING, 0) if mf is None or mf not in doc \
             else self._series_of(doc[mf])
@@ -1150,6 +1137,13 @@ class BucketCatalog:
             raise MongoError(ErrorCode.InternalError, "bucket catalog: batch already finished")
         if self._pending is not result:
             raise MongoError(ErrorCode.InternalError, "bucket catalog: not the pending batch")
+
+
+def _as_document(m: Mapping[str, Any] | bytes) -> dict[str, Any]:
+    """A measurement as a dict with an `_id` (decoded from BSON or copied, and given a new
+    ObjectId when it has none)."""
+    doc = decode(bytes(m)) if isinstance(m, bytes | bytearray | memoryview) else dict(m)
+    return doc if "_id" in doc else {"_id": ObjectId(), **doc}
 
 
 def _time_of(m: Measurement) -> int:

@@ -17,7 +17,7 @@ from bson.datetime_ms import DatetimeMS
 
 from storage.bsonutil import CODEC_OPTIONS
 
-__all__ = ["to_element"]
+__all__ = ["int_value_size", "to_element"]
 
 _D: Final = struct.Struct("<d")
 _I: Final = struct.Struct("<i")
@@ -31,6 +31,16 @@ _I64_MAX: Final = 2**63 - 1
 def _generic(v: Any) -> tuple[int, bytes]:
     raw = bson.encode({"": v}, codec_options=CODEC_OPTIONS)
     return raw[4], raw[6:-1]
+
+
+def int_value_size(v: int) -> int | None:
+    """Bytes of a Python int's BSON value as `to_element` packs it: 4 (int32) or 8
+    (int64); None beyond int64, which BSON cannot hold."""
+    if _I32_MIN <= v <= _I32_MAX:
+        return 4
+    if _I64_MIN <= v <= _I64_MAX:
+        return 8
+    return None
 
 
 def _int(v: int) -> tuple[int, bytes]:
