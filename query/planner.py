@@ -236,11 +236,10 @@ def _intersect_ranges(ivs: list[Interval]) -> list[Interval] | None:
         return None                                          # bracket (null's is MinKey)
     lo = max(ivs, key=lambda iv: (sort_key(iv.lower), not iv.lower_inclusive))
     hi = min(ivs, key=lambda iv: (sort_key(iv.upper), iv.upper_inclusive))
-    out = Interval(lo.lower, lo.lower_inclusive, hi.upper, hi.upper_inclusive)
-    c = (sort_key(out.lower) > sort_key(out.upper)) - (sort_key(out.lower) < sort_key(out.upper))
-    if c > 0 or (c == 0 and not (out.lower_inclusive and out.upper_inclusive)):
+    low, high = sort_key(lo.lower), sort_key(hi.upper)
+    if low > high or (low == high and not (lo.lower_inclusive and hi.upper_inclusive)):
         return []
-    return [out]
+    return [Interval(lo.lower, lo.lower_inclusive, hi.upper, hi.upper_inclusive)]
 
 
 def _top_level_leaves(root: Node) -> list[Node]:
