@@ -78,8 +78,9 @@ class BucketsSource:
     def _first_match(self, index: str, query: ReopeningQuery, pending: dict[ObjectId, Any],
                      series: list[Any]) -> Any:
         """The first bucket in `index` order that the query matches, among the stored
-        buckets without a pending write and the pending writes `series` (_UNORDERED when
-        a match has several keys in the index, so the order is not one key's)."""
+        buckets without a pending write and the pending writes `series`, as (decoded, raw)
+        (_UNORDERED when a match has several keys in the index, so the order is not one
+        key's)."""
         matches, stored = self._stored_candidates(index, query)
         best: Any = None
         for rid, raw in stored:
@@ -88,8 +89,8 @@ class BucketsSource:
                 continue  # its pending version is looked at below
             if matches(doc) and query.matches(doc, len(raw)):
                 if not series:
-                    return raw
-                best = (raw, doc, (0, rid))
+                    return doc, raw
+                best = (doc, raw, (0, rid))
                 break
         ranked = []
         if best is not None:
@@ -103,21 +104,21 @@ class BucketsSource:
             if not (matches(doc) and query.matches(doc, len(raw))):
                 continue
             if w.kind == "insert":  # flushed after every stored record, in this order
-                ranked.append((raw, doc, (1, i)))
+                ranked.append((doc, raw, (1, i)))
             else:
                 found = self.buckets.find_id(w.bucket_id)
-                ranked.append((raw, doc, (0, found[0] if found is not None else 0)))
+                ranked.append((doc, raw, (0, found[0] if found is not None else 0)))
         if not ranked:
             return None
         if len(ranked) == 1:
-            return ranked[0][0]
+            return ranked[0][:2]
         keyed = []
-        for raw, doc, order in ranked:
+        for doc, raw, order in ranked:
             key = self.buckets.index_key(index, doc)
             if key is None:
                 return _UNORDERED
-            keyed.append((key, order, raw))
-        return min(keyed, key=lambda k: k[:2])[2]
+            keyed.append(((key, order), doc, raw))
+        return min(keyed, key=lambda k: k[0])[1:]
 
     def _stored_candidates(self, index: str, query: ReopeningQuery
                            ) -> tuple[Callable[[Any], bool], Iterator[tuple[int, bytes]]]:

@@ -823,7 +823,9 @@ class BucketCatalog:
         else:
             return None
         raw: bytes | None = None
-        if isinstance(doc, bytes | bytearray | memoryview):
+        if isinstance(doc, tuple):  # StoredBucket: decoded and raw
+            doc, raw = doc
+        elif isinstance(doc, bytes | bytearray | memoryview):
             raw = bytes(doc)
             doc = decode(raw)
         oid = doc.get("_id")

@@ -82,11 +82,14 @@ class ReopeningQuery:
         return bson_size is None or bson_size < self.max_size
 
 
+StoredBucket = tuple[Mapping[str, Any], bytes]  # a bucket decoded, and its raw bytes
+
+
 class BucketSource(Protocol):
     """What the catalog needs from storage to reopen buckets (all calls are synchronous).
 
-    Both return a bucket document (decoded with CODEC_OPTIONS, or raw BSON bytes), or
-    None. Query-based reopening should return None when the collection has no index
+    Both return a bucket document (decoded with CODEC_OPTIONS, raw BSON bytes, or both
+    as a (decoded, raw) pair when the source has decoded it already), or None. Query-based reopening should return None when the collection has no index
     supporting it (see index_schema.supports_reopening_query), as MongoDB skips it then.
     """
 
@@ -94,5 +97,5 @@ class BucketSource(Protocol):
         ...
 
     def find_reopening_candidate(self, coll: Any, query: ReopeningQuery
-                                 ) -> Mapping[str, Any] | bytes | None:
+                                 ) -> Mapping[str, Any] | bytes | StoredBucket | None:
         ...
