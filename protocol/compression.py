@@ -14,7 +14,7 @@ __all__ = ["compress", "decompress", "SUPPORTED"]
 SUPPORTED: tuple[str, ...] = ("snappy", "zlib", "zstd")
 
 
-def compress(compressor: CompressorId, data: bytes) -> bytes:
+def compress(compressor: CompressorId, data: bytes | memoryview) -> bytes:
     if compressor == CompressorId.SNAPPY:
         return bytes(cramjam.snappy.compress_raw(data))
     if compressor == CompressorId.ZLIB:

@@ -333,11 +333,9 @@ def apply_update_statement(coll_getter: Callable[[], Any], stmt: UpdateStatement
     if update.is_replacement and stmt.multi:
         raise MongoError(ErrorCode.FailedToParse,
                          "multi update is not supported for replacement-style update")
-    coll = coll_getter() if not stmt.upsert else None
+    coll = coll_getter()
     if coll is None and not stmt.upsert:
         return UpdateOutcome()
-    if stmt.upsert:
-        coll = coll_getter()
     prepared = prepare_find(coll, FindSpec(filter=stmt.q, hint=stmt.hint, let=stmt.let))
     outcome = UpdateOutcome()
     matcher = prepared.matcher

@@ -126,7 +126,7 @@ def resolve_let_variables(let: dict[str, Any] | None, ctx: PipelineContext
         raise MongoError(ErrorCode.TypeMismatch, "BSON field 'let' is the wrong type, expected "
                          "type 'object'")
     out: dict[str, Any] = {}
-    base = {"NOW": ctx.now}
+    base: dict[str, Any] = {"NOW": ctx.now}
     if ctx.cluster_time is not None:
         base["CLUSTER_TIME"] = ctx.cluster_time
     for name, spec in let.items():

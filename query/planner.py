@@ -316,7 +316,7 @@ def _partial_implied(partial: dict[str, Any], leaves: list[Node]) -> bool:
     for pleaf in _top_level_leaves(pm.root):
         implied = False
         for q in leaves:
-            if q.path != pleaf.path:
+            if q.path is None or q.path != pleaf.path:
                 continue
             if (q.op == pleaf.op and sort_key(_hashable(q.arg)) == sort_key(_hashable(pleaf.arg))) or (q.op == "$eq" and pleaf.fn({q.path: q.arg} if "." not in q.path
                                             else _nest(q.path, q.arg), None)):

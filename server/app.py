@@ -110,13 +110,13 @@ class Server:
             return
         task = asyncio.current_task()
         assert task is not None
-        self._conn_tasks.add(task)  # type: ignore[arg-type]
+        self._conn_tasks.add(task)
         try:
             await serve_connection(state, reader, writer)
         except asyncio.CancelledError:
             pass  # shutdown cancelled an idle connection; the task simply ends
         finally:
-            self._conn_tasks.discard(task)  # type: ignore[arg-type]
+            self._conn_tasks.discard(task)
 
     async def _reap_cursors(self) -> None:
         while True:
@@ -191,8 +191,8 @@ async def _main(config: Config) -> int:
         await server.shutdown("startup failed")
         return 48 if isinstance(exc, OSError) else 1
     await server.serve_until_stopped()
-    for sig in signals:
-        loop.remove_signal_handler(sig)
+    for signum in signals:
+        loop.remove_signal_handler(signum)
     return 0
 
 

@@ -220,8 +220,8 @@ def main(argv: list[str]) -> int:
         else:
             sources = []
             for path in args.files:
-                progress = _Progress(os.path.getsize(path), sys.stderr)
-                sources.append((_file_docs(path, progress), progress))
+                file_progress = _Progress(os.path.getsize(path), sys.stderr)
+                sources.append((_file_docs(path, file_progress), file_progress))
         for docs, progress in sources:
             for doc in docs:
                 report = inspect_bucket(doc, values=args.values)

@@ -543,7 +543,7 @@ class KeyGenerator:
         self._single = self._n == 1 and spec.directions[0] > 0
         self._sparse = spec.sparse
         self._is_id = spec.is_id_index
-        self._empty = (frozenset(),) * self._n
+        self._empty: tuple[frozenset[Any], ...] = (frozenset(),) * self._n
 
     def keys(self, doc: Mapping[str, Any]) -> KeySet:
         if self._is_id:

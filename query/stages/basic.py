@@ -449,7 +449,7 @@ class RedactStage(Stage):
             return None
         if decision == "keep":
             return sub
-        out = {}
+        out: dict[str, Any] = {}
         for k, v in sub.items():
             t = type(v)
             if t is dict:
@@ -463,7 +463,7 @@ class RedactStage(Stage):
         return out
 
     def _redact_array(self, arr: list, root: dict, variables: dict) -> list:
-        out = []
+        out: list[Any] = []
         for e in arr:
             t = type(e)
             if t is dict:
@@ -517,7 +517,7 @@ class SampleStage(Stage):
 def _c_sample(spec: Any, ctx: PipelineContext) -> Stage:
     if type(spec) is not dict:
         raise MongoError(28745, "the $sample stage specification must be an object")
-    size = MISSING
+    size: int | None = None
     for k, v in spec.items():
         if k == "size":
             if num_kind(v) < 0:
@@ -527,7 +527,7 @@ def _c_sample(spec: Any, ctx: PipelineContext) -> Stage:
             size = as_int(v)
         else:
             raise MongoError(28748, f"unrecognized option to $sample: {k}")
-    if size is MISSING:
+    if size is None:
         raise MongoError(28749, "$sample stage must specify a size")
     return SampleStage(spec, size)
 

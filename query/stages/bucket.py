@@ -285,7 +285,7 @@ class BucketAutoStage(Stage):
             buckets[0][0] = round_down(buckets[0][0], gran)
             buckets[-1][1] = round_up(buckets[-1][1], gran)
         for lo, hi, accs in buckets:
-            out = {"_id": {"min": lo, "max": hi}}
+            out: dict[str, Any] = {"_id": {"min": lo, "max": hi}}
             for (name, _), acc in zip(self.accs, accs):
                 r = acc.result()
                 out[name] = None if r is MISSING else r

@@ -133,7 +133,7 @@ class _Grouper:
     def used(self) -> int:
         return self.fixed + self.tracker.used
 
-    def adder(self) -> Callable[[dict, dict, bool], bool]:
+    def adder(self) -> Callable[..., bool]:
         """A function folding one document in; it returns False (and does nothing) if the
         document's group is new and `create` is False."""
         id_fn = self.id_fn

@@ -181,6 +181,7 @@ class UnionWithStage(Stage):
     def __init__(self, spec: Any, ctx: PipelineContext) -> None:
         from query.pipeline import compile_pipeline
         self.spec = spec
+        coll: Any
         if type(spec) is str:
             coll, stages = spec, []
         elif type(spec) is dict:

@@ -122,11 +122,11 @@ def _c_unwind(spec: Any, ctx: PipelineContext) -> Stage:
                 index_field = v
             else:
                 raise MongoError(28811, f"unrecognized option to $unwind stage: {k}")
-        if path is None:
-            raise MongoError(28812, "no path specified to $unwind stage")
     else:
         raise MongoError(15981, "expected either a string or an object as specification for "
                          f"$unwind stage, got {type_name(spec)}")
+    if path is None:
+        raise MongoError(28812, "no path specified to $unwind stage")
     if not path.startswith("$"):
         raise MongoError(28818, f"path option to $unwind stage should be prefixed with a '$': "
                          f"{value_repr(path)[1:-1]}")

@@ -54,8 +54,7 @@ def arith(op: str, a: Any, b: Any) -> Any:
     kind = max(_kind(a), _kind(b))
     if kind == _DECIMAL:
         da, db = _to_decimal(a), _to_decimal(b)
-        r = _CTX.add(da, db) if op == "add" else _CTX.multiply(da, db)
-        return Decimal128(r)
+        return Decimal128(_CTX.add(da, db) if op == "add" else _CTX.multiply(da, db))
     if kind == _DOUBLE:
         fa, fb = float(a), float(b)
         return fa + fb if op == "add" else fa * fb

@@ -190,7 +190,7 @@ class IndexStore(ABC):
 
 @dataclass
 class _Scope:
-    rollbacks: list[Callable[[], None]] = field(default_factory=list)
+    rollbacks: list[Callable[[], object]] = field(default_factory=list)
     commits: list[Callable[[], None]] = field(default_factory=list)
 
 
@@ -343,7 +343,7 @@ class StorageEngine(ABC):
                 for fn in reversed(scope.rollbacks):
                     fn()
 
-    def on_rollback(self, fn: Callable[[], None]) -> None:
+    def on_rollback(self, fn: Callable[[], object]) -> None:
         """Run `fn` if the innermost open scope rolls back (no-op outside a txn)."""
         if self._scopes:
             self._scopes[-1].rollbacks.append(fn)

@@ -9,6 +9,7 @@ abort and savepoint rollback are exact. Nothing survives `close()`.
 from __future__ import annotations
 
 import bisect
+import functools
 from collections.abc import Iterator, Sequence
 
 from storage.engine.base import (
@@ -169,7 +170,7 @@ class MemoryIndexStore(IndexStore):
             if j < len(lst) and lst[j] == entry:
                 continue
             lst.insert(j, entry)
-            self._engine.on_rollback(lambda e=entry: self._remove(e))
+            self._engine.on_rollback(functools.partial(self._remove, entry))
 
     def _remove(self, entry: tuple[bytes, RecordId]) -> None:
         i = bisect.bisect_left(self._entries, entry)
@@ -183,7 +184,7 @@ class MemoryIndexStore(IndexStore):
             i = bisect.bisect_left(self._entries, entry)
             if i < len(self._entries) and self._entries[i] == entry:
                 del self._entries[i]
-                self._engine.on_rollback(lambda e=entry: bisect.insort(self._entries, e))
+                self._engine.on_rollback(functools.partial(bisect.insort, self._entries, entry))
 
     def lookup(self, keys: Sequence[bytes]) -> dict[bytes, list[RecordId]]:
         out: dict[bytes, list[RecordId]] = {}
