@@ -260,7 +260,7 @@ async def test_a_cursor_busy_in_a_get_more_refuses_a_second_one() -> None:
     busy = asyncio.create_task(slow.get_more(opened["id"], NS, 2))
     await asyncio.wait_for(entered.wait(), 2)
     with pytest.raises(MongoError) as err:
-        await slow.get_more(opened["id"], NS, 2)
+        await asyncio.wait_for(slow.get_more(opened["id"], NS, 2), 2)
     assert (err.value.code, err.value.code_name) == (143, "CursorInUse")
     assert slow.reap(0.0) == 0  # a cursor in use is never reaped
     release.set()
