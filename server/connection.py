@@ -164,8 +164,12 @@ async def _handle_op_msg(server: ServerState, conn: ConnectionState, msg: OpMsg,
         if not streaming:
             return
         await out.writer.drain()
-        # Exhaust: the next reply answers our own previous one, after the await period.
+        # Exhaust: the next reply answers our own previous one, after the await period. As
+        # mongod does, the next invocation carries the topologyVersion just sent, so it waits
+        # for a change instead of answering at once (a client that knew another process).
         response_to = rid
+        if "topologyVersion" in reply:
+            body = {**body, "topologyVersion": reply["topologyVersion"]}
         if reader.at_eof() or server.shutting_down.is_set():
             return
         reply, _ = await execute(server, conn, body, db, exhaust_allowed=True)

@@ -367,13 +367,6 @@ async def test_awaitable_hello_without_exhaust_is_one_reply(state: ServerState) 
     assert reply.flags == 0 and reply.doc["ok"] == 1.0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the exhaust loop repeats the client's hello verbatim: when its topologyVersion names "
-    "another process (a server restarted under the client), every repetition answers at "
-    "once and the loop writes replies without ever yielding to the event loop, starving "
-    "every other connection while the peer keeps reading; mongod puts its current "
-    "topologyVersion into the next invocation, so the following replies wait "
-    "maxAwaitTimeMS"))
 async def test_exhaust_with_another_process_topology_waits_after_the_first_reply(
         state: ServerState) -> None:
     reader = reader_with(awaitable_hello(state, 30, process_id=ObjectId()), eof=False)
