@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from query.context import PipelineContext
-from query.expressions.core import Fn, Scope, compile_node
+from query.expressions.core import Scope, compile_node
+from query.expressions.registry import Fn
 from query.expressions.values import (
     MISSING,
     as_int,

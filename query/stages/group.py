@@ -20,9 +20,11 @@ from typing import Any, Final
 from bson import Decimal128, Int64
 from bson.datetime_ms import DatetimeMS
 
-from query.accumulators import AccumulatorDef, Tracker, approx_size, compile_accumulator
+from query.accumulators import AccumulatorDef, compile_accumulator
 from query.context import PipelineContext
-from query.expressions.core import Fn, Scope, compile_node
+from query.expressions.core import Scope, compile_node
+from query.expressions.reducers import Tracker, approx_size
+from query.expressions.registry import Fn
 from query.expressions.values import MISSING
 from query.spill import SpillFile, group_limit_error
 from storage.bson_order import sort_key

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from query.context import PipelineContext
-from query.expressions.core import Fn, Scope, compile_node, validate_user_var_name
+from query.expressions.core import Scope, compile_node, validate_user_var_name
+from query.expressions.registry import Fn
 from query.expressions.values import MISSING, type_name, value_repr
 from storage.errors import ErrorCode, MongoError
 

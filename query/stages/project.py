@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from typing import Any, Final
 
 from query.context import PipelineContext
-from query.expressions.core import OPERATORS, Fn, Scope, compile_node
+from query.expressions.core import Scope, compile_node
+from query.expressions.registry import OPERATORS, Fn
 from query.expressions.values import MISSING, num_kind, truthy
 from storage.errors import MongoError
 
@@ -136,11 +137,8 @@ class AggregationProjection:
             first = next(iter(val))
             if first.startswith("$"):
                 if first not in OPERATORS and first != "$literal":
-                    from query.expressions.core import _load_families
-                    _load_families()
-                    if first not in OPERATORS:
-                        raise MongoError(31325, f"Invalid $project :: caused by :: Unknown "
-                                         f"expression {first}")
+                    raise MongoError(31325, f"Invalid $project :: caused by :: Unknown "
+                                     f"expression {first}")
                 return self._computed(val, path, scope)
             return val
         return self._computed(val, path, scope)

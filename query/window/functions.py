@@ -23,9 +23,11 @@ from typing import Any, Final
 from bson import Decimal128, Int64
 from bson.datetime_ms import DatetimeMS
 
-from query.accumulators import ACCUMULATORS, Tracker, compile_accumulator
+from query.accumulators import ACCUMULATORS, compile_accumulator
 from query.expressions.comparison import agg_key
-from query.expressions.core import Fn, Scope, compile_node, const_value, is_const
+from query.expressions.core import Scope, compile_node, const_value, is_const
+from query.expressions.reducers import Tracker
+from query.expressions.registry import Fn
 from query.expressions.values import (
     DEC_CTX,
     INT64_MAX,

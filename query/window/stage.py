@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from query.accumulators import approx_size
 from query.context import PipelineContext
 from query.expressions.comparison import agg_key
-from query.expressions.core import Fn, Scope, compile_node
+from query.expressions.core import Scope, compile_node
+from query.expressions.reducers import approx_size
+from query.expressions.registry import Fn
 from query.expressions.values import MISSING, type_name
 from query.spill import external_sort
 from query.stages.base import Env, Stage, register_stage
