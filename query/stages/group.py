@@ -31,6 +31,7 @@ from storage.bson_order import sort_key
 from storage.errors import ErrorCode, MongoError
 
 from .base import Env, Stage, register_stage
+from .sort import SortStage
 
 __all__ = ["GroupStage", "group_key", "parse_accumulator_fields", "make_group_id_fn"]
 
@@ -244,7 +245,6 @@ def _c_group(spec: Any, ctx: PipelineContext) -> Stage:
 
 
 def _c_sort_by_count(spec: Any, ctx: PipelineContext) -> list[Stage]:
-    from .sort import SortStage
     if type(spec) is str:
         if not spec.startswith("$"):
             raise MongoError(40148, "the sortByCount field must be defined as a $-prefixed "

@@ -69,7 +69,7 @@ class LookupStage(Stage):
     name = "$lookup"
 
     def __init__(self, spec: dict, ctx: PipelineContext) -> None:
-        from query.pipeline import compile_pipeline
+        from query.pipeline import compile_pipeline  # the sub-pipeline cycle (see pipeline.py)
         self.spec = spec
         allowed = ("from", "as", "localField", "foreignField", "let", "pipeline", "_internal")
         for k in spec:
@@ -180,7 +180,7 @@ class UnionWithStage(Stage):
     name = "$unionWith"
 
     def __init__(self, spec: Any, ctx: PipelineContext) -> None:
-        from query.pipeline import compile_pipeline
+        from query.pipeline import compile_pipeline  # the sub-pipeline cycle (see pipeline.py)
         self.spec = spec
         if type(spec) is str:
             coll, stages = spec, []

@@ -23,7 +23,7 @@ from query.expressions.registry import OPERATORS, Fn
 from query.expressions.values import MISSING, num_kind, truthy
 from storage.errors import MongoError
 
-from .base import Env, Stage
+from .base import Env, Stage, register_stage
 from .basic import remove_path
 
 __all__ = ["ProjectStage", "AggregationProjection"]
@@ -234,3 +234,14 @@ class ProjectStage(Stage):
         variables = env.variables
         for d in docs:
             yield apply(d, variables)
+
+
+def _c_project(spec: Any, ctx: PipelineContext) -> Stage:
+    if type(spec) is not dict:
+        raise MongoError(15969, "$project specification must be an object")
+    if not spec:
+        raise MongoError(51272, "projection specification must have at least one field")
+    return ProjectStage(spec, ctx)
+
+
+register_stage("$project", _c_project)
