@@ -58,7 +58,7 @@ from .rawbson import (
     iter_elements,
     validate_value,
 )
-from .simple8b import block_count
+from .simple8b.decoding import block_count
 
 __all__ = ["BSONColumnBuilder", "BinaryDiff", "MISSING", "encode_value"]
 

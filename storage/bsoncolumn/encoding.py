@@ -46,11 +46,11 @@ from .rawbson import (
     T_TIMESTAMP,
     T_UNDEFINED,
 )
-from .simple8b import (
+from .simple8b.builder import (
     Pending,
     Simple8bBuilder,
-    _pending_value,
     pending_columns_np,
+    pending_value,
     run_ends,
 )
 from .type_util import (
@@ -690,7 +690,7 @@ class EncodingState:
                 if z in pv_cache:
                     pv = pv_cache[z]
                 else:
-                    pv = pv_cache[z] = _pending_value(z, True)
+                    pv = pv_cache[z] = pending_value(z, True)
                 if pv is None:
                     break  # not storable in Simple-8b: a literal
                 zz.append(z)
@@ -874,7 +874,7 @@ class EncodingState:
         new.initialize_rle_from(old)
         pend = list(pending)
         if old.rle_count:
-            pend = [_pending_value(old.last, False)] * old.rle_count + pend  # type: ignore[arg-type]
+            pend = [pending_value(old.last, False)] * old.rle_count + pend  # type: ignore[arg-type]
         new.extend(values, pend, _run_ends_list(values), self.write_block)  # type: ignore[arg-type]
         enc.s8b = new
         return False
