@@ -9,9 +9,8 @@ rebound); it is shared, not copied, between documents.
 
 Operators are looked up in `registry.OPERATORS` (name → compiler), which the family modules
 (`arithmetic`, `strings`, `dates`, ...) fill; this module imports none of them (the package
-`__init__` does). A sub-expression whose spec references no field,
-variable or impure operator is folded into a constant at compile time, as MongoDB's
-optimizer does.
+`__init__` does). A sub-expression whose spec references no field, variable or impure
+operator is folded into a constant at compile time, as MongoDB's optimizer does.
 """
 
 from __future__ import annotations
