@@ -89,4 +89,3 @@ def parts_from_local(local_ms: int, offset_s: int) -> Parts:
     mi, rem = divmod(rem, 60_000)
     s, ms = divmod(rem, 1000)
     return Parts(y, m, d, h, mi, s, ms, days, offset_s)
-

@@ -405,4 +405,3 @@ def parse_object_args(name: str, arg: Any, scope: Scope, *, required: Iterable[s
             raise MongoError(missing_code or unknown_code,
                              f"Missing '{r}' parameter to {name}")
     return out
-

@@ -35,4 +35,3 @@ from .base import (
 
 __all__ = ["STAGES", "Stage", "Env", "register_stage", "compile_stage", "FIRST_STAGE_ONLY",
            "LAST_STAGE_ONLY"]
-
