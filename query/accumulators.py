@@ -9,200 +9,43 @@ document contributes and ``definition.new(group_id, tracker)`` makes the per-gro
 $addToSet, the N-accumulators, percentiles) add the approximate size of what they keep to
 ``tracker.used`` so `$group` can enforce its memory limit.
 
-The same accumulators back the expression forms ``{$sum: [...]}`` etc. (`evaluate_over`).
+The value reducers that also have an expression form ($sum, $avg, $min, $max, $stdDev*,
+$percentile, $median) live in `query.expressions.reducers`, below both users.
 """
 
 from __future__ import annotations
 
 import heapq
-import math
+from collections import deque
 from collections.abc import Callable
-from decimal import Decimal
 from typing import Any
 
-from bson import Decimal128, Int64
-
 from query.expressions.comparison import agg_key
-from query.expressions.core import (
-    Fn,
-    Scope,
-    compile_node,
-    const_fn,
-    operator,
+from query.expressions.core import Scope, compile_node, const_fn
+from query.expressions.reducers import (
+    Accumulator,
+    AvgAcc,
+    MinMaxAcc,
+    PercentileAcc,
+    StdDevAcc,
+    SumAcc,
+    Tracker,
+    approx_size,
+    parse_percentile_spec,
 )
+from query.expressions.registry import Fn
 from query.expressions.values import (
-    DEC_CTX,
-    INT64_MAX,
-    INT64_MIN,
-    K_DECIMAL,
-    K_DOUBLE,
-    K_INT,
-    K_LONG,
     MISSING,
     as_int,
     int_or_long,
     is_integral64,
-    make_decimal,
-    num_kind,
-    to_float,
     type_name,
     value_repr,
 )
+from query.sort import compile_sort
 from storage.errors import ErrorCode, MongoError
 
-__all__ = [
-    "Accumulator", "AccumulatorDef", "Tracker", "ACCUMULATORS", "compile_accumulator",
-    "approx_size", "SumState", "percentile_rank", "parse_percentile_spec",
-]
-
-
-class Tracker:
-    """Approximate bytes held by growing accumulators (shared by one $group)."""
-
-    __slots__ = ("used",)
-
-    def __init__(self) -> None:
-        self.used = 0
-
-
-def approx_size(v: Any) -> int:
-    """A cheap estimate of a value's BSON size."""
-    t = type(v)
-    if t is str:
-        return len(v) + 5
-    if t is dict:
-        return 5 + sum(len(k) + 2 + approx_size(x) for k, x in v.items())
-    if t is list:
-        return 5 + sum(4 + approx_size(x) for x in v)
-    if t is bytes:
-        return len(v) + 5
-    if t is Decimal128:
-        return 16
-    return 8
-
-
-class Accumulator:
-    __slots__ = ()
-
-    def process(self, value: Any) -> None:
-        raise NotImplementedError
-
-    def result(self) -> Any:
-        raise NotImplementedError
-
-
-# ---------------------------------------------------------------- numeric summation
-
-class SumState:
-    """MongoDB's summation: narrowest result type, exact integers, compensated doubles."""
-
-    __slots__ = ("count", "dec", "fcomp", "fsum", "ival", "kind")
-
-    def __init__(self) -> None:
-        self.kind = K_INT
-        self.ival = 0
-        self.fsum = 0.0
-        self.fcomp = 0.0
-        self.dec: Decimal | None = None
-        self.count = 0
-
-    def add(self, v: Any) -> bool:
-        """Add a value; False (and nothing done) if it is not a number."""
-        t = type(v)
-        if t is float:
-            if self.kind < K_DOUBLE:
-                self.kind = K_DOUBLE
-            s = self.fsum
-            x = s + v
-            if math.isfinite(x):
-                if abs(s) >= abs(v):
-                    self.fcomp += (s - x) + v
-                else:
-                    self.fcomp += (v - x) + s
-            self.fsum = x
-        elif t is int:
-            self.ival += v
-            if self.kind == K_INT and not -(2**31) <= v < 2**31:
-                self.kind = K_LONG
-        elif t is Int64:
-            self.ival += int(v)
-            if self.kind < K_LONG:
-                self.kind = K_LONG
-        elif t is Decimal128:
-            self.kind = K_DECIMAL
-            d = v.to_decimal()
-            self.dec = d if self.dec is None else DEC_CTX.add(self.dec, d)
-        else:
-            return False
-        self.count += 1
-        return True
-
-    def remove(self, v: Any) -> None:
-        """Subtract a value previously added (sliding windows)."""
-        t = type(v)
-        if t is float:
-            s = self.fsum
-            x = s - v
-            if math.isfinite(x):
-                if abs(s) >= abs(v):
-                    self.fcomp += (s - x) - v
-                else:
-                    self.fcomp += (-v - x) + s
-            self.fsum = x
-        elif t is int or t is Int64:
-            self.ival -= int(v)
-        elif t is Decimal128:
-            self.dec = DEC_CTX.subtract(self.dec or Decimal(0), v.to_decimal())
-        else:
-            return
-        self.count -= 1
-
-    def double_total(self) -> float:
-        if math.isfinite(self.fsum):
-            return float(self.ival) + (self.fsum + self.fcomp)
-        return self.fsum + float(self.ival)
-
-    def total(self) -> Any:
-        k = self.kind
-        if k == K_DECIMAL:
-            d = self.dec or Decimal(0)
-            d = DEC_CTX.add(d, Decimal(self.ival))
-            if self.fsum != 0.0 or self.fcomp != 0.0:
-                d = DEC_CTX.add(d, DEC_CTX.create_decimal(self.fsum + self.fcomp))
-            return make_decimal(d)
-        if k == K_DOUBLE:
-            return self.double_total()
-        if INT64_MIN <= self.ival <= INT64_MAX:
-            return Int64(self.ival) if k == K_LONG else int_or_long(self.ival)
-        return float(self.ival)
-
-    def average(self) -> Any:
-        if self.count == 0:
-            return None
-        if self.kind == K_DECIMAL:
-            total = self.total().to_decimal()
-            return make_decimal(DEC_CTX.divide(total, Decimal(self.count)))
-        return self.double_total() / self.count
-
-
-class SumAcc(Accumulator):
-    __slots__ = ("s",)
-
-    def __init__(self) -> None:
-        self.s = SumState()
-
-    def process(self, value: Any) -> None:
-        self.s.add(value)
-
-    def result(self) -> Any:
-        return self.s.total()
-
-
-class AvgAcc(SumAcc):
-    __slots__ = ()
-
-    def result(self) -> Any:
-        return self.s.average()
+__all__ = ["AccumulatorDef", "ACCUMULATORS", "compile_accumulator"]
 
 
 class CountAcc(Accumulator):
@@ -217,34 +60,6 @@ class CountAcc(Accumulator):
     def result(self) -> Any:
         return int_or_long(self.n)
 
-
-class MinMaxAcc(Accumulator):
-    __slots__ = ("best", "sign")
-
-    def __init__(self, sign: int) -> None:
-        self.sign = sign
-        self.best: Any = MISSING
-
-    def process(self, value: Any) -> None:
-        if value is None or value is MISSING:
-            return
-        best = self.best
-        if best is MISSING:
-            self.best = value
-            return
-        t = type(value)
-        if t is type(best) and (t is float or t is int or t is str or t is Int64) and \
-                value == value and best == best:
-            # Same simple type (no NaN): compare the values themselves.
-            if (value < best) if self.sign < 0 else (value > best):
-                self.best = value
-            return
-        k, kb = agg_key(value), agg_key(best)
-        if (k < kb) if self.sign < 0 else (k > kb):
-            self.best = value
-
-    def result(self) -> Any:
-        return None if self.best is MISSING else self.best
 
 
 class FirstAcc(Accumulator):
@@ -331,35 +146,6 @@ class MergeObjectsAcc(Accumulator):
         return self.out
 
 
-class StdDevAcc(Accumulator):
-    """Welford's online variance over numeric inputs."""
-
-    __slots__ = ("m2", "mean", "n", "sample")
-
-    def __init__(self, sample: bool) -> None:
-        self.n = 0
-        self.mean = 0.0
-        self.m2 = 0.0
-        self.sample = sample
-
-    def process(self, value: Any) -> None:
-        if num_kind(value) < 0:
-            return
-        x = to_float(value)
-        self.n += 1
-        delta = x - self.mean
-        self.mean += delta / self.n
-        self.m2 += delta * (x - self.mean)
-
-    def result(self) -> Any:
-        if self.sample:
-            if self.n < 2:
-                return None
-            return math.sqrt(self.m2 / (self.n - 1))
-        if self.n == 0:
-            return None
-        return math.sqrt(self.m2 / self.n)
-
 
 class FirstNAcc(Accumulator):
     __slots__ = ("items", "n", "tracker")
@@ -383,7 +169,6 @@ class LastNAcc(Accumulator):
     __slots__ = ("items", "n", "tracker")
 
     def __init__(self, n: int, tracker: Tracker) -> None:
-        from collections import deque
         self.n = n
         self.items: Any = deque(maxlen=n)
         self.tracker = tracker
@@ -454,46 +239,6 @@ class BestNAcc(Accumulator):
             return outs[0] if outs else None
         return outs
 
-
-class PercentileAcc(Accumulator):
-    __slots__ = ("method", "ps", "single", "tracker", "values")
-
-    def __init__(self, ps: list[float], method: str, single: bool, tracker: Tracker) -> None:
-        self.values: list[float] = []
-        self.ps = ps
-        self.method = method
-        self.single = single
-        self.tracker = tracker
-
-    def process(self, value: Any) -> None:
-        if num_kind(value) >= 0:
-            self.values.append(to_float(value))
-            self.tracker.used += 8
-
-    def result(self) -> Any:
-        vals = sorted(x for x in self.values if x == x)
-        out = [percentile_of_sorted(vals, p, self.method) for p in self.ps]
-        return out[0] if self.single else out
-
-
-def percentile_rank(n: int, p: float) -> int:
-    """MongoDB's discrete rank: n-1 for p >= 1, else max(0, ceil(n*p) - 1)."""
-    if p >= 1.0:
-        return n - 1
-    return max(0, math.ceil(n * p) - 1)
-
-
-def percentile_of_sorted(vals: list[float], p: float, method: str) -> float | None:
-    if not vals:
-        return None
-    n = len(vals)
-    if method == "continuous":
-        rank = p * (n - 1)
-        lo, hi = math.floor(rank), math.ceil(rank)
-        if lo == hi:
-            return vals[lo]
-        return (hi - rank) * vals[lo] + (rank - lo) * vals[hi]
-    return vals[percentile_rank(n, p)]
 
 
 # ---------------------------------------------------------------- definitions
@@ -641,7 +386,6 @@ def _b_max_min_n(op: str, arg: Any, scope: Scope) -> AccumulatorDef:
 def sort_key_fn(sort_by: Any, op: str) -> Callable[[Any], Any]:
     if type(sort_by) is not dict or not sort_by:
         raise MongoError(5788604, f"expected an object for 'sortBy' in {op}")
-    from query.sort import compile_sort
     return compile_sort(sort_by)
 
 
@@ -665,91 +409,9 @@ def _b_top_bottom(op: str, arg: Any, scope: Scope) -> AccumulatorDef:
     return AccumulatorDef(op, argument, make, arg)
 
 
-def parse_percentile_spec(op: str, arg: Any) -> tuple[Any, list[float], str]:
-    """(input spec, p list, method) of a $percentile/$median spec."""
-    if type(arg) is not dict:
-        raise MongoError(7436200, f"specification must be an object; found {op}: "
-                         f"{value_repr(arg)}")
-    allowed = ("input", "method") if op == "$median" else ("input", "p", "method")
-    for k in arg:
-        if k not in allowed:
-            raise MongoError(40415, f"{op} found an unknown argument: {k}")
-    if "input" not in arg:
-        raise MongoError(40414, f"{op} requires 'input' to be specified")
-    if "method" not in arg:
-        raise MongoError(40414, f"{op} requires 'method' to be specified")
-    method = arg["method"]
-    if method not in ("approximate", "discrete", "continuous"):
-        raise MongoError(ErrorCode.BadValue, "Currently only 'approximate' can be used as "
-                         "percentile 'method'")
-    if op == "$median":
-        return arg["input"], [0.5], method
-    if "p" not in arg:
-        raise MongoError(40414, f"{op} requires 'p' to be specified")
-    ps = arg["p"]
-    if type(ps) is not list or not ps or not all(num_kind(p) >= 0 and 0 <= to_float(p) <= 1
-                                                  for p in ps):
-        raise MongoError(7750301, f"The $percentile 'p' field must be an array of numbers from "
-                         f"[0.0, 1.0], but found: {value_repr(ps)}")
-    return arg["input"], [to_float(p) for p in ps], method
-
-
 @_accumulator("$percentile", "$median")
 def _b_percentile(op: str, arg: Any, scope: Scope) -> AccumulatorDef:
     inp, ps, method = parse_percentile_spec(op, arg)
     single = op == "$median"
     return AccumulatorDef(op, compile_node(inp, scope),
                           lambda gid, tr: PercentileAcc(ps, method, single, tr), arg)
-
-
-# ---------------------------------------------------------------- expression forms
-
-def _expr_form(op: str, make: Callable[[], Accumulator]) -> None:
-    @operator(op)
-    def compiler(arg: Any, scope: Scope, name: str) -> Fn:
-        args = [compile_node(a, scope) for a in arg] if type(arg) is list else \
-            [compile_node(arg, scope)]
-        single = len(args) == 1
-
-        def f(doc: Any, v: dict) -> Any:
-            acc = make()
-            if single:
-                x = args[0](doc, v)
-                if type(x) is list:
-                    for e in x:
-                        acc.process(e)
-                else:
-                    acc.process(x)
-            else:
-                for a in args:
-                    acc.process(a(doc, v))
-            return acc.result()
-        return f
-
-
-_expr_form("$sum", SumAcc)
-_expr_form("$avg", AvgAcc)
-_expr_form("$min", lambda: MinMaxAcc(-1))
-_expr_form("$max", lambda: MinMaxAcc(1))
-_expr_form("$stdDevPop", lambda: StdDevAcc(False))
-_expr_form("$stdDevSamp", lambda: StdDevAcc(True))
-
-
-def _percentile_expr(op: str) -> None:
-    @operator(op)
-    def compiler(arg: Any, scope: Scope, name: str) -> Fn:
-        inp, ps, method = parse_percentile_spec(op, arg)
-        i_fn = compile_node(inp, scope)
-        single = op == "$median"
-
-        def f(doc: Any, v: dict) -> Any:
-            acc = PercentileAcc(ps, method, single, Tracker())
-            x = i_fn(doc, v)
-            for e in (x if type(x) is list else [x]):
-                acc.process(e)
-            return acc.result()
-        return f
-
-
-_percentile_expr("$percentile")
-_percentile_expr("$median")

@@ -20,7 +20,11 @@ from query.context import PipelineContext
 from query.expressions.core import compile_expression, validate_user_var_name
 from storage.errors import ErrorCode, MongoError
 
-from .stages.base import FIRST_STAGE_ONLY, LAST_STAGE_ONLY, Env, Stage, compile_stage
+# The one import cycle of query/: the stage index imports $facet, $lookup and $unionWith,
+# whose sub-pipelines are compiled by this module (they import it when they compile one).
+from .stages import FIRST_STAGE_ONLY, LAST_STAGE_ONLY, Env, Stage, compile_stage
+from .stages.basic import LimitStage
+from .stages.sort import SortStage
 
 __all__ = ["Pipeline", "compile_pipeline", "resolve_let_variables"]
 
@@ -71,15 +75,10 @@ class Pipeline:
         return f"Pipeline({[s.name for s in self.stages]})"
 
 
-def _load_stages() -> None:
-    from query import stages  # noqa: F401  (registers the built-in stages)
-
-
 def compile_pipeline(stages: list[dict], ctx: PipelineContext | None = None, *,
                      context: str | None = None) -> Pipeline:
     """Compile a pipeline. `context` names the enclosing stage for sub-pipelines
     ("$facet", "$lookup", "$unionWith"), which restricts the stages allowed inside."""
-    _load_stages()
     ctx = ctx or PipelineContext()
     if type(stages) is not list:
         raise MongoError(ErrorCode.TypeMismatch, "'pipeline' option must be specified as an "
@@ -105,8 +104,6 @@ def compile_pipeline(stages: list[dict], ctx: PipelineContext | None = None, *,
 
 
 def _optimize(stages: list[Stage]) -> list[Stage]:
-    from .stages.basic import LimitStage
-    from .stages.sort import SortStage
     out: list[Stage] = []
     for st in stages:
         if isinstance(st, LimitStage) and out and isinstance(out[-1], SortStage):

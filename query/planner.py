@@ -40,6 +40,7 @@ from bson.datetime_ms import DatetimeMS
 
 from query.match import Matcher, compile_filter
 from query.match.compiler import Node
+from query.match.regex import regex_parts
 from query.match.values import is_nan
 from query.sort import parse_sort
 from storage.bson_order import (
@@ -209,7 +210,6 @@ def _leaf_intervals(node: Node) -> tuple[int, list[Interval]] | None:
         out: list[Interval] = []
         for v in arg:
             if isinstance(v, Regex | re.Pattern):
-                from query.match.regex import regex_parts
                 out.extend(_regex_intervals(*regex_parts(v)))
                 continue
             ivs = _eq_intervals(v)
@@ -464,7 +464,6 @@ def _fmt_value(v: Any) -> str:
     if isinstance(v, DatetimeMS):
         return f"new Date({int(v)})"
     if isinstance(v, Regex):
-        from query.match.regex import regex_parts
         p, o = regex_parts(v)
         return f"/{p}/{o}"
     return str(v)

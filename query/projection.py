@@ -11,7 +11,7 @@ projection with only ``_id``/``$slice``/``$elemMatch`` is an inclusion or an
 exclusion follows MongoDB's `computeProjectionType` rules.
 
 Expressions (``{a: "$b"}``, ``{c: {$add: [...]}}``, ``{d: {$literal: 1}}``) are
-compiled with `query.expressions.compile_expression`, imported lazily; they are
+compiled with `query.expressions.compile_expression`; they are
 evaluated against the whole document.
 """
 
@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from bson import Decimal128
 
+from query.expressions.core import compile_expression
 from query.match import Matcher, compile_filter
 from query.match.types import is_number
 from query.paths import MISSING, validate_field_path
@@ -75,12 +76,6 @@ def _add(root: _Tree, parts: tuple[str, ...], leaf: _Leaf) -> None:
 
 
 def _compile_expression(spec: Any) -> Any:
-    try:
-        from query.expressions import compile_expression  # aggregation side, loaded lazily
-    except ImportError:
-        raise MongoError(ErrorCode.NotImplemented,
-                         "expressions in projections need the aggregation expression engine"
-                         ) from None
     return compile_expression(spec)
 
 

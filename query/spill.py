@@ -18,8 +18,8 @@ from typing import IO, Any, Final
 
 import bson
 
-from query.accumulators import approx_size
 from query.context import PipelineContext
+from query.expressions.reducers import approx_size
 from storage.bsonutil import CODEC_OPTIONS, encode
 from storage.errors import ErrorCode, MongoError
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from storage.catalog import CollectionEntry
+from storage.catalog_entries import CollectionEntry
 
 __all__ = ["describe_namespace", "namespace_kind", "raw_target"]
 

@@ -32,28 +32,24 @@ import uuid as uuid_mod
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from bson.binary import Binary
 
 from storage import bsonutil
+from storage.catalog_entries import CollectionEntry, IndexEntry
+from storage.collection import Collection
 from storage.engine import StorageEngine, open_engine
-from storage.engine.base import IndexStore, RecordId, RecordStore
+from storage.engine.base import IndexStore, RecordStore
 from storage.errors import ErrorCode, MongoError
 from storage.indexes import (
-    IndexSpec,
     KeyGenerator,
     PartialFilterCompiler,
     id_index_spec,
 )
 
-if TYPE_CHECKING:
-    from storage.collection import Collection
-
 __all__ = [
     "Catalog",
-    "CollectionEntry",
-    "IndexEntry",
     "DatabaseStats",
     "validate_db_name",
     "validate_collection_name",
@@ -88,72 +84,6 @@ def validate_collection_name(db: str, name: str, *, for_create: bool = True) -> 
     if for_create and name.startswith("system.") and name not in _LEGAL_SYSTEM \
             and not name.startswith("system.buckets."):
         raise MongoError(ErrorCode.InvalidNamespace, f"Invalid system namespace: {ns}")
-
-
-@dataclass(frozen=True)
-class IndexEntry:
-    """One index of a collection, as the catalog stores it."""
-
-    spec: IndexSpec
-    ident: str
-    multikey: bool = False
-    #: per key field, the path components that held arrays (MongoDB's multikeyPaths)
-    multikey_paths: tuple[frozenset[int], ...] = ()
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    def to_doc(self) -> dict[str, Any]:
-        return {"spec": self.spec.document, "ident": self.ident, "multikey": self.multikey,
-                "multikeyPaths": [sorted(p) for p in self.multikey_paths]}
-
-    @classmethod
-    def from_doc(cls, doc: Mapping[str, Any]) -> IndexEntry:
-        spec = IndexSpec.from_document(doc["spec"])
-        paths = tuple(frozenset(p) for p in doc.get("multikeyPaths", []))
-        if len(paths) != len(spec.fields):
-            paths = tuple(frozenset() for _ in spec.fields)
-        return cls(spec, doc["ident"], bool(doc.get("multikey")), paths)
-
-
-@dataclass(frozen=True)
-class CollectionEntry:
-    """One namespace. Immutable: the catalog swaps in a new entry on every change."""
-
-    db: str
-    name: str
-    uuid: Binary  # subtype 4
-    kind: str
-    options: dict[str, Any]
-    info: dict[str, Any]
-    ident: str | None
-    indexes: tuple[IndexEntry, ...] = ()
-    catalog_rid: RecordId = 0
-
-    @property
-    def ns(self) -> str:
-        return f"{self.db}.{self.name}"
-
-    def index(self, name: str) -> IndexEntry | None:
-        for ix in self.indexes:
-            if ix.name == name:
-                return ix
-        return None
-
-    def to_doc(self) -> dict[str, Any]:
-        return {"ns": self.ns, "db": self.db, "name": self.name, "uuid": self.uuid,
-                "kind": self.kind, "options": self.options, "info": self.info,
-                "ident": self.ident, "indexes": [ix.to_doc() for ix in self.indexes]}
-
-    @classmethod
-    def from_doc(cls, doc: Mapping[str, Any], rid: RecordId) -> CollectionEntry:
-        uuid = doc["uuid"]
-        if not isinstance(uuid, Binary):
-            uuid = Binary(bytes(uuid), 4)
-        return cls(doc["db"], doc["name"], uuid, doc["kind"], dict(doc.get("options") or {}),
-                   dict(doc.get("info") or {}), doc.get("ident"),
-                   tuple(IndexEntry.from_doc(i) for i in doc.get("indexes", [])), rid)
 
 
 @dataclass(frozen=True)
@@ -367,8 +297,6 @@ class Catalog:
 
     def collection_by_uuid(self, uuid: bytes) -> Collection:
         """The `Collection` with this UUID (NamespaceNotFound if dropped)."""
-        from storage.collection import Collection
-
         coll = self._collections.get(uuid)
         if coll is None:
             self._entry_by_uuid(uuid)

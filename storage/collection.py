@@ -31,7 +31,7 @@ from __future__ import annotations
 import itertools
 import uuid as uuid_mod
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
 import bson.errors
@@ -41,6 +41,14 @@ from storage import bsonutil
 from storage.bounds import IndexBounds, Interval, plan_ranges
 from storage.bson_order import values_equal
 from storage.bsontext import to_mongo_string
+from storage.catalog_entries import CollectionEntry, IndexEntry
+from storage.collection_results import (
+    CollectionStats,
+    CreateIndexesResult,
+    InsertResult,
+    ScanStats,
+    ValidateResult,
+)
 from storage.engine.base import DuplicateKeyInIndex, KeyRange, RecordId, RecordStore
 from storage.errors import ErrorCode, MongoError
 from storage.indexes import (
@@ -54,16 +62,9 @@ from storage.indexes import (
 from storage.keystring import UNDEFINED, encode_value
 
 if TYPE_CHECKING:
-    from storage.catalog import Catalog, CollectionEntry, IndexEntry, _IndexRuntime
+    from storage.catalog import Catalog, _IndexRuntime
 
-__all__ = [
-    "Collection",
-    "InsertResult",
-    "CreateIndexesResult",
-    "CollectionStats",
-    "ValidateResult",
-    "ScanStats",
-]
+__all__ = ["Collection"]
 
 _BUILD_CHUNK: Final = 10_000
 _EMPTY_KEYS: Final = KeySet([], ())
@@ -71,69 +72,6 @@ _EMPTY_KEYS: Final = KeySet([], ())
 
 class _DuplicateSeen(Exception):
     """An optimistic batch write met a duplicate key; redo it carefully."""
-
-
-@dataclass
-class InsertResult:
-    """Per input document: its RecordId, or None if it was not inserted."""
-
-    record_ids: list[RecordId | None]
-    #: (position in the batch, error) in batch order
-    errors: list[tuple[int, MongoError]] = field(default_factory=list)
-
-    @property
-    def n_inserted(self) -> int:
-        return sum(1 for r in self.record_ids if r is not None)
-
-
-@dataclass
-class CreateIndexesResult:
-    created: list[str]
-    num_indexes_before: int
-    num_indexes_after: int
-
-    @property
-    def all_existed(self) -> bool:
-        """MongoDB replies with the note "all indexes already exist" then."""
-        return not self.created
-
-
-@dataclass(frozen=True)
-class CollectionStats:
-    """collStats figures in bytes (scale them in the command)."""
-
-    ns: str
-    count: int
-    size: int
-    storage_size: int
-    nindexes: int
-    total_index_size: int
-    index_sizes: dict[str, int]
-
-    @property
-    def avg_obj_size(self) -> int:
-        return self.size // self.count if self.count else 0
-
-
-@dataclass
-class ValidateResult:
-    ns: str
-    valid: bool
-    errors: list[str]
-    warnings: list[str]
-    n_records: int
-    n_invalid_documents: int
-    keys_per_index: dict[str, int]
-    index_details: dict[str, dict[str, Any]]
-
-
-@dataclass
-class ScanStats:
-    """Counters an index scan fills in (for explain)."""
-
-    keys_examined: int = 0
-    docs_examined: int = 0
-    dups_dropped: int = 0
 
 
 def _key_value(spec: IndexSpec, values: Sequence[Any]) -> dict[str, Any]:
@@ -648,8 +586,6 @@ class Collection:
 
     def _build_indexes(self, entry: CollectionEntry, specs: list[IndexSpec]
                        ) -> tuple[IndexEntry, ...]:
-        from storage.catalog import IndexEntry
-
         engine = self._catalog.engine
         new = []
         for spec in specs:

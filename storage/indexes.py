@@ -36,6 +36,7 @@ from typing import Any, Final, Literal
 import bson
 from bson import Decimal128, Int64
 
+from storage.bson_order import values_equal
 from storage.bsontext import to_mongo_string, type_name
 from storage.errors import ErrorCode, MongoError
 from storage.keystring import UNDEFINED, encode_key, encode_value
@@ -444,8 +445,6 @@ def compare_index_specs(new: IndexSpec, existing: IndexSpec
 
 
 def _same_value(a: Any, b: Any) -> bool:
-    from storage.bson_order import values_equal
-
     if isinstance(a, Mapping) and isinstance(b, Mapping):
         return list(a.keys()) == list(b.keys()) and all(_same_value(a[k], b[k]) for k in a)
     return values_equal(a, b)

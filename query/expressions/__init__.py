@@ -6,22 +6,31 @@ Public API::
     expr.evaluate(doc, variables)   # -> value, or MISSING
 
 `MISSING` is the value of an absent field (distinct from None, which is BSON null).
-Operator families live in one module each (arithmetic, comparison, strings, arrays, sets,
-objects, types, dates, misc); accumulator expression forms ($sum, $avg, ...) come from
-`query.accumulators`.
+
+This file is the index of the operator families: `registry.OPERATORS` is filled by the
+modules imported below, one per family (arithmetic, comparison, strings, arrays, sets,
+objects, types, dates, misc, and the expression forms of accumulators). Python runs this
+file before any module of the package, so whoever imports anything from
+`query.expressions` gets the complete table before anything can compile. `core` (the
+compiler) and the families import none of the families they do not use.
 """
 
 from __future__ import annotations
 
-from .core import (
-    EMPTY_VARS,
-    OPERATORS,
-    Expression,
-    Scope,
-    compile_expression,
-    compile_node,
-    path_getter,
+from . import (  # noqa: F401  (each registers its operators)
+    accumulator_forms,
+    arithmetic,
+    arrays,
+    comparison,
+    dates,
+    misc,
+    objects,
+    sets,
+    strings,
+    types,
 )
+from .core import EMPTY_VARS, Expression, Scope, compile_expression, compile_node, path_getter
+from .registry import OPERATORS
 from .values import MISSING, Missing, truthy, type_name
 
 __all__ = [

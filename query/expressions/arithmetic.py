@@ -18,7 +18,8 @@ from bson.datetime_ms import DatetimeMS
 
 from storage.errors import ErrorCode, MongoError
 
-from .core import Fn, Scope, check_arity, check_arity_range, operator, parse_args
+from .core import Scope, check_arity, check_arity_range, parse_args
+from .registry import Fn, operator
 from .values import (
     DEC_CTX,
     INT32_MAX,
@@ -29,6 +30,7 @@ from .values import (
     K_INT,
     K_LONG,
     MISSING,
+    fmt_double,
     int_or_long,
     is_integral,
     make_decimal,
@@ -38,17 +40,7 @@ from .values import (
     type_name,
 )
 
-__all__ = ["add_values", "subtract_values", "multiply_values", "divide_values", "mod_values",
-           "fmt_double"]
-
-
-def fmt_double(x: float) -> str:
-    """A double as C++'s default ostream renders it (6 significant digits)."""
-    if x != x:
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return f"{x:g}"
+__all__ = ["add_values", "subtract_values", "multiply_values", "divide_values", "mod_values"]
 
 
 def _llround(x: float) -> int:

@@ -11,19 +11,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from query.sort import compile_sort
 from storage.errors import MongoError
 
 from .comparison import agg_key
 from .core import (
-    Fn,
     Scope,
     check_arity,
     check_arity_range,
     compile_node,
-    operator,
     parse_args,
     validate_user_var_name,
 )
+from .registry import Fn, operator
 from .values import (
     MISSING,
     as_int,
@@ -381,7 +381,6 @@ def _sort_by_key(sort_by: Any) -> Any:
         return lambda a: sorted(a, key=agg_key, reverse=desc)
     if type(sort_by) is not dict:
         raise MongoError(2942505, "$sortArray sortBy must be 1 or -1 or a sort pattern")
-    from query.sort import compile_sort
     key = compile_sort(sort_by)
 
     def by_pattern(a: list) -> list:

@@ -15,7 +15,8 @@ from bson.datetime_ms import DatetimeMS
 from storage.bson_order import sort_key
 from storage.errors import MongoError
 
-from .core import Fn, Scope, check_arity, compile_node, const_fn, operator, parse_args
+from .core import Scope, check_arity, compile_node, const_fn, parse_args
+from .registry import Fn, operator
 from .values import MISSING, truthy, type_name
 
 __all__ = ["cmp_values", "agg_key"]

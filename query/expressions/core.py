@@ -7,10 +7,10 @@ field path like ``"$a.b"`` compiles to a direct walk of `doc`. `variables` is a 
 user variables (by name) and system variables (``NOW``, ``CLUSTER_TIME``, ``CURRENT`` when
 rebound); it is shared, not copied, between documents.
 
-Operators register themselves in `OPERATORS` (name → compiler) from the family modules
-(`arithmetic`, `strings`, `dates`, ...). A sub-expression whose spec references no field,
-variable or impure operator is folded into a constant at compile time, as MongoDB's
-optimizer does.
+Operators are looked up in `registry.OPERATORS` (name → compiler), which the family modules
+(`arithmetic`, `strings`, `dates`, ...) fill; this module imports none of them (the package
+`__init__` does). A sub-expression whose spec references no field, variable or impure
+operator is folded into a constant at compile time, as MongoDB's optimizer does.
 """
 
 from __future__ import annotations
@@ -18,25 +18,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
+from query.dates.clock import current_now
 from storage.errors import ErrorCode, MongoError
 
-from .values import MISSING
+from .registry import IMPLICIT_DOC_OPERATORS, IMPURE_OPERATORS, OPERATORS, Fn
+from .values import MISSING, type_name, value_repr
 
 __all__ = [
-    "Fn", "Scope", "Expression", "OPERATORS", "IMPURE_OPERATORS", "compile_expression",
-    "compile_node", "const_fn", "is_const", "const_value", "operator", "parse_args",
+    "Scope", "Expression", "compile_expression",
+    "compile_node", "const_fn", "is_const", "const_value", "parse_args",
     "check_arity", "check_arity_range", "compile_field_path", "path_getter",
     "validate_user_var_name", "EMPTY_VARS", "parse_object_args",
 ]
-
-Fn = Callable[[Any, dict], Any]
-Compiler = Callable[[Any, "Scope", str], Fn]
-
-OPERATORS: dict[str, Compiler] = {}
-# Operators whose value is not a function of their arguments alone (never folded).
-IMPURE_OPERATORS: set[str] = {"$rand", "$meta"}
-# Operators that read $$CURRENT implicitly (never folded even with constant arguments).
-IMPLICIT_DOC_OPERATORS: set[str] = {"$getField"}
 
 EMPTY_VARS: Final[dict[str, Any]] = {}
 
@@ -99,21 +92,9 @@ def const_value(fn: Fn) -> Any:
     return fn.const  # type: ignore[attr-defined]
 
 
-def operator(*names: str, impure: bool = False) -> Callable[[Compiler], Compiler]:
-    """Register an operator compiler ``(arg_spec, scope, op_name) -> Fn`` under `names`."""
-    def deco(compiler: Compiler) -> Compiler:
-        for n in names:
-            OPERATORS[n] = compiler
-            if impure:
-                IMPURE_OPERATORS.add(n)
-        return compiler
-    return deco
-
-
 def compile_expression(expr: Any, *, variables_in_scope: Iterable[str] = ()) -> Expression:
     """Compile an aggregation expression spec; user variables named in `variables_in_scope`
     (e.g. a `$lookup`'s `let`) may be referenced as ``$$name``."""
-    _load_families()
     return Expression(compile_node(expr, Scope(variables_in_scope)), expr)
 
 
@@ -142,15 +123,11 @@ def compile_node(spec: Any, scope: Scope) -> Fn:
 
 
 def _render(spec: Any) -> str:
-    from .values import value_repr
     return value_repr(spec)
 
 
 def _compile_operator(name: str, arg: Any, scope: Scope, whole: dict) -> Fn:
     compiler = OPERATORS.get(name)
-    if compiler is None and not _loaded:
-        _load_families()
-        compiler = OPERATORS.get(name)
     if compiler is None:
         raise MongoError(ErrorCode.InvalidPipelineOperator, f"Unrecognized expression '{name}'")
     fn = compiler(arg, scope, name)
@@ -361,7 +338,6 @@ def _compile_variable(text: str, scope: Scope) -> Fn:
         def base(doc: Any, variables: dict) -> Any:
             now = variables.get("NOW", MISSING)
             if now is MISSING:
-                from .dates import current_now
                 return current_now()
             return now
     elif name == "CLUSTER_TIME":
@@ -414,7 +390,6 @@ def parse_object_args(name: str, arg: Any, scope: Scope, *, required: Iterable[s
                       missing_code: int | None = None,
                       not_object_msg: str | None = None) -> dict[str, Fn]:
     """Named arguments of an object-form operator (``{$op: {input: ..., to: ...}}``)."""
-    from .values import type_name
     if type(arg) is not dict:
         raise MongoError(not_object_code, not_object_msg or
                          f"{name} expects an object of named arguments but found: "
@@ -430,26 +405,3 @@ def parse_object_args(name: str, arg: Any, scope: Scope, *, required: Iterable[s
             raise MongoError(missing_code or unknown_code,
                              f"Missing '{r}' parameter to {name}")
     return out
-
-
-_loaded = False
-
-
-def _load_families() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    import query.accumulators  # noqa: F401  (registers $sum/$avg/... expression forms)
-
-    from . import (  # noqa: F401
-        arithmetic,
-        arrays,
-        comparison,
-        dates,
-        misc,
-        objects,
-        sets,
-        strings,
-        types,
-    )

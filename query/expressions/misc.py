@@ -11,7 +11,8 @@ from bson import Binary
 from storage.bsonutil import bson_size
 from storage.errors import ErrorCode, MongoError
 
-from .core import Fn, Scope, check_arity, operator, parse_args
+from .core import Scope, check_arity, parse_args
+from .registry import Fn, operator
 from .values import MISSING, type_name
 
 

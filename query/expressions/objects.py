@@ -7,7 +7,8 @@ from typing import Any
 
 from storage.errors import MongoError
 
-from .core import Fn, Scope, check_arity, compile_node, operator, parse_args
+from .core import Scope, check_arity, compile_node, parse_args
+from .registry import Fn, operator
 from .values import MISSING, type_name, value_repr
 
 __all__ = ["merge_objects_into"]

@@ -12,7 +12,8 @@ from typing import Any
 from storage.errors import MongoError
 
 from .comparison import agg_key
-from .core import Fn, Scope, check_arity, operator, parse_args
+from .core import Scope, check_arity, parse_args
+from .registry import Fn, operator
 from .values import MISSING, truthy, type_name
 
 

@@ -13,22 +13,24 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from bson import Decimal128, Int64, Regex
+from bson import Decimal128, Int64, Regex, Timestamp
 from bson.datetime_ms import DatetimeMS
 
+from query.dates.formatting import format_iso_utc
+from storage.bson_order import regex_flags_str
 from storage.errors import MongoError
 
-from .core import (
-    Fn,
-    Scope,
-    check_arity,
-    check_arity_range,
-    compile_node,
-    const_fn,
-    operator,
-    parse_args,
+from .core import Scope, check_arity, check_arity_range, compile_node, const_fn, parse_args
+from .registry import Fn, operator
+from .values import (
+    MISSING,
+    fmt_double,
+    is_integral,
+    num_kind,
+    to_float,
+    type_name,
+    value_repr,
 )
-from .values import MISSING, is_integral, num_kind, to_float, type_name, value_repr
 
 __all__ = ["coerce_to_string", "compile_regex", "ascii_upper", "ascii_lower"]
 
@@ -54,14 +56,11 @@ def coerce_to_string(v: Any) -> str:
     if t is int or t is Int64:
         return str(int(v))
     if t is float:
-        from .arithmetic import fmt_double
         return fmt_double(v)
     if t is Decimal128:
         return str(v)
     if t is DatetimeMS:
-        from .dates import format_iso_utc
         return format_iso_utc(int(v))
-    from bson import Timestamp
     if t is Timestamp:
         return f"Timestamp({v.time}, {v.inc})"
     raise MongoError(16007, f"can't convert from BSON type {type_name(v)} to String")
@@ -445,7 +444,6 @@ def _regex_op(kind: str) -> Any:
                                  "an embedded null byte")
             if isinstance(pat, Regex):
                 flags = pat.flags
-                from storage.bson_order import regex_flags_str
                 rflags = regex_flags_str(flags) if isinstance(flags, int) else str(flags)
                 if rflags and opts_s:
                     raise MongoError(51107, f"{name}: found regex option(s) specified in both "

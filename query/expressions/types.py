@@ -16,9 +16,12 @@ from typing import Any, Final
 from bson import Decimal128, Int64, ObjectId, Timestamp
 from bson.datetime_ms import DatetimeMS
 
+from query.dates.formatting import format_iso_utc
+from query.dates.parsing import parse_date_string
 from storage.errors import ErrorCode, MongoError
 
-from .core import Fn, Scope, check_arity, compile_node, const_value, is_const, operator, parse_args
+from .core import Scope, check_arity, compile_node, const_value, is_const, parse_args
+from .registry import Fn, operator
 from .values import (
     INT32_MAX,
     INT32_MIN,
@@ -29,6 +32,7 @@ from .values import (
     K_INT,
     K_LONG,
     MISSING,
+    fmt_double,
     is_integral,
     make_decimal,
     num_kind,
@@ -208,7 +212,6 @@ def _to_decimal(v: Any, k: int) -> Any:
 
 
 def _fmt(x: float) -> str:
-    from .arithmetic import fmt_double
     return fmt_double(x)
 
 
@@ -227,7 +230,6 @@ def _to_string(v: Any, k: int) -> Any:
     if t is ObjectId:
         return str(v)
     if t is DatetimeMS:
-        from .dates import format_iso_utc
         return format_iso_utc(int(v))
     raise _unsupported(v, "string")
 
@@ -264,7 +266,6 @@ def _to_date(v: Any, k: int) -> Any:
     if k == K_DECIMAL:
         return DatetimeMS(_dec_to_int(v.to_decimal(), INT64_MIN, INT64_MAX))
     if t is str:
-        from .dates import parse_date_string
         return DatetimeMS(parse_date_string(v, None, None))
     if t is ObjectId:
         return DatetimeMS(int.from_bytes(v.binary[:4], "big") * 1000)

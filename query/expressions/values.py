@@ -19,6 +19,7 @@ from bson.binary import Binary
 from bson.datetime_ms import DatetimeMS
 from bson.decimal128 import create_decimal128_context
 
+from query.dates.formatting import format_iso_utc
 from storage.errors import MongoError
 
 __all__ = [
@@ -26,7 +27,7 @@ __all__ = [
     "type_name", "is_number", "num_kind", "K_INT", "K_LONG", "K_DOUBLE", "K_DECIMAL",
     "int_or_long", "to_decimal", "make_decimal", "to_float", "truthy", "nullish",
     "is_integral", "is_integral64", "as_int", "coerce_to_date_ms", "coercible_to_date",
-    "value_repr", "is_nan", "from_decimal_result",
+    "value_repr", "is_nan", "from_decimal_result", "fmt_double",
 ]
 
 
@@ -273,6 +274,15 @@ def coerce_to_date_ms(v: Any) -> int:
     raise MongoError(16006, f"can't convert from BSON type {type_name(v)} to Date")
 
 
+def fmt_double(x: float) -> str:
+    """A double as C++'s default ostream renders it (6 significant digits)."""
+    if x != x:
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return f"{x:g}"
+
+
 def _fmt_double(x: float) -> str:
     if math.isnan(x):
         return "nan"
@@ -303,7 +313,6 @@ def value_repr(v: Any) -> str:
     if t is Decimal128:
         return str(v)
     if t is DatetimeMS:
-        from query.expressions.dates import format_iso_utc
         try:
             return format_iso_utc(int(v))
         except MongoError:

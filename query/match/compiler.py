@@ -491,8 +491,11 @@ def _parse_dbref_field(key: str, val: Any, level: int,
 def _parse_expr(key: str, val: Any, level: int, variables: dict[str, Any] | None) -> Node:
     if level == SUB:
         raise MongoError(ErrorCode.BadValue, "$expr can only be applied to the top-level document")
-    from query.expressions import compile_expression  # imported late: it imports the matcher
-
+    # Imported here: `query.sort` (used by the expression families) imports
+    # `query.match.types`, whose package __init__ loads this module, so a top-level import
+    # would make `import query.sort` circular through the package. Goes away when the BSON
+    # type helpers leave the `query.match` package.
+    from query.expressions import compile_expression
     base_vars = dict(variables or {})
     expr = compile_expression(val, variables_in_scope=tuple(base_vars))
     evaluate = expr.evaluate

@@ -1,11 +1,28 @@
 """Aggregation stages, one module per stage or small family, registered in `STAGES`.
 
 `register_stage(name, compiler)` lets other packages add stages (the time-series layer's
-`$_internalUnpackBucket`). Importing this package registers the built-in stages.
+`$_internalUnpackBucket`). This file is the index of the built-in stages: Python runs it
+before any module of the package, so `STAGES` holds them all before a pipeline compiles.
 """
 
 from __future__ import annotations
 
+from . import (  # noqa: F401  (each registers its stages)
+    basic,
+    bucket,
+    densify,
+    facet,
+    fill,
+    group,
+    lookup,
+    out,
+    project,
+    set_window_fields,
+    sort,
+    unpack_bucket,
+    unsupported,
+    unwind,
+)
 from .base import (
     FIRST_STAGE_ONLY,
     LAST_STAGE_ONLY,
@@ -18,25 +35,3 @@ from .base import (
 
 __all__ = ["STAGES", "Stage", "Env", "register_stage", "compile_stage", "FIRST_STAGE_ONLY",
            "LAST_STAGE_ONLY"]
-
-
-def _register_builtin_stages() -> None:
-    import query.window  # noqa: F401  ($setWindowFields lives in its own package)
-
-    from . import (  # noqa: F401  (registration side effects)
-        basic,
-        bucket,
-        densify,
-        facet,
-        fill,
-        group,
-        lookup,
-        out,
-        sort,
-        unpack_bucket,
-        unsupported,
-        unwind,
-    )
-
-
-_register_builtin_stages()

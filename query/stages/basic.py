@@ -2,7 +2,7 @@
 $replaceWith $redact $sample $documents.
 
 `$match` delegates to the query matcher (`query.matcher` / `query.match` `compile_filter`);
-`$project` lives in `project.py` (aggregation projection semantics).
+`$project` lives (and registers) in `project.py` (aggregation projection semantics).
 """
 
 from __future__ import annotations
@@ -13,16 +13,19 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from query.context import PipelineContext
-from query.expressions.core import Fn, Scope, compile_node
+from query.expressions.core import Scope, compile_node
+from query.expressions.registry import Fn
 from query.expressions.values import (
     MISSING,
     as_int,
     int_or_long,
     is_integral64,
     num_kind,
+    truthy,
     type_name,
     value_repr,
 )
+from query.match import compile_filter
 from storage.errors import ErrorCode, MongoError
 
 from .base import Env, Stage, register_stage
@@ -49,7 +52,6 @@ def compile_matcher(spec: dict, ctx: PipelineContext) -> Callable[[dict, dict], 
     the matcher must be compiled per run (an ``$expr`` nested in the filter that may read
     variables whose values are only known at run time).
     """
-    from query.expressions.core import compile_node
     exprs: list[Any] = []
     rest: dict = {}
     for k, v in spec.items():
@@ -75,14 +77,10 @@ def compile_matcher(spec: dict, ctx: PipelineContext) -> Callable[[dict, dict], 
         if len(fns) == 1:
             expr_fn = fns[0]
         else:
-            from query.expressions.values import truthy as _truthy
-
             def expr_fn(doc: Any, variables: dict) -> Any:
-                return all(_truthy(f(doc, variables)) for f in fns)
+                return all(truthy(f(doc, variables)) for f in fns)
     if rest and ctx.variables_in_scope and _contains_key(rest, "$expr"):
         return None
-    from query.match import compile_filter
-
     static_vars = dict(ctx.variables)
     static_vars.setdefault("NOW", ctx.now)
     m = compile_filter(rest, variables=static_vars) if rest else None
@@ -91,7 +89,6 @@ def compile_matcher(spec: dict, ctx: PipelineContext) -> Callable[[dict, dict], 
         if matches is None:  # {$match: {}} matches everything
             return lambda doc, variables: True
         return lambda doc, variables: matches(doc)
-    from query.expressions.values import truthy
     if matches is None:
         return lambda doc, variables: truthy(expr_fn(doc, variables))
     return lambda doc, variables: matches(doc) and truthy(expr_fn(doc, variables))
@@ -108,8 +105,6 @@ class MatchStage(Stage):
         variables = env.variables
         pred = self.pred
         if pred is None:
-            from query.match import compile_filter
-
             m = compile_filter(self.spec, variables=variables)
             matches = m.matches
             for d in docs:
@@ -125,15 +120,6 @@ def _c_match(spec: Any, ctx: PipelineContext) -> Stage:
     if type(spec) is not dict:
         raise MongoError(15959, "the match filter must be an expression in an object")
     return MatchStage(spec, ctx)
-
-
-def _c_project(spec: Any, ctx: PipelineContext) -> Stage:
-    from .project import ProjectStage
-    if type(spec) is not dict:
-        raise MongoError(15969, "$project specification must be an object")
-    if not spec:
-        raise MongoError(51272, "projection specification must have at least one field")
-    return ProjectStage(spec, ctx)
 
 
 # ---------------------------------------------------------------- $addFields / $set
@@ -561,7 +547,6 @@ def _c_documents(spec: Any, ctx: PipelineContext) -> Stage:
 
 
 register_stage("$match", _c_match)
-register_stage("$project", _c_project)
 register_stage("$addFields", _c_add_fields("$addFields"))
 register_stage("$set", _c_add_fields("$set"))
 register_stage("$unset", _c_unset)

@@ -9,10 +9,12 @@ import math
 from collections.abc import Iterator
 from typing import Any, Final
 
-from query.accumulators import AccumulatorDef, Tracker, compile_accumulator
+from query.accumulators import AccumulatorDef, compile_accumulator
 from query.context import PipelineContext
 from query.expressions.comparison import agg_key
-from query.expressions.core import Fn, Scope, compile_node, const_value, is_const
+from query.expressions.core import Scope, compile_node, const_value, is_const
+from query.expressions.reducers import Tracker
+from query.expressions.registry import Fn
 from query.expressions.values import (
     MISSING,
     int_or_long,

@@ -9,9 +9,10 @@ from typing import Any
 from bson.datetime_ms import DatetimeMS
 
 from query.context import PipelineContext
+from query.dates.arithmetic import TIME_UNITS, date_add
+from query.dates.timezones import UTC_TZ
 from query.expressions.arithmetic import add_values
 from query.expressions.comparison import agg_key
-from query.expressions.dates import TIME_UNITS, UTC_TZ, date_add
 from query.expressions.values import (
     MISSING,
     as_int,

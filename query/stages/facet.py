@@ -19,7 +19,7 @@ class FacetStage(Stage):
     blocking = True
 
     def __init__(self, spec: dict, ctx: PipelineContext) -> None:
-        from query.pipeline import compile_pipeline
+        from query.pipeline import compile_pipeline  # the sub-pipeline cycle (see pipeline.py)
         self.spec = spec
         self.facets = []
         for fname, stages in spec.items():

@@ -11,12 +11,12 @@ from storage.errors import ErrorCode, MongoError
 
 from .base import Stage, register_stage
 from .basic import AddFieldsStage
+from .set_window_fields import SetWindowFieldsStage
 
 __all__: list[str] = []
 
 
 def _c_fill(spec: Any, ctx: PipelineContext) -> list[Stage]:
-    from query.window.stage import SetWindowFieldsStage
     if type(spec) is not dict:
         raise MongoError(6315901, f"Argument to $fill stage must be an object, but found type: "
                          f"{type_name(spec)}")

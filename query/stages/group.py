@@ -20,15 +20,18 @@ from typing import Any, Final
 from bson import Decimal128, Int64
 from bson.datetime_ms import DatetimeMS
 
-from query.accumulators import AccumulatorDef, Tracker, approx_size, compile_accumulator
+from query.accumulators import AccumulatorDef, compile_accumulator
 from query.context import PipelineContext
-from query.expressions.core import Fn, Scope, compile_node
+from query.expressions.core import Scope, compile_node
+from query.expressions.reducers import Tracker, approx_size
+from query.expressions.registry import Fn
 from query.expressions.values import MISSING
 from query.spill import SpillFile, group_limit_error
 from storage.bson_order import sort_key
 from storage.errors import ErrorCode, MongoError
 
 from .base import Env, Stage, register_stage
+from .sort import SortStage
 
 __all__ = ["GroupStage", "group_key", "parse_accumulator_fields", "make_group_id_fn"]
 
@@ -242,7 +245,6 @@ def _c_group(spec: Any, ctx: PipelineContext) -> Stage:
 
 
 def _c_sort_by_count(spec: Any, ctx: PipelineContext) -> list[Stage]:
-    from .sort import SortStage
     if type(spec) is str:
         if not spec.startswith("$"):
             raise MongoError(40148, "the sortByCount field must be defined as a $-prefixed "

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from query.context import PipelineContext
-from query.expressions.core import Fn, Scope, compile_node, validate_user_var_name
+from query.expressions.core import Scope, compile_node, validate_user_var_name
+from query.expressions.registry import Fn
 from query.expressions.values import MISSING, type_name, value_repr
 from storage.errors import ErrorCode, MongoError
 
@@ -68,7 +69,7 @@ class LookupStage(Stage):
     name = "$lookup"
 
     def __init__(self, spec: dict, ctx: PipelineContext) -> None:
-        from query.pipeline import compile_pipeline
+        from query.pipeline import compile_pipeline  # the sub-pipeline cycle (see pipeline.py)
         self.spec = spec
         allowed = ("from", "as", "localField", "foreignField", "let", "pipeline", "_internal")
         for k in spec:
@@ -179,7 +180,7 @@ class UnionWithStage(Stage):
     name = "$unionWith"
 
     def __init__(self, spec: Any, ctx: PipelineContext) -> None:
-        from query.pipeline import compile_pipeline
+        from query.pipeline import compile_pipeline  # the sub-pipeline cycle (see pipeline.py)
         self.spec = spec
         coll: Any
         if type(spec) is str:

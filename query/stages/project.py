@@ -18,11 +18,12 @@ from collections.abc import Iterator
 from typing import Any, Final
 
 from query.context import PipelineContext
-from query.expressions.core import OPERATORS, Fn, Scope, compile_node
+from query.expressions.core import Scope, compile_node
+from query.expressions.registry import OPERATORS, Fn
 from query.expressions.values import MISSING, num_kind, truthy
 from storage.errors import MongoError
 
-from .base import Env, Stage
+from .base import Env, Stage, register_stage
 from .basic import remove_path
 
 __all__ = ["ProjectStage", "AggregationProjection"]
@@ -136,11 +137,8 @@ class AggregationProjection:
             first = next(iter(val))
             if first.startswith("$"):
                 if first not in OPERATORS and first != "$literal":
-                    from query.expressions.core import _load_families
-                    _load_families()
-                    if first not in OPERATORS:
-                        raise MongoError(31325, f"Invalid $project :: caused by :: Unknown "
-                                         f"expression {first}")
+                    raise MongoError(31325, f"Invalid $project :: caused by :: Unknown "
+                                     f"expression {first}")
                 return self._computed(val, path, scope)
             return val
         return self._computed(val, path, scope)
@@ -236,3 +234,14 @@ class ProjectStage(Stage):
         variables = env.variables
         for d in docs:
             yield apply(d, variables)
+
+
+def _c_project(spec: Any, ctx: PipelineContext) -> Stage:
+    if type(spec) is not dict:
+        raise MongoError(15969, "$project specification must be an object")
+    if not spec:
+        raise MongoError(51272, "projection specification must have at least one field")
+    return ProjectStage(spec, ctx)
+
+
+register_stage("$project", _c_project)

@@ -9,6 +9,7 @@ from typing import Any
 from bson import Int64
 
 from query.context import PipelineContext
+from query.sort import compile_sort
 from query.spill import external_sort
 from storage.errors import MongoError
 
@@ -19,7 +20,6 @@ __all__ = ["SortStage", "compile_sort_key"]
 
 def compile_sort_key(spec: dict) -> Any:
     """A key function for `sorted()` from a sort spec (via query.sort)."""
-    from query.sort import compile_sort
     return compile_sort(spec)
 
 

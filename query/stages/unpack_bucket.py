@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from query.context import PipelineContext
+from query.match import bson_type_name
 from storage.errors import MongoError
 from storage.timeseries import BucketSpec, unpack_bucket
 
@@ -27,8 +28,6 @@ _BOOL_FLAGS = {"assumeNoMixedSchemaData": 6067202, "includeMinTimeAsMetadata": 6
 
 
 def _type_name(v: Any) -> str:
-    from query.match import bson_type_name
-
     return bson_type_name(v)
 
 

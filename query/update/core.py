@@ -23,6 +23,7 @@ from bson.datetime_ms import DatetimeMS
 from query.match import Matcher, compile_filter
 from query.paths import MISSING, is_array_index
 from query.update.ops import MODIFIERS, Leaf, get_place, make_leaf, rename_leaves, set_place
+from query.update.upsert import upsert_seed
 from query.update.validate import check_id_for_storage, check_replacement
 from query.update.values import identical, short_repr, type_name
 from storage.errors import ErrorCode, MongoError
@@ -132,7 +133,6 @@ class Update:
 
         `_id` comes first; an ObjectId is generated when neither filter nor update gives one.
         """
-        from query.update.upsert import upsert_seed
         seed = upsert_seed(filter_spec or {})
         if self.kind == "replacement":
             base = {"_id": seed["_id"]} if "_id" in seed else {}

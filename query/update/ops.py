@@ -20,7 +20,7 @@ from query.match.regex import compile_regex, is_regex_value, regex_parts
 from query.match.types import is_number
 from query.paths import MISSING, is_array_index
 from query.update.arith import ArithOverflow, arith, zero_like
-from query.update.values import short_repr, type_name
+from query.update.values import identical, short_repr, type_name
 from storage.bson_order import compare, sort_key, values_equal
 from storage.errors import ErrorCode, MongoError
 
@@ -76,7 +76,6 @@ class Leaf:
 
 def _apply_set(leaf: Leaf, container: Any, key: str, exists: bool, cur: Any,
                path: list[str], ctx: ApplyContext) -> None:
-    from query.update.values import identical
     if exists and identical(cur, leaf.arg):
         return
     set_place(container, key, copy.deepcopy(leaf.arg), path)

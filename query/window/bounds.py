@@ -15,7 +15,8 @@ from typing import Any, Final
 
 from bson.datetime_ms import DatetimeMS
 
-from query.expressions.dates import TIME_UNITS, UTC_TZ, date_add
+from query.dates.arithmetic import TIME_UNITS, date_add
+from query.dates.timezones import UTC_TZ
 from query.expressions.values import (
     as_int,
     is_integral64,

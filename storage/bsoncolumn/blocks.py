@@ -3,7 +3,7 @@
 `decode_numeric(column)` returns the values of every row as one numpy array plus a
 presence mask and the BSON type of each row, without creating a Python object per
 value. All Simple-8b blocks of the column are unpacked at once (see
-`simple8b.unpack_blocks_np`); runs of deltas are expanded with segmented cumulative sums (one
+`simple8b.decoding.unpack_blocks_np`); runs of deltas are expanded with segmented cumulative sums (one
 segment per literal); doubles are rescaled per run of control bytes sharing a scale.
 The results equal those of the element decoder bit for bit; it raises the same
 `BSONColumnError` on malformed input and `NotNumericColumn` when a row holds another
@@ -29,7 +29,7 @@ from .native import AVAILABLE as _NATIVE
 from .native import DECODED_DTYPES, decode_uniform
 from .numeric import to_float, unzigzag
 from .rawbson import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64, T_TIMESTAMP
-from .simple8b import unpack_blocks_np
+from .simple8b.decoding import unpack_blocks_np
 from .type_util import MEMORY_AS_INTEGER, encode_double, wrap64
 
 __all__ = ["NotNumericColumn", "NumericColumn", "decode_numeric"]

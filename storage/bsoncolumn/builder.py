@@ -32,6 +32,7 @@ from bson.datetime_ms import DatetimeMS
 from storage.bsonutil import CODEC_OPTIONS
 
 from .control import is_literal
+from .decoder import decode_with_anchor
 from .encoding import INT_RUN_TYPES, EncodingState
 from .errors import BSONColumnError
 from .objects import (
@@ -57,7 +58,7 @@ from .rawbson import (
     iter_elements,
     validate_value,
 )
-from .simple8b import block_count
+from .simple8b.decoding import block_count
 
 __all__ = ["BSONColumnBuilder", "BinaryDiff", "MISSING", "encode_value"]
 
@@ -637,8 +638,6 @@ class BSONColumnBuilder:
         after it are decoded and appended again (everything, when the column ends in
         interleaved mode, as MongoDB does).
         """
-        from .decoder import decode_with_anchor
-
         column = bytes(column)
         elements, anchor, anchor_row = decode_with_anchor(column)
         builder = cls()

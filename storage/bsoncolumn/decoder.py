@@ -51,7 +51,7 @@ from .rawbson import (
     iter_elements,
     validate_value,
 )
-from .simple8b import DECODE_INFO, decode_block, decode_blocks_np
+from .simple8b.decoding import DECODE_INFO, decode_block, decode_blocks_np
 from .type_util import (
     MEMORY_AS_INTEGER,
     SCALE_MULTIPLIER,

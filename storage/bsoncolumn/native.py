@@ -32,7 +32,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 try:
-    from . import _native
+    # The compiled extension module itself (a leaf), not this package.
+    import storage.bsoncolumn._native as _native
 except ImportError:  # not compiled: the Python builder does the work
     _native = None
 

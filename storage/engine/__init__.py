@@ -32,6 +32,8 @@ ENGINES = ("sqlite", "memory")
 
 def open_engine(kind: str = "sqlite", dbpath: str | None = None, **options: object) -> StorageEngine:
     """A new engine of `kind` ("sqlite" needs `dbpath`, a directory; "memory" ignores it)."""
+    # Each engine is imported when chosen, so a process loads only the one it runs
+    # (the SQLite engine brings sqlite3 and its group-commit thread machinery).
     if kind == "memory":
         from storage.engine.memory import MemoryEngine
 

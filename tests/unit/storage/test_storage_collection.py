@@ -14,7 +14,7 @@ from storage import bsonutil
 from storage.bounds import Interval
 from storage.bson_order import compare, sort_key
 from storage.catalog import Catalog
-from storage.collection import ScanStats
+from storage.collection_results import ScanStats
 from storage.errors import ErrorCode, MongoError
 from storage.indexes import KeyGenerator
 from storage.keystring import UNDEFINED

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-PATH = Path(__file__).resolve().parents[2] / "data" / "bsoncolumn.json"
+PATH = Path(__file__).resolve().parents[3] / "data" / "bsoncolumn.json"
 
 
 @dataclass(frozen=True)

@@ -7,13 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storage.bsoncolumn import BSONColumnError, simple8b
-from storage.bsoncolumn.simple8b import (
-    Simple8bBuilder,
-    block_count,
-    decode_block,
-    decode_blocks_np,
-)
+from storage.bsoncolumn import BSONColumnError
+from storage.bsoncolumn.simple8b import decoding
+from storage.bsoncolumn.simple8b.builder import Simple8bBuilder
+from storage.bsoncolumn.simple8b.decoding import block_count, decode_block, decode_blocks_np
 
 
 def encode(values: list[int | None], is128: bool = False) -> list[int]:
@@ -178,8 +175,8 @@ def test_numpy_decoder_matches_scalar_on_any_blocks(
     except BSONColumnError:
         expected = None
     # small=0 forces the whole-array path, 40 per-block bookkeeping for short inputs
-    saved = simple8b._SMALL_BLOCKS
-    simple8b._SMALL_BLOCKS = small
+    saved = decoding._SMALL_BLOCKS
+    decoding._SMALL_BLOCKS = small
     try:
         if expected is None:
             with pytest.raises(BSONColumnError):
@@ -187,7 +184,7 @@ def test_numpy_decoder_matches_scalar_on_any_blocks(
             return
         arr, missing, last = decode_blocks_np(np.array(blocks, dtype=np.uint64), prev, 10**6)
     finally:
-        simple8b._SMALL_BLOCKS = saved
+        decoding._SMALL_BLOCKS = saved
     assert [None if m else int(v) for v, m in zip(arr, missing)] == expected
     assert last == expected[-1]
     assert sum(block_count(b) for b in blocks) == len(expected)

@@ -7,21 +7,22 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from query.accumulators import approx_size
 from query.context import PipelineContext
 from query.expressions.comparison import agg_key
-from query.expressions.core import Fn, Scope, compile_node
+from query.expressions.core import Scope, compile_node
+from query.expressions.reducers import approx_size
+from query.expressions.registry import Fn
 from query.expressions.values import MISSING, type_name
 from query.spill import external_sort
-from query.stages.base import Env, Stage, register_stage
-from query.stages.basic import validate_field_path
-from query.stages.group import group_key
-from query.stages.sort import compile_sort_key
-from query.stages.unwind import get_path, set_path
+from query.window.bounds import Partition
+from query.window.functions import WindowFunction, parse_window_function
 from storage.errors import ErrorCode, MongoError
 
-from .bounds import Partition
-from .functions import WindowFunction, parse_window_function
+from .base import Env, Stage, register_stage
+from .basic import validate_field_path
+from .group import group_key
+from .sort import compile_sort_key
+from .unwind import get_path, set_path
 
 __all__ = ["SetWindowFieldsStage"]
 

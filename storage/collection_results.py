@@ -1,0 +1,76 @@
+"""What `Collection` operations return: insert results, index-creation results, collStats and
+validate figures, and the counters an index scan fills in for explain."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from storage.engine.base import RecordId
+from storage.errors import MongoError
+
+__all__ = ["InsertResult", "CreateIndexesResult", "CollectionStats", "ValidateResult",
+           "ScanStats"]
+
+
+@dataclass
+class InsertResult:
+    """Per input document: its RecordId, or None if it was not inserted."""
+
+    record_ids: list[RecordId | None]
+    #: (position in the batch, error) in batch order
+    errors: list[tuple[int, MongoError]] = field(default_factory=list)
+
+    @property
+    def n_inserted(self) -> int:
+        return sum(1 for r in self.record_ids if r is not None)
+
+
+@dataclass
+class CreateIndexesResult:
+    created: list[str]
+    num_indexes_before: int
+    num_indexes_after: int
+
+    @property
+    def all_existed(self) -> bool:
+        """MongoDB replies with the note "all indexes already exist" then."""
+        return not self.created
+
+
+@dataclass(frozen=True)
+class CollectionStats:
+    """collStats figures in bytes (scale them in the command)."""
+
+    ns: str
+    count: int
+    size: int
+    storage_size: int
+    nindexes: int
+    total_index_size: int
+    index_sizes: dict[str, int]
+
+    @property
+    def avg_obj_size(self) -> int:
+        return self.size // self.count if self.count else 0
+
+
+@dataclass
+class ValidateResult:
+    ns: str
+    valid: bool
+    errors: list[str]
+    warnings: list[str]
+    n_records: int
+    n_invalid_documents: int
+    keys_per_index: dict[str, int]
+    index_details: dict[str, dict[str, Any]]
+
+
+@dataclass
+class ScanStats:
+    """Counters an index scan fills in (for explain)."""
+
+    keys_examined: int = 0
+    docs_examined: int = 0
+    dups_dropped: int = 0
