@@ -59,6 +59,8 @@ class _StateCollector(Collector):
                                 value=len(s.cursors) if s.cursors is not None else 0)
         if s.storage is not None:
             yield from s.storage.metric_families()
+        if s.timeseries is not None:
+            yield from s.timeseries.metric_families()
 
 
 class Metrics:

@@ -11,6 +11,7 @@ from typing import Any
 from storage.errors import ErrorCode, MongoError
 
 from ..context import CommandRequest
+from ..timeseries.ddl import create_timeseries
 from ._args import check_fields, namespace_arg
 
 ALLOWED = ("capped", "size", "max", "autoIndexId", "idIndex", "storageEngine", "validator",
@@ -65,8 +66,6 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     name = namespace_arg(body, "create")
     _refuse_unbuilt(body)
     if "timeseries" in body:
-        from ..timeseries_service import create_timeseries
-
         await create_timeseries(req, name)
         return {}
     options = plain_options(body)
