@@ -19,6 +19,7 @@ from .connection import serve_connection
 from .context import ServerState
 from .cursors import CursorManager
 from .log import LOG
+from .metrics import start_metrics_server
 from .storage_service import StorageService
 from .timeseries.service import TimeseriesService
 from .ttl import ttl_monitor
@@ -53,8 +54,6 @@ class Server:
         state.cursors = CursorManager()
         await self._open_storage()
         if self.config.metrics_port is not None:
-            from .metrics import start_metrics_server
-
             state.metrics = await start_metrics_server(state, self.config.metrics_port,
                                                        self.config.bind_ip)
         for addr in self.config.bind_ip:

@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from .log import LOG
 from .procinfo import rss_bytes
 
 if TYPE_CHECKING:
@@ -118,8 +119,6 @@ class Metrics:
 
 
 async def start_metrics_server(state: ServerState, port: int, bind_ip: list[str]) -> Metrics:
-    from .log import LOG
-
     metrics = Metrics(state)
     for addr in bind_ip:
         try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from query.match import compile_filter
 from storage.errors import ErrorCode, MongoError
 
 from ..log import LOG
@@ -57,8 +58,6 @@ def make_validator(options: dict[str, Any], ns: str) -> Callable[[dict[str, Any]
     spec = options.get("validator")
     if not spec or options.get("validationLevel") == "off":
         return None
-    from query.match import compile_filter
-
     matcher = compile_filter(spec)
     warn = options.get("validationAction") == "warn"
 

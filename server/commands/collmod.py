@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from query.match import compile_filter
 from storage.errors import ErrorCode, MongoError
 from storage.index_options import modify_index
 
@@ -63,8 +64,6 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
                 if key == "validator":
                     if not isinstance(value, dict):
                         raise MongoError(ErrorCode.TypeMismatch, "validator must be an object")
-                    from query.match import compile_filter
-
                     compile_filter(value)
                 elif key == "validationLevel" and value not in ("off", "strict", "moderate"):
                     raise MongoError(ErrorCode.BadValue,

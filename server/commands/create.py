@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from query.match import compile_filter
 from storage.errors import ErrorCode, MongoError
 
 from ..context import CommandRequest
@@ -55,8 +56,6 @@ def _refuse_unbuilt(body: dict[str, Any]) -> None:
         if not isinstance(validator, dict):
             raise MongoError(ErrorCode.TypeMismatch,
                              "BSON field 'create.validator' is the wrong type, expected object")
-        from query.match import compile_filter
-
         compile_filter(validator)  # reject invalid validators now, with the matcher's errors
 
 
