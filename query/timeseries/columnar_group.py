@@ -325,14 +325,14 @@ def _bucket_rows(bucket: Mapping[str, Any], spec: BucketSpec, fields: list[str],
                       frozenset({spec.time_field, *fields}), include=True)
     rows, cols, meta, has_meta = unpack_columns(bucket, keep)
     tv = cols.get(spec.time_field, {})
-    times = [tv[r] for r in rows]
-    if not all(type(t) is DatetimeMS for t in times):
+    row_times = [tv[r] for r in rows]
+    if not all(type(t) is DatetimeMS for t in row_times):
         raise _Decline
     out = {}
     for f in fields:
         vals = cols.get(f, {})
         out[f] = _from_python([vals.get(r, MISSING) for r in rows])
-    return np.array([int(t) for t in times], np.int64), out, meta, has_meta
+    return np.array([int(t) for t in row_times], np.int64), out, meta, has_meta
 
 
 def _uniform_time(plan: GroupPlan, bucket: Mapping[str, Any]) -> int | None:
@@ -439,7 +439,7 @@ def _group_buckets(plan: GroupPlan, buckets: Iterable[Mapping[str, Any]],
     time_acc = plan.time_field in {a.field for a in plan.accs}
     for bucket in buckets:
         if plan.meta_matcher is not None and not plan.meta_matcher.matches(
-                {plan.meta_field: bucket[META]} if META in bucket else {}):
+                {plan.meta_field: bucket[META]} if META in bucket else {}):  # type: ignore[dict-item]
             continue
         some_time = None if time_acc else _uniform_time(plan, bucket)
         try:

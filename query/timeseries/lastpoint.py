@@ -16,7 +16,7 @@ then takes another path.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal, cast
 
 import bson
 from bson.raw_bson import RawBSONDocument
@@ -80,7 +80,7 @@ def _latest_buckets(scan: BucketScan, time_field: str) -> dict[int, Any] | None:
         t = cmax.get(time_field) if isinstance(cmax, RawBSONDocument) else None
         if not isinstance(t, bson.DatetimeMS):
             return None
-        key = meta.raw if isinstance(meta, RawBSONDocument) else \
+        key = cast(bytes, meta.raw) if isinstance(meta, RawBSONDocument) else \
             bson.encode({"": meta} if "meta" in doc else {})
         cur = best.get(key)
         if cur is None or t > cur[0]:
@@ -107,7 +107,8 @@ def eligible(stages: list[Any], opts: TimeseriesOptions
     return flt or None, bflt
 
 
-def _shape(stages: list[Any], time_field: str, meta_field: str) -> dict[str, Any] | bool | None:
+def _shape(stages: list[Any], time_field: str, meta_field: str
+           ) -> dict[str, Any] | Literal[False] | None:
     """The leading meta-only $match filter ({} or None when absent) if `stages` has the
     last-point shape, else False."""
     i = 0
