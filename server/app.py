@@ -170,7 +170,7 @@ async def _main(config: Config) -> int:
     server = Server(config)
     loop = asyncio.get_running_loop()
     stop_requested = asyncio.Event()
-    signals: list[int] = []
+    signals: list[signal.Signals] = []
     shutdown_tasks: list[asyncio.Task[None]] = []
 
     def request_stop(signame: str) -> None:

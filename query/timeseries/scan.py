@@ -31,7 +31,7 @@ class BucketScan:
         """(record id, bucket bytes) of every candidate, not yet re-checked."""
         return candidates(self.collection, self.prepared.plan)
 
-    def matches(self, bucket: Any) -> bool:
+    def matches(self, bucket: dict[str, Any]) -> bool:
         """The bucket filter on a bucket (or on the part of it the filter reads)."""
         return self.filter is None or self.prepared.matcher.matches(bucket)
 

@@ -84,8 +84,8 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
             return 0
         result = coll.insert_many([d for _, d, _ in batch], ordered=ordered,
                                   encoded=[e for _, _, e in batch], durable=wc.j)
-        for pos, exc in result.errors:
-            errors.append((batch[pos][0], exc))
+        for pos, err in result.errors:
+            errors.append((batch[pos][0], err))
         after_direct_write(req, db, name)
         return result.n_inserted
 

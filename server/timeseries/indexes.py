@@ -55,8 +55,8 @@ def translate_index_target(target: TimeseriesTarget, index: dict[str, Any]) -> d
     return index
 
 
-def drop_timeseries_indexes(req: CommandRequest, target: TimeseriesTarget, index: Any
-                            ) -> dict[str, Any]:
+def drop_timeseries_indexes(req: CommandRequest, target: TimeseriesTarget,
+                            index: str | list[str] | dict[str, Any]) -> dict[str, Any]:
     """dropIndexes (storage thread)."""
     buckets = target.buckets(req.storage.catalog)
     if buckets is None:
