@@ -12,7 +12,7 @@ __all__ = ["main"]
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "inspect":
-        from .inspect_cli import main as inspect_main
+        from .inspect_cli import main as inspect_main  # lazy: the CLI needs no server
 
         return inspect_main(args[1:])
     try:
@@ -20,6 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"bucketd: error: {exc}", file=sys.stderr)
         return 2
+    # lazy: `bucketd inspect` and a bad command line start without loading the server
     from .app import run
     from .log import LOG
 

@@ -14,14 +14,23 @@ from typing import TYPE_CHECKING, Any
 
 from query.context import PipelineContext
 from query.dependencies import pipeline_fields
-from query.executor import FindSpec, check_size, prepare_document_for_insert, prepare_find, run_find
-from query.match import compile_filter
+from query.executor import (
+    FindSpec,
+    check_size,
+    matching,
+    prepare_document_for_insert,
+    prepare_find,
+    run_find,
+)
 from query.pipeline import Pipeline, compile_pipeline, resolve_let_variables
 from storage.bson_order import values_equal
+from storage.collection import Collection
 from storage.errors import ErrorCode, MongoError
 
-from .timeseries_group import columnar_group
-from .timeseries_lastpoint import lastpoint_source
+from .collection_stats import collection_stats
+from .namespaces import resolve_namespace
+from .parsing.pipeline import split_leading_match
+from .timeseries.reads import measurement_source, timeseries_pipeline
 
 if TYPE_CHECKING:
     from .context import CommandRequest
@@ -35,14 +44,12 @@ def collection_source(req: CommandRequest, db: str, name: str,
                       fields: set[str] | None = None) -> Iterator[dict[str, Any]]:
     """Documents of `db.name` as a pipeline sees them (time-series: unpacked measurements)."""
     catalog = req.storage.catalog
-    entry = catalog.entry(db, name)
-    if entry is None:
+    ns = resolve_namespace(catalog, db, name)
+    if ns.entry is None:
         return iter(())
-    if entry.kind == "timeseries":
-        from .timeseries_service import unpacked_source
-
-        return unpacked_source(req, db, name, flt,
-                               frozenset(fields) if fields is not None else None)
+    if ns.timeseries is not None:
+        return measurement_source(req, ns.timeseries, flt,
+                                  frozenset(fields) if fields is not None else None)
     coll = catalog.get_collection(db, name)
     spec = FindSpec(filter=flt, sort=sort)
     return run_find(coll, prepare_find(coll, spec))
@@ -119,9 +126,7 @@ def _merge(req: CommandRequest, db: str, name: str, docs: Iterable[dict[str, Any
             coll.update(rid, new, encoded=check_size(new), old_doc=old)
 
 
-def _matching_rows(coll: Any, spec: FindSpec) -> Iterator[tuple[int, dict[str, Any]]]:
-    from query.executor import matching
-
+def _matching_rows(coll: Collection, spec: FindSpec) -> Iterator[tuple[int, dict[str, Any]]]:
     for rid, _raw, doc in matching(coll, prepare_find(coll, spec)):
         yield rid, doc
 
@@ -135,8 +140,6 @@ def build_context(req: CommandRequest, coll: str | None, *, allow_disk_use: bool
         return collection_source(req, other_db, other)
 
     def coll_stats(spec: dict[str, Any]) -> Iterable[dict[str, Any]]:
-        from .commands.collstats import collection_stats
-
         if coll is None:
             raise MongoError(ErrorCode.InvalidNamespace, "$collStats must be run on a collection")
         out: dict[str, Any] = {"ns": f"{db}.{coll}", "host": req.server.host,
@@ -167,16 +170,6 @@ def build_context(req: CommandRequest, coll: str | None, *, allow_disk_use: bool
     return ctx
 
 
-def split_leading_match(stages: list[Any]) -> tuple[dict[str, Any] | None, list[Any]]:
-    """A leading $match without $expr-free restrictions can become the scan's filter."""
-    if stages and isinstance(stages[0], dict) and len(stages[0]) == 1 and "$match" in stages[0]:
-        flt = stages[0]["$match"]
-        if isinstance(flt, dict):
-            compile_filter(flt)  # errors surface with the matcher's codes
-            return flt, stages[1:]
-    return None, stages
-
-
 def run_pipeline(req: CommandRequest, coll: str | None, stages: list[Any],
                  ctx: PipelineContext, let: dict[str, Any] | None) -> tuple[Pipeline,
                                                                           Iterator[Any]]:
@@ -186,18 +179,26 @@ def run_pipeline(req: CommandRequest, coll: str | None, stages: list[Any],
     if coll is None or pipeline.starts_with_source:
         return pipeline, pipeline.run(())
     fields = pipeline_fields(stages)  # lets time-series reads decode only these columns
-    last = lastpoint_source(req, req.db, coll, stages, fields)
-    if last is not None:
-        return pipeline, pipeline.run(last)
-    flt, rest = split_leading_match(stages)
-    if flt is not None and not _uses_variables(flt):
-        source = collection_source(req, req.db, coll, flt, fields=fields)
-        it = compile_pipeline(rest, ctx).run(source)
-    else:
-        it = pipeline.run(collection_source(req, req.db, coll, fields=fields))
-    # time-series `[$match] $group ...`: from the bucket columns when it can (else `it`)
-    fast = columnar_group(req, coll, stages, ctx, it)
-    return pipeline, it if fast is None else fast
+
+    ts = resolve_namespace(req.storage.catalog, req.db, coll).timeseries
+
+    def source(flt: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+        if ts is not None:
+            return measurement_source(req, ts, flt, frozenset(fields)
+                                      if fields is not None else None)
+        return collection_source(req, req.db, coll, flt, fields=fields)
+
+    def general() -> Iterator[Any]:
+        flt, rest = split_leading_match(stages)
+        if flt is not None and not _uses_variables(flt):
+            return compile_pipeline(rest, ctx).run(source(flt))
+        return pipeline.run(source())
+
+    if ts is None:
+        return pipeline, general()
+    # the read planner picks the path: last point, columnar $group, or the general one
+    return pipeline, timeseries_pipeline(req, ts, stages, ctx, fields,
+                                         whole=pipeline.run, general=general)
 
 
 def _uses_variables(flt: Any) -> bool:

@@ -19,6 +19,10 @@ from .connection import serve_connection
 from .context import ServerState
 from .cursors import CursorManager
 from .log import LOG
+from .metrics import start_metrics_server
+from .storage_service import StorageService
+from .timeseries.service import TimeseriesService
+from .ttl import ttl_monitor
 
 __all__ = ["Server", "run"]
 
@@ -50,8 +54,6 @@ class Server:
         state.cursors = CursorManager()
         await self._open_storage()
         if self.config.metrics_port is not None:
-            from .metrics import start_metrics_server
-
             state.metrics = await start_metrics_server(state, self.config.metrics_port,
                                                        self.config.bind_ip)
         for addr in self.config.bind_ip:
@@ -79,7 +81,7 @@ class Server:
                  ssl="off")
         self._background.append(asyncio.create_task(self._reap_cursors()))
         if state.storage is not None:
-            self._background.extend(state.storage.background_tasks(state))
+            self._background.append(asyncio.create_task(ttl_monitor(state, state.storage)))
         # The collector is a quarter of insert throughput on this workload: objects made
         # at start-up never die, so move them out of its way and collect less often.
         gc.collect()
@@ -87,12 +89,10 @@ class Server:
         gc.set_threshold(50_000, 50, 100)
 
     async def _open_storage(self) -> None:
-        from .storage_service import StorageService
-        from .timeseries_service import TimeseriesService
-
         os.makedirs(self.config.dbpath, exist_ok=True)
-        self.state.storage = await StorageService.open(self.config.dbpath, self.state)
-        self.state.storage.timeseries = TimeseriesService(self.state)
+        storage = await StorageService.open(self.config.dbpath, self.state)
+        self.state.storage = storage
+        self.state.timeseries = TimeseriesService(self.state, storage)
 
     async def _on_connection(self, reader: asyncio.StreamReader,
                              writer: asyncio.StreamWriter) -> None:
@@ -170,7 +170,7 @@ async def _main(config: Config) -> int:
     server = Server(config)
     loop = asyncio.get_running_loop()
     stop_requested = asyncio.Event()
-    signals: list[int] = []
+    signals: list[signal.Signals] = []
     shutdown_tasks: list[asyncio.Task[None]] = []
 
     def request_stop(signame: str) -> None:

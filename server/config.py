@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from .parameters import ServerParameters
+
 __all__ = ["Config", "ConfigError", "parse_args", "DEFAULT_DBPATH"]
 
 DEFAULT_PORT = 27017
@@ -203,8 +205,6 @@ def parse_args(argv: list[str]) -> Config:
         if not sep or not name:
             raise ConfigError(f"--setParameter expects name=value, got {item!r}")
         cfg.set_parameters[name] = value
-    from .parameters import ServerParameters
-
     check = ServerParameters()
     for name, value in cfg.set_parameters.items():
         try:

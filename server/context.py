@@ -23,6 +23,7 @@ from .parameters import ServerParameters
 if TYPE_CHECKING:
     from .cursors import CursorManager
     from .storage_service import StorageService
+    from .timeseries.service import TimeseriesService
 
 __all__ = ["ServerState", "ConnectionState", "CommandRequest", "OPCOUNTER_NAMES"]
 
@@ -50,6 +51,7 @@ class ServerState:
     host: str = field(default_factory=socket.gethostname)
     pid: int = field(default_factory=os.getpid)
     storage: StorageService | None = None
+    timeseries: TimeseriesService | None = None  # made with storage by the lifecycle
     cursors: CursorManager | None = None
     connections: dict[int, ConnectionState] = field(default_factory=dict)
     next_connection_id: int = 1

@@ -183,7 +183,7 @@ def print_text(report: BucketReport, out: IO[str], *, values: bool) -> None:
 
 
 def _from_server(args: argparse.Namespace) -> Iterable[dict]:
-    import pymongo
+    import pymongo  # lazy: only reading from a server (--uri) needs the driver
 
     client: pymongo.MongoClient = pymongo.MongoClient(args.uri, document_class=dict,
                                                      datetime_conversion="DATETIME_MS")

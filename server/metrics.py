@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from .log import LOG
 from .procinfo import rss_bytes
 
 if TYPE_CHECKING:
@@ -59,6 +60,8 @@ class _StateCollector(Collector):
                                 value=len(s.cursors) if s.cursors is not None else 0)
         if s.storage is not None:
             yield from s.storage.metric_families()
+        if s.timeseries is not None:
+            yield from s.timeseries.metric_families()
 
 
 class Metrics:
@@ -116,8 +119,6 @@ class Metrics:
 
 
 async def start_metrics_server(state: ServerState, port: int, bind_ip: list[str]) -> Metrics:
-    from .log import LOG
-
     metrics = Metrics(state)
     for addr in bind_ip:
         try:

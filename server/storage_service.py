@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from prometheus_client.core import GaugeMetricFamily
 
+from query.match import compile_filter
 from storage.catalog import Catalog
+from storage.errors import ErrorCode, MongoError
 
 from .log import LOG
 
@@ -33,8 +35,6 @@ T = TypeVar("T")
 
 
 def _compile_partial_filter(spec: dict[str, Any]) -> Callable[[Any], bool]:
-    from query.match import compile_filter
-
     return compile_filter(spec).matches
 
 
@@ -88,12 +88,20 @@ def _deliver_error(fut: asyncio.Future[Any], exc: BaseException) -> None:
 
 
 class StorageService:
+    """The storage catalog and the thread that owns it; `run` is the way in."""
+
     def __init__(self, catalog: Catalog, thread: StorageThread, dbpath: str) -> None:
         self.catalog = catalog
         self.dbpath = dbpath
         self._thread = thread
         self._closed = False
-        self.timeseries: Any = None  # the bucket catalog, set up by the time-series layer
+        self._before_operation: list[Callable[[], None]] = []
+
+    def add_before_operation(self, fn: Callable[[], None]) -> None:
+        """Call `fn()` on the storage thread before each operation `run` hands it (the
+        time-series service writes its pending bucket writes there). Its errors are
+        suppressed: the hook logs them and leaves storage consistent."""
+        self._before_operation.append(fn)
 
     @classmethod
     async def open(cls, dbpath: str, state: ServerState) -> StorageService:
@@ -112,22 +120,19 @@ class StorageService:
         return service
 
     async def run(self, fn: Callable[..., T], *args: Any, keep_deferred: bool = False) -> T:
-        """Run `fn(*args)` on the storage thread, after writing any time-series bucket
-        writes still pending (server.bucket_writes) unless `keep_deferred`: only the
-        time-series insert path, which adds to them, runs without that."""
+        """Run `fn(*args)` on the storage thread, after the before-operation hooks (which
+        write any time-series bucket writes still pending) unless `keep_deferred`: only
+        the time-series insert path, which adds to them, runs without that."""
         if self._closed:
-            from storage.errors import ErrorCode, MongoError
-
             raise MongoError(ErrorCode.InterruptedAtShutdown, "interrupted at shutdown")
         if keep_deferred:
             return await self._thread.run(fn, *args)
         return await self._thread.run(self._flushed_first, fn, args)
 
     def _flushed_first(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
-        ts = self.timeseries
-        if ts is not None and ts.deferred:
+        for hook in self._before_operation:
             with contextlib.suppress(Exception):  # logged; the catalog reopens from storage
-                ts.flush_deferred()
+                hook()
         return fn(*args)
 
     def on_storage_thread(self) -> bool:
@@ -146,11 +151,6 @@ class StorageService:
         return {"name": "sqlite", "supportsCommittedReads": True,
                 "persistent": True, "dbPath": os.path.abspath(self.dbpath)}
 
-    def bucket_catalog_status(self) -> dict[str, Any] | None:
-        if self.timeseries is None:
-            return None
-        return self.timeseries.server_status()
-
     def disk_bytes(self) -> int:
         total = 0
         for root, _dirs, files in os.walk(self.dbpath):
@@ -162,10 +162,3 @@ class StorageService:
     def metric_families(self) -> Iterator[Any]:
         yield GaugeMetricFamily("bucketd_storage_size_bytes", "Bytes of the data directory",
                                 value=self.disk_bytes())
-        if self.timeseries is not None:
-            yield from self.timeseries.metric_families()
-
-    def background_tasks(self, state: ServerState) -> list[asyncio.Task[None]]:
-        from .ttl import ttl_monitor
-
-        return [asyncio.create_task(ttl_monitor(state, self))]

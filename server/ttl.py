@@ -16,15 +16,18 @@ from bson.datetime_ms import DatetimeMS
 from query.executor import delete_matching
 
 from .log import LOG
+from .timeseries.expiry import expire_buckets
 
 if TYPE_CHECKING:
     from .context import ServerState
     from .storage_service import StorageService
+    from .timeseries.service import TimeseriesService
 
 __all__ = ["ttl_monitor", "ttl_pass"]
 
 
-def ttl_pass(storage: StorageService, now_ms: int | None = None) -> int:
+def ttl_pass(storage: StorageService, timeseries: TimeseriesService | None,
+             now_ms: int | None = None) -> int:
     """One pass over every collection (on the storage thread); returns documents deleted."""
     catalog = storage.catalog
     now = int(time.time() * 1000) if now_ms is None else now_ms
@@ -33,8 +36,8 @@ def ttl_pass(storage: StorageService, now_ms: int | None = None) -> int:
         for entry in catalog.list_collections(db):
             if entry.kind == "timeseries":
                 expire = entry.options.get("expireAfterSeconds")
-                if expire is not None and storage.timeseries is not None:
-                    deleted += storage.timeseries.expire_buckets(db, entry.name, now, expire)
+                if expire is not None and timeseries is not None:
+                    deleted += expire_buckets(timeseries, db, entry.name, now, expire)
                 continue
             if entry.kind != "collection":
                 continue
@@ -54,12 +57,14 @@ def ttl_pass(storage: StorageService, now_ms: int | None = None) -> int:
 
 
 async def ttl_monitor(state: ServerState, storage: StorageService) -> None:
+    """Run a TTL pass every `ttlMonitorSleepSecs` until cancelled (the server's lifecycle
+    starts and stops it)."""
     while True:
         await asyncio.sleep(max(1, int(state.params.get("ttlMonitorSleepSecs"))))
         if not state.params.get("ttlMonitorEnabled"):
             continue
         try:
-            n = await storage.run(ttl_pass, storage)
+            n = await storage.run(ttl_pass, storage, state.timeseries)
         except Exception as exc:  # the monitor must survive anything
             LOG.error("INDEX", 22542, "TTLMonitor", "Error during TTL pass",
                       error=f"{type(exc).__name__}: {exc}")

@@ -84,6 +84,9 @@ NEVER_COMPRESS: Final = frozenset({
     "createUser", "updateUser", "copydbSaslStart", "copydbgetnonce", "copydb",
 })
 
+# listCommands reads the table below when it runs (it cannot import this module back)
+_LIST_COMMANDS = listcommands.ListCommands(lambda: COMMANDS)
+
 COMMANDS: Final[Mapping[str, Command]] = _table(
     Command("aggregate", aggregate.handle, "Runs an aggregation pipeline.", opcounter="query"),
     Command("buildInfo", buildinfo.handle, "Returns build information.", requires_auth=False),
@@ -125,7 +128,7 @@ COMMANDS: Final[Mapping[str, Command]] = _table(
     Command("killCursors", killcursors.handle, "Closes cursors."),
     Command("killSessions", killsessions.handle, "Kills sessions."),
     Command("listCollections", listcollections.handle, "Lists a database's collections."),
-    Command("listCommands", listcommands.handle, "Lists the server's commands.",
+    Command("listCommands", _LIST_COMMANDS.handle, "Lists the server's commands.",
             requires_auth=False),
     Command("listDatabases", listdatabases.handle, "Lists databases.", admin_only=True),
     Command("listIndexes", listindexes.handle, "Lists a collection's indexes."),

@@ -6,9 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from query.match import compile_filter
 from storage.errors import ErrorCode, MongoError
 
 from ..log import LOG
+from ..namespaces import BUCKETS_PREFIX
 
 __all__ = ["WriteConcern", "parse_write_concern", "make_validator", "write_reply",
            "check_batch_size", "after_direct_write"]
@@ -56,8 +58,6 @@ def make_validator(options: dict[str, Any], ns: str) -> Callable[[dict[str, Any]
     spec = options.get("validator")
     if not spec or options.get("validationLevel") == "off":
         return None
-    from query.match import compile_filter
-
     matcher = compile_filter(spec)
     warn = options.get("validationAction") == "warn"
 
@@ -87,5 +87,5 @@ def write_reply(n: int, errors: list[tuple[int, MongoError]], **extra: Any) -> d
 def after_direct_write(req: Any, db: str, name: str) -> None:
     """A write command wrote collection `name` (storage thread): when that is a buckets
     collection, the write bypassed the bucket catalog, which forgets what it held."""
-    if name.startswith("system.buckets.") and req.storage.timeseries is not None:
-        req.storage.timeseries.bucket_write_bypassed(db, name)
+    if name.startswith(BUCKETS_PREFIX) and req.server.timeseries is not None:
+        req.server.timeseries.bucket_write_bypassed(db, name)

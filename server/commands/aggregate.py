@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from query.executor import FindSpec, prepare_find
 from storage.errors import ErrorCode, MongoError
 
 from ..aggregation import build_context, run_pipeline
 from ..context import CommandRequest
-from ..namespaces import raw_target
+from ..namespaces import raw_target, resolve_namespace
+from ..parsing.pipeline import split_leading_match
+from ..timeseries.reads import explain_unpack
 from ._args import check_fields, get_bool, get_doc, get_int, get_list, require
 
 ALLOWED = ("pipeline", "cursor", "explain", "allowDiskUse", "let", "hint", "collation",
@@ -89,20 +92,14 @@ async def explain(req: CommandRequest, body: dict[str, Any], verbosity: str) -> 
     ctx = build_context(req, coll, allow_disk_use=allow_disk)
 
     def run() -> dict[str, Any]:
-        from query.executor import FindSpec, prepare_find
-
-        from ..aggregation import split_leading_match
-
         compiled, _ = run_pipeline(req, coll, pipeline, ctx, body.get("let"))
         stages = compiled.explain()
         flt, _rest = split_leading_match(pipeline)
         cursor_stage: dict[str, Any] = {"queryPlanner": {"namespace": f"{req.db}.{coll}"}}
         if coll is not None:
-            entry = req.storage.catalog.entry(req.db, coll)
-            if entry is not None and entry.kind == "timeseries":
-                from ..timeseries_service import explain_unpack
-
-                return explain_unpack(req, coll, pipeline, stages)
+            ts = resolve_namespace(req.storage.catalog, req.db, coll).timeseries
+            if ts is not None:
+                return explain_unpack(req, ts, pipeline, stages)
             target = req.storage.catalog.get_collection(req.db, coll)
             plan = prepare_find(target, FindSpec(filter=flt)).plan
             cursor_stage["queryPlanner"]["winningPlan"] = plan.explain()

@@ -21,6 +21,7 @@ from query.paths import MISSING
 from storage.errors import ErrorCode, MongoError
 
 from ..context import CommandRequest
+from ..namespaces import namespace_kind
 from ._args import check_fields, get_bool, get_list, require
 from ._write import after_direct_write, check_batch_size, make_validator, parse_write_concern
 
@@ -70,8 +71,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
                     raise MongoError(ErrorCode.BadValue, f"BulkWrite ops entry {idx} has an "
                                      "invalid nsInfo index")
                 db, name = namespaces[ns_index]
-                if catalog.entry(db, name) is not None and \
-                        catalog.entry(db, name).kind == "timeseries":
+                if namespace_kind(catalog, db, name) == "timeseries":
                     raise MongoError(ErrorCode.NotImplemented, "bulkWrite on a time-series "
                                      "collection is not supported; use insert")
                 with catalog.transaction(durable=wc.j):

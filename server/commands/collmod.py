@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from query.match import compile_filter
 from storage.errors import ErrorCode, MongoError
 from storage.index_options import modify_index
 
 from ..context import CommandRequest
+from ..namespaces import resolve_namespace
+from ..timeseries.ddl import coll_mod_timeseries_view
+from ..timeseries.indexes import translate_index_target
 from ._args import check_fields, get_doc, namespace_arg
 
 ALLOWED = ("validator", "validationLevel", "validationAction", "index", "timeseries",
@@ -29,24 +33,22 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
 
     def run() -> dict[str, Any]:
         catalog = req.storage.catalog
-        entry = catalog.entry(db, name)
+        ns = resolve_namespace(catalog, db, name)
+        entry = ns.entry
         if entry is None:
             raise MongoError(ErrorCode.NamespaceNotFound, f"ns does not exist: {db}.{name}")
         reply: dict[str, Any] = {}
-        if entry.kind == "timeseries":
+        ts = ns.timeseries
+        if ts is not None:
             for key in ("validator", "validationLevel", "validationAction"):
                 if key in body:
                     raise MongoError(ErrorCode.InvalidOptions,
                                      f"option not supported on a time-series collection: {key}")
-            from ..timeseries_service import coll_mod_timeseries_view
-
             if "timeseries" in body or "expireAfterSeconds" in body:
-                coll_mod_timeseries_view(req, name, body)
+                coll_mod_timeseries_view(req, ts, body)
             if index is not None:
-                from ..timeseries_service import translate_index_target
-
-                reply.update(modify_index(catalog, db, f"system.buckets.{name}",
-                                          translate_index_target(req, entry, index)))
+                reply.update(modify_index(catalog, db, ts.buckets_name,
+                                          translate_index_target(ts, index)))
             return reply
         if "timeseries" in body:
             raise MongoError(ErrorCode.InvalidOptions,
@@ -62,8 +64,6 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
                 if key == "validator":
                     if not isinstance(value, dict):
                         raise MongoError(ErrorCode.TypeMismatch, "validator must be an object")
-                    from query.match import compile_filter
-
                     compile_filter(value)
                 elif key == "validationLevel" and value not in ("off", "strict", "moderate"):
                     raise MongoError(ErrorCode.BadValue,

@@ -7,7 +7,8 @@ from typing import Any
 from query.executor import count_documents
 
 from ..context import CommandRequest
-from ..namespaces import namespace_kind, raw_target
+from ..namespaces import raw_target, resolve_namespace
+from ..timeseries.reads import count_measurements
 from ._args import check_fields, get_doc, get_int, namespace_arg
 
 
@@ -21,11 +22,9 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     skip = max(0, get_int(body, "count", "skip", 0) or 0)
     limit = abs(get_int(body, "count", "limit", 0) or 0)
     db = req.db
-    kind = await req.storage.run(namespace_kind, req.storage.catalog, db, name)
-    if kind == "timeseries":
-        from ..timeseries_service import count_measurements
-
-        n = await count_measurements(req, name, query, skip, limit)
+    ns = await req.storage.run(resolve_namespace, req.storage.catalog, db, name)
+    if ns.timeseries is not None:
+        n = await count_measurements(req, ns.timeseries, query, skip, limit)
         return {"n": n}
 
     def run() -> int:

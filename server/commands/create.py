@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from query.match import compile_filter
 from storage.errors import ErrorCode, MongoError
 
 from ..context import CommandRequest
+from ..timeseries.ddl import create_timeseries
 from ._args import check_fields, namespace_arg
 
 ALLOWED = ("capped", "size", "max", "autoIndexId", "idIndex", "storageEngine", "validator",
@@ -54,8 +56,6 @@ def _refuse_unbuilt(body: dict[str, Any]) -> None:
         if not isinstance(validator, dict):
             raise MongoError(ErrorCode.TypeMismatch,
                              "BSON field 'create.validator' is the wrong type, expected object")
-        from query.match import compile_filter
-
         compile_filter(validator)  # reject invalid validators now, with the matcher's errors
 
 
@@ -65,8 +65,6 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     name = namespace_arg(body, "create")
     _refuse_unbuilt(body)
     if "timeseries" in body:
-        from ..timeseries_service import create_timeseries
-
         await create_timeseries(req, name)
         return {}
     options = plain_options(body)

@@ -7,7 +7,8 @@ from typing import Any
 from storage.errors import ErrorCode, MongoError
 
 from ..context import CommandRequest
-from ..namespaces import namespace_kind
+from ..namespaces import resolve_namespace
+from ..timeseries.indexes import create_timeseries_indexes
 from ._args import check_fields, get_list, namespace_arg, require
 
 
@@ -27,11 +28,9 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
             raise MongoError(ErrorCode.TypeMismatch, "The field 'indexes' must be an array of "
                              "objects")
     db = req.db
-    kind = await req.storage.run(namespace_kind, req.storage.catalog, db, name)
-    if kind == "timeseries":
-        from ..timeseries_service import create_timeseries_indexes
-
-        return await create_timeseries_indexes(req, name, specs)
+    ns = await req.storage.run(resolve_namespace, req.storage.catalog, db, name)
+    if ns.timeseries is not None:
+        return await create_timeseries_indexes(req, ns.timeseries, specs)
 
     def run() -> dict[str, Any]:
         catalog = req.storage.catalog

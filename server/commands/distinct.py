@@ -8,7 +8,8 @@ from query.executor import distinct_values
 from storage.errors import ErrorCode, MongoError
 
 from ..context import CommandRequest
-from ..namespaces import namespace_kind, raw_target
+from ..namespaces import raw_target, resolve_namespace
+from ..timeseries.reads import distinct_measurements
 from ._args import check_fields, get_doc, namespace_arg, require
 
 
@@ -26,11 +27,9 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
         raise MongoError(ErrorCode.BadValue, "FieldPath cannot be constructed with empty string")
     query = get_doc(body, "distinct", "query")
     db = req.db
-    kind = await req.storage.run(namespace_kind, req.storage.catalog, db, name)
-    if kind == "timeseries":
-        from ..timeseries_service import distinct_measurements
-
-        return {"values": await distinct_measurements(req, name, key, query)}
+    ns = await req.storage.run(resolve_namespace, req.storage.catalog, db, name)
+    if ns.timeseries is not None:
+        return {"values": await distinct_measurements(req, ns.timeseries, key, query)}
 
     def run() -> list[Any]:
         coll = req.storage.catalog.get_collection(db, name)

@@ -7,6 +7,7 @@ from typing import Any
 from storage.errors import ErrorCode, MongoError
 
 from ..context import CommandRequest
+from ..namespaces import buckets_name
 from ._args import check_fields, namespace_arg
 
 
@@ -25,9 +26,9 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
         with catalog.transaction():
             catalog.drop_collection(db, name)
             if entry.kind == "timeseries":
-                catalog.drop_collection(db, f"system.buckets.{name}")
-            if req.storage.timeseries is not None:
-                req.storage.timeseries.forget_namespace(db, name)
+                catalog.drop_collection(db, buckets_name(name))
+            if req.server.timeseries is not None:
+                req.server.timeseries.forget_namespace(db, name)
         return len(entry.indexes) or 1
 
     nindexes = await req.storage.run(drop)

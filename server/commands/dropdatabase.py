@@ -18,9 +18,10 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
 
     def drop() -> list[str]:
         names = req.storage.catalog.drop_database(db)
-        if req.storage.timeseries is not None:
+        service = req.server.timeseries
+        if service is not None:
             for name in names:
-                req.storage.timeseries.forget_namespace(db, name)
+                service.forget_namespace(db, name)
         return names
 
     names = await req.storage.run(drop)

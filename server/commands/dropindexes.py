@@ -7,6 +7,8 @@ from typing import Any
 from storage.errors import ErrorCode, MongoError
 
 from ..context import CommandRequest
+from ..namespaces import resolve_namespace
+from ..timeseries.indexes import drop_timeseries_indexes
 from ._args import check_fields, namespace_arg, require
 
 
@@ -23,13 +25,11 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
 
     def run() -> dict[str, Any]:
         catalog = req.storage.catalog
-        entry = catalog.entry(db, name)
-        if entry is None:
+        ns = resolve_namespace(catalog, db, name)
+        if ns.entry is None:
             raise MongoError(ErrorCode.NamespaceNotFound, f"ns not found {db}.{name}")
-        if entry.kind == "timeseries":
-            from ..timeseries_service import drop_timeseries_indexes
-
-            return drop_timeseries_indexes(req, entry, target)
+        if ns.timeseries is not None:
+            return drop_timeseries_indexes(req, ns.timeseries, target)
         coll = catalog.get_collection(db, name)
         if coll is None:
             raise MongoError(ErrorCode.CommandNotSupportedOnView,

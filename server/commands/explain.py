@@ -7,6 +7,7 @@ from typing import Any
 from storage.errors import ErrorCode, MongoError
 
 from ..context import CommandRequest
+from . import aggregate, find
 from ._args import check_fields
 
 VERBOSITIES = ("queryPlanner", "executionStats", "allPlansExecution")
@@ -24,16 +25,10 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
                          "{'queryPlanner', 'executionStats', 'allPlansExecution'}")
     name = next(iter(inner))
     if name == "find":
-        from . import find
-
         out = await find.explain(req, inner, verbosity)
     elif name == "aggregate":
-        from . import aggregate
-
         out = await aggregate.explain(req, inner, verbosity)
     elif name in ("count", "distinct", "update", "delete", "findAndModify"):
-        from . import find
-
         coll = inner[name]
         flt = inner.get("query")
         if name in ("update", "delete"):

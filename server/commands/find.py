@@ -9,7 +9,8 @@ from storage.errors import ErrorCode, MongoError
 
 from ..context import CommandRequest
 from ..cursors import DEFAULT_FIRST_BATCH, first_batch_limit, take_batch
-from ..namespaces import namespace_kind, raw_target
+from ..namespaces import TimeseriesTarget, raw_target, resolve_namespace
+from ..timeseries.reads import find_measurements
 from ._args import check_fields, get_bool, get_doc, get_int, namespace_arg
 
 ALLOWED = ("filter", "projection", "sort", "hint", "skip", "limit", "batchSize", "singleBatch",
@@ -66,17 +67,16 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
 
     def open_query() -> Any:
         # One hop to the storage thread: resolve, plan, and take the first batch.
-        if namespace_kind(req.storage.catalog, db, name) == "timeseries":
-            return None
+        resolved = resolve_namespace(req.storage.catalog, db, name)
+        if resolved.timeseries is not None:
+            return resolved.timeseries
         coll = _collection(req, db, name)
         source = run_find(coll, prepare_find(coll, spec), raw_ok=True)
         return (source, *take_batch(source, limit))
 
     opened = await req.storage.run(open_query)
-    if opened is None:
-        from ..timeseries_service import find_measurements
-
-        return await find_measurements(req, name, spec, first, single_batch)
+    if isinstance(opened, TimeseriesTarget):
+        return await find_measurements(req, opened, spec, first, single_batch)
     source, batch, exhausted = opened
     cursor = req.cursors.adopt(ns, source, batch, exhausted, single_batch=single_batch,
                                run=req.storage.run, conn_id=req.conn.id)

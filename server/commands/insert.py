@@ -9,7 +9,8 @@ from query.executor import check_size, prepare_document_for_insert
 from storage.errors import ErrorCode, MongoError
 
 from ..context import CommandRequest
-from ..namespaces import namespace_kind, raw_target
+from ..namespaces import raw_target, resolve_namespace
+from ..timeseries.writes import insert_measurements
 from ._args import check_fields, get_bool, get_list, namespace_arg, require
 from ._write import (
     after_direct_write,
@@ -39,12 +40,11 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
             name not in ("system.js", "system.profile"):
         raise MongoError(ErrorCode.InvalidNamespace, f"Invalid system namespace: {db}.{name}")
 
-    if namespace_kind(req.storage.catalog, db, name) == "timeseries":
-        # The catalog's in-memory table is read-only here; writes to it happen on the
-        # storage thread, and a namespace's kind never changes while it exists.
-        from ..timeseries_service import insert_measurements
-
-        return await insert_measurements(req, name, docs, ordered=ordered, durable=wc.j)
+    # The catalog's in-memory table is read-only here; writes to it happen on the
+    # storage thread, and a namespace's kind never changes while it exists.
+    ts = resolve_namespace(req.storage.catalog, db, name).timeseries
+    if ts is not None:
+        return await insert_measurements(req, ts, docs, ordered=ordered, durable=wc.j)
 
     # Per-document checks that need no storage happen here, off the storage thread.
     prepared: list[tuple[int, dict[str, Any], bytes]] = []
@@ -84,8 +84,8 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
             return 0
         result = coll.insert_many([d for _, d, _ in batch], ordered=ordered,
                                   encoded=[e for _, _, e in batch], durable=wc.j)
-        for pos, exc in result.errors:
-            errors.append((batch[pos][0], exc))
+        for pos, err in result.errors:
+            errors.append((batch[pos][0], err))
         after_direct_write(req, db, name)
         return result.n_inserted
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from query.match import compile_filter
+
 from ..context import CommandRequest
 from ..namespaces import describe_namespace
 from ._args import check_fields, get_bool, get_doc, get_int
@@ -19,8 +21,6 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     batch_size = get_int(cursor_opts, "listCollections", "batchSize")
     matcher = None
     if flt:
-        from query.match import compile_filter
-
         matcher = compile_filter(flt)
     db = req.db
 

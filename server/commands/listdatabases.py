@@ -6,6 +6,8 @@ from typing import Any
 
 from bson import Int64
 
+from query.match import compile_filter
+
 from ..context import CommandRequest
 from ._args import check_fields, get_bool, get_doc
 
@@ -17,8 +19,6 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     flt = get_doc(body, "listDatabases", "filter")
     matcher = None
     if flt:
-        from query.match import compile_filter
-
         matcher = compile_filter(flt)
 
     def collect() -> list[dict[str, Any]]:

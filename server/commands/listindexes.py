@@ -7,6 +7,8 @@ from typing import Any
 from storage.errors import ErrorCode, MongoError
 
 from ..context import CommandRequest
+from ..namespaces import resolve_namespace
+from ..timeseries.indexes import list_timeseries_indexes
 from ._args import check_fields, get_doc, get_int, namespace_arg
 
 
@@ -21,13 +23,11 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
 
     def run() -> list[dict[str, Any]]:
         catalog = req.storage.catalog
-        entry = catalog.entry(db, name)
-        if entry is None:
+        ns = resolve_namespace(catalog, db, name)
+        if ns.entry is None:
             raise MongoError(ErrorCode.NamespaceNotFound, f"ns does not exist: {db}.{name}")
-        if entry.kind == "timeseries":
-            from ..timeseries_service import list_timeseries_indexes
-
-            return list_timeseries_indexes(req, entry)
+        if ns.timeseries is not None:
+            return list_timeseries_indexes(req, ns.timeseries)
         coll = catalog.get_collection(db, name)
         if coll is None:
             raise MongoError(ErrorCode.CommandNotSupportedOnView,

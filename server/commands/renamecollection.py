@@ -7,6 +7,7 @@ from typing import Any
 from storage.errors import ErrorCode, MongoError
 
 from ..context import CommandRequest
+from ..namespaces import BUCKETS_PREFIX, namespace_kind
 from ._args import check_fields, get_bool, require
 
 
@@ -28,8 +29,8 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
 
     def run() -> None:
         catalog = req.storage.catalog
-        entry = catalog.entry(src_db, src)
-        if (entry is not None and entry.kind == "timeseries") or src.startswith("system.buckets."):
+        if namespace_kind(catalog, src_db, src) == "timeseries" or \
+                src.startswith(BUCKETS_PREFIX):
             raise MongoError(ErrorCode.IllegalOperation,
                              "Renaming a time-series collection is not allowed")
         catalog.rename_collection(src_db, src, dst_db, dst, drop_target=drop_target)

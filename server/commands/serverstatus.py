@@ -58,7 +58,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     }
     if s.storage is not None:
         reply["storageEngine"] = s.storage.engine_status()
-        catalog_stats = s.storage.bucket_catalog_status()
+        catalog_stats = s.timeseries.server_status() if s.timeseries is not None else None
         if catalog_stats is not None:
             reply["bucketCatalog"] = catalog_stats
     return reply

@@ -6,14 +6,13 @@ from typing import Any
 
 from ..context import CommandRequest
 from ..generic_args import GENERIC_ARGUMENTS
+from ..log import LOG
 
 
 async def handle(req: CommandRequest) -> dict[str, Any]:
     changes = {k: v for k, v in req.body.items()
                if k != "setParameter" and k not in GENERIC_ARGUMENTS}
     result = req.server.params.set_runtime(changes)
-    from ..log import LOG
-
     if "logLevel" in changes:
         LOG.verbosity = req.server.params.get("logLevel")
     if "quiet" in changes:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from query.executor import UpdateStatement, apply_update_statement
+from query.executor import apply_update_statement
 from query.paths import MISSING
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
 
 from ..context import CommandRequest
-from ..namespaces import namespace_kind, raw_target
+from ..namespaces import raw_target, resolve_namespace
+from ..parsing.write_statements import parse_update_statement
+from ..timeseries.writes import update_measurements
 from ._args import check_fields, get_bool, get_list, namespace_arg, require
 from ._write import (
     after_direct_write,
@@ -18,43 +20,6 @@ from ._write import (
     parse_write_concern,
     write_reply,
 )
-
-STATEMENT_FIELDS = {"q", "u", "upsert", "multi", "arrayFilters", "hint", "collation", "sort",
-                    "c", "upsertSupplied"}
-
-
-def parse_statement(s: Any, command: str = "update") -> UpdateStatement:
-    if not isinstance(s, dict):
-        raise MongoError(ErrorCode.TypeMismatch, f"BSON field '{command}.updates' element must "
-                         "be an object")
-    for key in s:
-        if key not in STATEMENT_FIELDS:
-            raise MongoError(ErrorCode.IDLUnknownField,
-                             f"BSON field '{command}.updates.{key}' is an unknown field.")
-    if "q" not in s:
-        raise MongoError(ErrorCode.IDLFailedToParse,
-                         f"BSON field '{command}.updates.q' is missing but a required field")
-    if "u" not in s:
-        raise MongoError(ErrorCode.IDLFailedToParse,
-                         f"BSON field '{command}.updates.u' is missing but a required field")
-    q, u = s["q"], s["u"]
-    if not isinstance(q, dict):
-        raise MongoError(ErrorCode.TypeMismatch, f"BSON field '{command}.updates.q' is the wrong "
-                         "type, expected type 'object'")
-    if not isinstance(u, dict | list):
-        raise MongoError(ErrorCode.FailedToParse, "Update argument must be either an object or "
-                         "an array")
-    collation = s.get("collation")
-    if collation and (not isinstance(collation, dict) or collation.get("locale") != "simple"):
-        raise MongoError(ErrorCode.NotImplemented, "only the simple collation is supported")
-    multi = bool(s.get("multi", False))
-    sort = s.get("sort")
-    if sort is not None and multi:
-        raise MongoError(ErrorCode.FailedToParse,
-                         "Cannot specify sort with multi=true")
-    return UpdateStatement(q=q, u=u, multi=multi, upsert=bool(s.get("upsert", False)),
-                           array_filters=s.get("arrayFilters"), hint=s.get("hint"), sort=sort,
-                           let=s.get("c"))
 
 
 async def handle(req: CommandRequest) -> dict[str, Any]:
@@ -73,11 +38,10 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     let = body.get("let")
     wc = parse_write_concern(body)
     db = req.db
-    kind = await req.storage.run(namespace_kind, req.storage.catalog, db, name)
-    if kind == "timeseries":
-        from ..timeseries_service import update_measurements
-
-        return await update_measurements(req, name, updates, ordered=ordered, durable=wc.j)
+    ns = await req.storage.run(resolve_namespace, req.storage.catalog, db, name)
+    if ns.timeseries is not None:
+        return await update_measurements(req, ns.timeseries, updates, ordered=ordered,
+                                         durable=wc.j)
     return await run_updates(req, db, name, updates, ordered=ordered, bypass=bypass, let=let,
                              durable=wc.j)
 
@@ -91,7 +55,7 @@ async def run_updates(req: CommandRequest, db: str, name: str, updates: list[Any
         errors: list[tuple[int, MongoError]] = []
         for i, raw in enumerate(updates):
             try:
-                stmt = parse_statement(raw)
+                stmt = parse_update_statement(raw)
                 if let is not None:
                     stmt.let = {**let, **(stmt.let or {})}
 

@@ -7,6 +7,7 @@ from typing import Any
 from storage.errors import ErrorCode, MongoError
 
 from ..context import CommandRequest
+from ..namespaces import resolve_namespace
 from ._args import check_fields, namespace_arg
 
 
@@ -19,11 +20,12 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
 
     def run() -> dict[str, Any]:
         catalog = req.storage.catalog
-        entry = catalog.entry(db, name)
+        ns = resolve_namespace(catalog, db, name)
+        entry = ns.entry
         if entry is None:
             raise MongoError(ErrorCode.NamespaceNotFound,
                              f"Collection '{db}.{name}' does not exist to validate.")
-        target = f"system.buckets.{name}" if entry.kind == "timeseries" else name
+        target = ns.timeseries.buckets_name if ns.timeseries is not None else name
         coll = catalog.get_collection(db, target)
         if coll is None:
             raise MongoError(ErrorCode.CommandNotSupportedOnView, "Cannot validate a view")

@@ -1,4 +1,4 @@
-"""Last point per series on time-series views (server/timeseries_lastpoint.py).
+"""Last point per series on time-series views (query/timeseries/lastpoint.py).
 
 Every pipeline runs twice: as written (the last-point path when it fits) and behind a
 leading `{$skip: 0}`, which changes no result but sends the pipeline through the full
@@ -88,7 +88,7 @@ def test_lastpoint_answers_ties_and_latest_values(coll) -> None:
 
 
 def test_which_pipelines_take_the_last_point_path() -> None:
-    from server.timeseries_lastpoint import eligible
+    from query.timeseries.lastpoint import eligible
     from storage.timeseries.options import parse_timeseries_options
 
     opts = parse_timeseries_options({"timeField": "t", "metaField": "tags"})

@@ -1,4 +1,5 @@
-"""The layering rule, checked: each package imports only the packages below it."""
+"""The layering rule, checked: each package imports only the packages below it, and inside
+`server/` each sub-layer imports only the sub-layers below it."""
 
 from __future__ import annotations
 
@@ -17,6 +18,70 @@ ALLOWED = {
 }
 FORBIDDEN_IN_PROTOCOL = {"asyncio", "socket", "selectors", "uvloop", "sqlite3"}
 
+# Inside server/, from the top down. A module is in the first layer one of whose
+# prefixes it has; every other module is infrastructure (state, storage thread, cursors,
+# logs, parameters, namespaces, parsing helpers, ...).
+SERVER_LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("lifecycle", ("server.__main__", "server.app", "server.connection", "server.dispatch",
+                   "server.inspect_cli")),
+    ("commands", ("server.commands",)),
+    ("services", ("server.timeseries", "server.aggregation", "server.collection_stats",
+                  "server.ttl", "server.bucket_writes", "server.reopening_source")),
+    ("infrastructure", ("server",)),
+]
+LAYER_RANK = {name: i for i, (name, _) in enumerate(SERVER_LAYERS)}
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _import_nodes(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    """Every import, in functions too, except those under `if TYPE_CHECKING:`."""
+    out: list[ast.Import | ast.ImportFrom] = []
+
+    def walk(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child.test):
+                for sub in child.orelse:
+                    walk(sub)
+                continue
+            if isinstance(child, ast.Import | ast.ImportFrom):
+                out.append(child)
+            walk(child)
+
+    walk(tree)
+    return out
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Absolute names of the modules `path` imports (for `from x import y`, x.y too)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = _module_name(path).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    names: set[str] = set()
+    for node in _import_nodes(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+            continue
+        if node.level:
+            base = package[:len(package) - node.level + 1]
+            module = ".".join([*base, *([node.module] if node.module else [])])
+        else:
+            module = node.module or ""
+        names.add(module)
+        names.update(f"{module}.{alias.name}" for alias in node.names)
+    return names
+
 
 def _imports(path: Path) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -27,6 +92,13 @@ def _imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.add(node.module.split(".")[0])
     return names
+
+
+def _server_layer(module: str) -> str:
+    for name, prefixes in SERVER_LAYERS:
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return name
+    raise AssertionError(module)
 
 
 @pytest.mark.parametrize("package", sorted(ALLOWED))
@@ -40,3 +112,22 @@ def test_package_imports_only_lower_layers(package: str) -> None:
         if package == "protocol":
             io = imported & FORBIDDEN_IN_PROTOCOL
             assert not io, f"{path.relative_to(ROOT)} does I/O via {sorted(io)}"
+
+
+def test_server_sub_layers_import_only_lower_ones() -> None:
+    """lifecycle → commands → services → infrastructure: infrastructure imports no
+    command or service, services import no command (type-only imports aside)."""
+    for path in sorted((ROOT / "server").rglob("*.py")):
+        module = _module_name(path)
+        rank = LAYER_RANK[_server_layer(module)]
+        for imported in _imported_modules(path):
+            if not imported.startswith("server."):
+                continue
+            other = _server_layer(imported)
+            assert LAYER_RANK[other] >= rank, (
+                f"{module} ({_server_layer(module)}) imports {imported} ({other})")
+
+
+def test_the_server_layers_are_not_empty() -> None:
+    layers = {_server_layer(_module_name(p)) for p in (ROOT / "server").rglob("*.py")}
+    assert layers == set(LAYER_RANK)

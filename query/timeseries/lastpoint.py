@@ -9,51 +9,43 @@ series, the buckets holding the series' latest time; only those are unpacked, on
 measurements at that time are kept, and they go through the whole original pipeline
 in the original order, which makes the result the one the full scan gives.
 
-`lastpoint_source` returns None whenever the shape does not fit; the caller then runs
-the pipeline on every measurement.
+`lastpoint_measurements` returns None whenever the shape does not fit; the read planner
+then takes another path.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal, cast
 
 import bson
 from bson.raw_bson import RawBSONDocument
 
-from query.executor import FindSpec, candidates, prepare_find
 from query.match import compile_filter
 from storage.bsonutil import CODEC_OPTIONS, decode
+from storage.collection import Collection
 from storage.timeseries import BucketSpec, TimeseriesOptions, bucket_filter, unpack_bucket
 from storage.timeseries.bucket_predicates import meta_only_filter
 
-if TYPE_CHECKING:
-    from .context import CommandRequest
+from .scan import BucketScan
 
-__all__ = ["eligible", "lastpoint_source"]
+__all__ = ["eligible", "lastpoint_measurements"]
 
 _RAW = CODEC_OPTIONS.with_options(document_class=RawBSONDocument)
 
 
-def lastpoint_source(req: CommandRequest, db: str, name: str, stages: list[Any],
-                     fields: set[str] | None) -> Iterator[dict[str, Any]] | None:
+def lastpoint_measurements(buckets: Collection | None, opts: TimeseriesOptions,
+                           stages: list[Any], fields: set[str] | None
+                           ) -> Iterator[dict[str, Any]] | None:
     """The measurements the pipeline can need (see the module docstring), or None."""
-    from .timeseries_service import _options, buckets_name
-
-    catalog = req.storage.catalog
-    entry = catalog.entry(db, name)
-    if entry is None or entry.kind != "timeseries":
-        return None
-    opts = _options(entry)
     fits = eligible(stages, opts)
     if fits is None:
         return None
     flt, bflt = fits
-    buckets = catalog.get_collection(db, buckets_name(name))
     if buckets is None:
         return iter(())
-    prepared = prepare_find(buckets, FindSpec(filter=bflt))
-    latest = _latest_buckets(buckets, prepared, bflt, opts.time_field)
+    scan = BucketScan(buckets, bflt)
+    latest = _latest_buckets(scan, opts.time_field)
     if latest is None:
         return None
     matcher = compile_filter(flt or {})
@@ -63,35 +55,32 @@ def lastpoint_source(req: CommandRequest, db: str, name: str, stages: list[Any],
     tf = opts.time_field
 
     def gen() -> Iterator[dict[str, Any]]:
-        for rid, raw in candidates(buckets, prepared.plan):
-            t = latest.get(rid)
-            if t is None:
-                continue
-            for m in unpack_bucket(decode(raw), spec):
+        for rid, bucket in scan.buckets(only=latest):
+            t = latest[rid]
+            for m in unpack_bucket(bucket, spec):
                 if m.get(tf) == t and matcher.matches(m):
                     yield m
 
     return gen()
 
 
-def _latest_buckets(buckets: Any, prepared: Any, bflt: dict[str, Any] | None,
-                    time_field: str) -> dict[int, Any] | None:
+def _latest_buckets(scan: BucketScan, time_field: str) -> dict[int, Any] | None:
     """{record id: its control.max time} of the buckets holding each series' latest
     time; None if a bucket's control.max time is not a date."""
     best: dict[bytes, tuple[Any, list[int]]] = {}
-    for rid, raw in candidates(buckets, prepared.plan):
+    for rid, raw in scan.raw():
         doc = bson.decode(raw, _RAW)
         meta = doc.get("meta")
-        if bflt is not None:
+        if scan.filter is not None:
             plain = decode(meta.raw) if isinstance(meta, RawBSONDocument) else meta
-            if not prepared.matcher.matches({"meta": plain} if "meta" in doc else {}):
+            if not scan.matches({"meta": plain} if "meta" in doc else {}):
                 continue
         control = doc.get("control")
         cmax = control.get("max") if isinstance(control, RawBSONDocument) else None
         t = cmax.get(time_field) if isinstance(cmax, RawBSONDocument) else None
         if not isinstance(t, bson.DatetimeMS):
             return None
-        key = meta.raw if isinstance(meta, RawBSONDocument) else \
+        key = cast(bytes, meta.raw) if isinstance(meta, RawBSONDocument) else \
             bson.encode({"": meta} if "meta" in doc else {})
         cur = best.get(key)
         if cur is None or t > cur[0]:
@@ -118,7 +107,8 @@ def eligible(stages: list[Any], opts: TimeseriesOptions
     return flt or None, bflt
 
 
-def _shape(stages: list[Any], time_field: str, meta_field: str) -> dict[str, Any] | bool | None:
+def _shape(stages: list[Any], time_field: str, meta_field: str
+           ) -> dict[str, Any] | Literal[False] | None:
     """The leading meta-only $match filter ({} or None when absent) if `stages` has the
     last-point shape, else False."""
     i = 0

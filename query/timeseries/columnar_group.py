@@ -21,7 +21,8 @@ Supported (anything else falls back to the generic path, silently):
   of a top-level field, `$count`; fields whose values are int32, int64, double, bool,
   date or null/missing (columns other than that make the whole query fall back).
 
-`ENABLED` switches the path off (tests compare both); `STATS` counts uses and declines.
+The read planner (`read_plan`) decides when this path is tried; `STATS` counts uses and
+declines.
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ import datetime as dt
 import itertools
 import math
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import numpy as np
 from bson import Int64
@@ -46,17 +47,16 @@ from query.pipeline import compile_pipeline
 from query.stages.group import GroupStage, group_key
 from storage.bsoncolumn.blocks import NumericColumn
 from storage.bsonutil import encode
+from storage.collection import Collection
 from storage.errors import MongoError
 from storage.timeseries import BucketSpec, TimeseriesOptions, unpack_columns
 from storage.timeseries.constants import CONTROL, CONTROL_COUNT, CONTROL_MAX, CONTROL_MIN, META
 from storage.timeseries.unpack import numeric_bucket
 
-if TYPE_CHECKING:
-    from .context import CommandRequest
+from .scan import BucketScan
 
-__all__ = ["ENABLED", "STATS", "GroupPlan", "columnar_group", "group_buckets", "plan_group"]
+__all__ = ["STATS", "GroupPlan", "columnar_group", "group_buckets", "plan_group"]
 
-ENABLED = True
 STATS: Counter[str] = Counter()
 
 # BSON type bytes as NumericColumn.types holds them; 0 = missing (or null: every supported
@@ -325,14 +325,14 @@ def _bucket_rows(bucket: Mapping[str, Any], spec: BucketSpec, fields: list[str],
                       frozenset({spec.time_field, *fields}), include=True)
     rows, cols, meta, has_meta = unpack_columns(bucket, keep)
     tv = cols.get(spec.time_field, {})
-    times = [tv[r] for r in rows]
-    if not all(type(t) is DatetimeMS for t in times):
+    row_times = [tv[r] for r in rows]
+    if not all(type(t) is DatetimeMS for t in row_times):
         raise _Decline
     out = {}
     for f in fields:
         vals = cols.get(f, {})
         out[f] = _from_python([vals.get(r, MISSING) for r in rows])
-    return np.array([int(t) for t in times], np.int64), out, meta, has_meta
+    return np.array([int(t) for t in row_times], np.int64), out, meta, has_meta
 
 
 def _uniform_time(plan: GroupPlan, bucket: Mapping[str, Any]) -> int | None:
@@ -439,7 +439,7 @@ def _group_buckets(plan: GroupPlan, buckets: Iterable[Mapping[str, Any]],
     time_acc = plan.time_field in {a.field for a in plan.accs}
     for bucket in buckets:
         if plan.meta_matcher is not None and not plan.meta_matcher.matches(
-                {plan.meta_field: bucket[META]} if META in bucket else {}):
+                {plan.meta_field: bucket[META]} if META in bucket else {}):  # type: ignore[dict-item]
             continue
         some_time = None if time_acc else _uniform_time(plan, bucket)
         try:
@@ -719,31 +719,28 @@ def _extreme_rows(col: _Column, starts: np.ndarray, counts: np.ndarray, largest:
     return out.tolist()
 
 
-# ---------------------------------------------------------------- the hook
+# ---------------------------------------------------------------- the path
 
-def columnar_group(req: CommandRequest, coll: str, stages: list[Any], ctx: PipelineContext,
-                   generic: Iterator[Any]) -> Iterator[Any] | None:
-    """An iterator over the results of `stages` on time-series view `coll` through the
+def columnar_group(buckets: Collection | None, opts: TimeseriesOptions,
+                   bucket_filter: Callable[[dict[str, Any] | None], dict[str, Any] | None],
+                   stages: list[Any], ctx: PipelineContext, generic: Iterator[Any]
+                   ) -> Iterator[Any] | None:
+    """An iterator over the results of `stages` on a time-series collection through the
     columnar `$group`, or None when the pipeline's shape is not supported. It computes on
     first use and runs `generic` instead if the data turn out unsupported."""
-    if not ENABLED:
-        return None
-    entry = req.storage.catalog.entry(req.db, coll)
-    if entry is None or entry.kind != "timeseries":
-        return None
-    from .timeseries_service import _options
-
-    opts = _options(entry)
     plan = plan_group(stages, opts, ctx)
     if plan is None:
         return None
-    return _run(req, coll, plan, ctx, generic)
+    return _run(buckets, bucket_filter, plan, ctx, generic)
 
 
-def _run(req: CommandRequest, coll: str, plan: GroupPlan, ctx: PipelineContext,
-         generic: Iterator[Any]) -> Iterator[Any]:
+def _run(buckets: Collection | None,
+         bucket_filter: Callable[[dict[str, Any] | None], dict[str, Any] | None],
+         plan: GroupPlan, ctx: PipelineContext, generic: Iterator[Any]) -> Iterator[Any]:
     variables = compile_pipeline([], ctx).base_variables()
-    docs = group_buckets(plan, _scan(req, coll, plan.flt), variables=variables,
+    scanned: Iterable[Mapping[str, Any]] = () if buckets is None else (
+        b for _rid, b in BucketScan(buckets, bucket_filter(plan.flt)).buckets())
+    docs = group_buckets(plan, scanned, variables=variables,
                          memory_limit=ctx.memory_limit_bytes)
     if docs is None:
         STATS["declined"] += 1
@@ -751,27 +748,3 @@ def _run(req: CommandRequest, coll: str, plan: GroupPlan, ctx: PipelineContext,
         return
     STATS["used"] += 1
     yield from compile_pipeline(plan.rest, ctx).run(docs)
-
-
-def _scan(req: CommandRequest, coll: str, flt: dict[str, Any] | None
-          ) -> Iterator[dict[str, Any]]:
-    """The buckets `unpacked_source` reads for `flt`, in the same order."""
-    from query.executor import FindSpec, candidates, prepare_find
-    from storage.bsonutil import decode
-    from storage.timeseries import bucket_filter
-
-    from .timeseries_service import _options, _service, buckets_name
-
-    catalog = req.storage.catalog
-    entry = catalog.entry(req.db, coll)
-    buckets = catalog.get_collection(req.db, buckets_name(coll))
-    if entry is None or buckets is None:
-        return
-    bflt = bucket_filter(flt, _options(entry), id_bounds=_service(req).id_bounds_allowed(
-        buckets)) if flt else None
-    prepared = prepare_find(buckets, FindSpec(filter=bflt))
-    for _rid, raw in candidates(buckets, prepared.plan):
-        bucket = decode(raw)
-        if bflt is not None and not prepared.matcher.matches(bucket):
-            continue
-        yield bucket

@@ -18,7 +18,7 @@ from bson.datetime_ms import DatetimeMS
 
 from query.context import PipelineContext
 from query.pipeline import compile_pipeline
-from server.timeseries_group import group_buckets, plan_group
+from query.timeseries.columnar_group import group_buckets, plan_group
 from storage.bsonutil import decode, encode
 from storage.timeseries import BucketCatalog, BucketSpec, TimeseriesOptions, unpack_bucket
 from storage.timeseries.constants import TimeseriesParameters
@@ -214,7 +214,7 @@ def test_many_groups_and_long_groups_sum_the_same():
 
 
 def test_chunks_fold_like_one_pass(monkeypatch):
-    import server.timeseries_group as tg
+    import query.timeseries.columnar_group as tg
 
     buckets = build_buckets(3, KINDS, batches=3)
     stages = [{"$group": {"_id": "$tags.h", **_accs(KINDS)}}]
@@ -290,7 +290,7 @@ def test_empty_input_gives_no_groups():
 
 
 def test_compensated_summation_matches_scalar():
-    from server.timeseries_group import _add_doubles, _compensated
+    from query.timeseries.columnar_group import _add_doubles, _compensated
 
     class St:
         fsum = 0.0

@@ -1,12 +1,12 @@
 """MongoDB's heuristic for "this buckets collection may hold extended-range dates"
-(`timeseries_service._may_hold_extended_range`): the greatest bucket `_id` has its top
+(`server.timeseries.service.may_hold_extended_range`): the greatest bucket `_id` has its top
 bit set; an `_id` that is not an ObjectId proves nothing."""
 
 from __future__ import annotations
 
 from bson import ObjectId
 
-from server.timeseries_service import _may_hold_extended_range
+from server.timeseries.service import may_hold_extended_range
 from storage.catalog import Catalog
 
 
@@ -18,7 +18,7 @@ def _buckets(ids: list) -> bool:
         if ids:
             coll.insert_many([{"_id": i} for i in ids])
     try:
-        return _may_hold_extended_range(coll)
+        return may_hold_extended_range(coll)
     finally:
         cat.close()
 

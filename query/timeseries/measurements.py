@@ -1,0 +1,60 @@
+"""Measurements of a time-series collection: the general path and the row pre-filter.
+
+The candidate buckets of the bucket-level filter are unpacked, decoding only the
+columns the read needs, and the whole filter is re-applied to each measurement. When the
+filter is made of numeric comparisons of measurement fields (`storage.timeseries.
+row_filter`), it is first evaluated on the bucket's numpy columns and only the rows it
+keeps become documents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from query.match import compile_filter
+from storage.collection import Collection
+from storage.timeseries import BucketSpec, TimeseriesOptions, unpack_bucket
+from storage.timeseries.row_filter import compile_row_filter, select_measurements
+
+from .scan import BucketScan
+
+__all__ = ["unpacked_measurements"]
+
+
+def unpacked_measurements(buckets: Collection, opts: TimeseriesOptions,
+                          flt: dict[str, Any] | None, bflt: dict[str, Any] | None,
+                          fields: frozenset[str] | None, *, row_filter_declines: int
+                          ) -> Iterator[dict[str, Any]]:
+    """Measurements matching `flt` (lazily), from the buckets matching `bflt`.
+
+    Only the fields needed are decoded when `fields` is given. The row pre-filter is
+    tried until it declines `row_filter_declines` buckets in a row (0: never tried).
+    """
+    matcher = compile_filter(flt or {})
+    if fields is not None:
+        if matcher.has_expr:
+            fields = None  # $expr may read any field
+        else:
+            fields = frozenset(fields | {f.split(".", 1)[0] for f in matcher.fields()})
+    spec = BucketSpec(opts.time_field, opts.meta_field, fields or frozenset(),
+                      include=fields is not None)
+    scan = BucketScan(buckets, bflt)
+    trivial = matcher.is_trivial
+    rows = compile_row_filter(flt, opts.time_field, opts.meta_field) \
+        if flt and row_filter_declines else None
+
+    def gen() -> Iterator[dict[str, Any]]:
+        row_filter, declined = rows, 0
+        for _rid, bucket in scan.buckets():
+            selected = None
+            if row_filter is not None:
+                selected = select_measurements(bucket, spec, row_filter)
+                declined = 0 if selected is not None else declined + 1
+                if declined == row_filter_declines:
+                    row_filter = None  # buckets of this collection cannot take it: stop trying
+            for m in selected if selected is not None else unpack_bucket(bucket, spec):
+                if trivial or matcher.matches(m):
+                    yield m
+
+    return gen()

@@ -1,0 +1,136 @@
+"""Reads of measurements: find, count, distinct, explain, and the pipeline's source.
+
+Each read turns the command's `TimeseriesTarget` into a `TimeseriesRead` (the buckets
+collection, options, `_id`-bounds decision and the service's read-path switches) and
+leaves the choice of path to the read planner (`query.timeseries.read_plan`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from query.context import PipelineContext
+from query.executor import FindSpec, _distinct_leaf_values, prepare_find
+from query.projection import compile_projection
+from query.sort import compile_sort
+from query.timeseries.read_plan import pipeline_read
+from storage.bson_order import sort_key
+from storage.timeseries import bucket_filter
+
+from ..cursors import first_batch_limit, take_batch
+from ..parsing.pipeline import split_leading_match
+from .service import timeseries_service
+
+if TYPE_CHECKING:
+    from ..context import CommandRequest
+    from ..namespaces import TimeseriesTarget
+
+__all__ = ["count_measurements", "distinct_measurements", "explain_unpack",
+           "find_measurements", "measurement_source", "timeseries_pipeline"]
+
+
+def measurement_source(req: CommandRequest, target: TimeseriesTarget,
+                       flt: dict[str, Any] | None, fields: frozenset[str] | None = None
+                       ) -> Iterator[dict[str, Any]]:
+    """Measurements of `target` matching `flt` (storage thread, lazily); only `fields`
+    are decoded when given."""
+    return timeseries_service(req).reader(target).measurements(flt, fields)
+
+
+def timeseries_pipeline(req: CommandRequest, target: TimeseriesTarget, stages: list[Any],
+                        ctx: PipelineContext, fields: set[str] | None, *,
+                        whole: Callable[[Iterator[dict[str, Any]]], Iterator[Any]],
+                        general: Callable[[], Iterator[Any]]) -> Iterator[Any]:
+    """The results of a pipeline on `target` by the path the read planner picks."""
+    read = timeseries_service(req).reader(target)
+    return pipeline_read(read, stages, ctx, fields, whole=whole, general=general)
+
+
+async def find_measurements(req: CommandRequest, target: TimeseriesTarget, spec: FindSpec,
+                            first: int | None, single_batch: bool) -> dict[str, Any]:
+    projection = compile_projection(spec.projection) if spec.projection else None
+    sort = compile_sort(spec.sort) if spec.sort else None
+    fields = None
+    if projection is not None and projection.is_inclusion and spec.projection and \
+            _simple_projection(spec.projection):
+        proj_fields = {k for k in spec.projection if k != "_id"}
+        if spec.projection.get("_id", 1):
+            proj_fields.add("_id")
+        sort_fields = set(spec.sort or {})
+        fields = frozenset(n.split(".", 1)[0] for n in proj_fields | sort_fields)
+
+    def run() -> tuple[Iterator[Any], list[Any], bool]:
+        source: Iterator[Any] = measurement_source(req, target, spec.filter, fields)
+        if sort is not None:
+            keep = spec.skip + spec.limit if spec.limit else None
+            if keep is not None:
+                source = iter(heapq.nsmallest(keep, source, key=sort))
+            else:
+                source = iter(sorted(source, key=sort))
+        if spec.skip:
+            source = itertools.islice(source, spec.skip, None)
+        if spec.limit:
+            source = itertools.islice(source, spec.limit)
+        if projection is not None:
+            source = (projection.apply(d) for d in source)
+        return (source, *take_batch(source, first_batch_limit(first)))
+
+    source, batch, exhausted = await req.storage.run(run)
+    cursor = req.cursors.adopt(target.ns, source, batch, exhausted, single_batch=single_batch,
+                               run=req.storage.run, conn_id=req.conn.id)
+    return {"cursor": cursor}
+
+
+def _simple_projection(p: Mapping[str, Any]) -> bool:
+    return all(isinstance(v, bool | int | float) for v in p.values())
+
+
+async def count_measurements(req: CommandRequest, target: TimeseriesTarget,
+                             query: dict[str, Any] | None, skip: int, limit: int) -> int:
+    def run() -> int:
+        n = sum(1 for _ in measurement_source(req, target, query,
+                                              frozenset() if not query else None))
+        n = max(0, n - skip)
+        return min(n, limit) if limit else n
+
+    return await req.storage.run(run)
+
+
+async def distinct_measurements(req: CommandRequest, target: TimeseriesTarget, key: str,
+                                query: dict[str, Any] | None) -> list[Any]:
+    def run() -> list[Any]:
+        seen: dict[Any, Any] = {}
+        parts = key.split(".")
+        for m in measurement_source(req, target, query, frozenset({parts[0]})):
+            for v in _distinct_leaf_values(m, parts):
+                k = sort_key(v)
+                if k not in seen:
+                    seen[k] = v
+        return [seen[k] for k in sorted(seen)]
+
+    return await req.storage.run(run)
+
+
+def explain_unpack(req: CommandRequest, target: TimeseriesTarget, pipeline: list[Any],
+                   stages: list[dict[str, Any]]) -> dict[str, Any]:
+    """An aggregate's explain on a time-series view (storage thread)."""
+    opts = target.options
+    flt, _ = split_leading_match(pipeline)
+    read = timeseries_service(req).reader(target)
+    buckets = read.buckets
+    # shown even before the buckets collection exists (with no _id bounds then)
+    bflt = bucket_filter(flt, opts, id_bounds=buckets is not None and read.id_bounds_allowed()
+                         ) if flt else None
+    unpack: dict[str, Any] = {"$_internalUnpackBucket": {
+        "exclude": [], "timeField": opts.time_field,
+        **({"metaField": opts.meta_field} if opts.meta_field else {}),
+        "bucketMaxSpanSeconds": opts.bucket_max_span_seconds}}
+    plan = prepare_find(buckets, FindSpec(filter=bflt)).plan if buckets is not None else None
+    cursor = {"$cursor": {"queryPlanner": {
+        "namespace": target.buckets_ns,
+        "parsedQuery": bflt or {},
+        "winningPlan": plan.explain() if plan is not None else {"stage": "EOF"}}}}
+    return {"explainVersion": "1", "stages": [cursor, unpack, *stages]}

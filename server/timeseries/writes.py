@@ -1,0 +1,253 @@
+"""Writes of measurements: insert through the bucket catalog, update and delete by
+rewriting the buckets that hold the matched measurements."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from query.executor import FindSpec, UpdateStatement, matching, prepare_find
+from query.match import compile_filter
+from query.paths import MISSING
+from query.update import compile_update
+from storage.bsonutil import decode
+from storage.errors import ErrorCode, MongoError
+from storage.timeseries import (
+    BucketCatalog,
+    BucketSpec,
+    bucket_filter,
+    meta_only_filter,
+    rebuild_bucket,
+    unpack_bucket,
+)
+
+from ..bucket_writes import write_buckets
+from ..parsing.write_statements import parse_delete_statement, parse_update_statement
+from ..reopening_source import BucketsSource
+from .service import timeseries_service
+
+if TYPE_CHECKING:
+    from ..context import CommandRequest
+    from ..namespaces import TimeseriesTarget
+
+__all__ = ["delete_measurements", "insert_measurements", "update_measurements"]
+
+# (measurement) -> (what stays in the bucket or None, what is re-inserted or None)
+Transform = Callable[[dict[str, Any]], tuple[dict[str, Any] | None, dict[str, Any] | None]]
+
+
+# --- insert -----------------------------------------------------------------------------------
+
+async def insert_measurements(req: CommandRequest, target: TimeseriesTarget,
+                              docs: list[dict[str, Any]], *, ordered: bool, durable: bool
+                              ) -> dict[str, Any]:
+    """Stage the measurements into buckets and acknowledge; the group commit writes them
+    (now when `durable`)."""
+    service = timeseries_service(req)
+
+    def run() -> dict[str, Any]:
+        catalog = req.storage.catalog
+        opts = target.options
+        buckets = catalog.get_or_create_collection(target.db, target.buckets_name)
+        service.sync_parameters()
+        result = service.catalog.insert_batch(target.ns, opts, docs,
+                                              BucketsSource(buckets, opts, service),
+                                              ordered=ordered)
+        service.note_bucket_inserts(buckets, opts.time_field, result.writes)
+        service.deferred.add(target.db, target.buckets_name, result.writes)
+        service.catalog.commit(result)
+        if durable or service.deferred.due(service.commit_interval_ms()):
+            service.flush_deferred(durable=durable)
+        reply: dict[str, Any] = {"n": result.num_inserted}
+        if result.errors:
+            reply["writeErrors"] = [e.to_write_error(i) for i, e in result.errors]
+        return reply
+
+    reply = await req.storage.run(run, keep_deferred=True)
+    service.arm_flush_timer()
+    req.server.opcounters["insert"] += max(0, len(docs) - 1)
+    return reply
+
+
+# --- updates and deletes ----------------------------------------------------------------------
+
+def _rewrite_buckets(req: CommandRequest, target: TimeseriesTarget, flt: dict[str, Any], *,
+                     limit_one: bool, transform: Transform
+                     ) -> tuple[int, list[dict[str, Any]]]:
+    """Walk candidate buckets; measurements the filter selects are passed to `transform`;
+    what it keeps stays in the bucket, what it returns as `out` is collected (re-inserted
+    by updates). Buckets left empty are deleted; changed ones rebuilt. Returns (matched,
+    outputs)."""
+    opts = target.options
+    buckets = target.buckets(req.storage.catalog)
+    if buckets is None:
+        return 0, []
+    service = timeseries_service(req)
+    matcher = compile_filter(flt)
+    bflt = bucket_filter(flt, opts) if flt else None
+    rows = list(matching(buckets, prepare_find(buckets, FindSpec(filter=bflt))))
+    spec = BucketSpec(opts.time_field, opts.meta_field)
+    matched = 0
+    outputs: list[dict[str, Any]] = []
+    for rid, _raw, bucket in rows:
+        if limit_one and matched:
+            break
+        kept: list[dict[str, Any]] = []
+        changed = False
+        for m in unpack_bucket(bucket, spec):
+            if (not limit_one or not matched) and matcher.matches(m):
+                matched += 1
+                keep, out = transform(m)
+                if out is not None:
+                    outputs.append(out)
+                if keep is not None:
+                    kept.append(keep)
+                changed = True
+            else:
+                kept.append(m)
+        if not changed:
+            continue
+        if not kept:
+            buckets.delete(rid, old_doc=bucket)
+        else:
+            min_ms = int(bucket["control"]["min"][opts.time_field])
+            data = rebuild_bucket(bucket["_id"], kept, opts, min_time_ms=min_ms)
+            buckets.update(rid, decode(data), encoded=data, old_doc=bucket)
+        service.catalog.handle_direct_write(target.ns, bucket["_id"])
+    return matched, outputs
+
+
+def _insert_side(req: CommandRequest, target: TimeseriesTarget,
+                 docs: list[dict[str, Any]]) -> None:
+    """Insert measurements through a side bucket catalog (MongoDB does the same for
+    updated measurements), inside the caller's transaction."""
+    if not docs:
+        return
+    opts = target.options
+    buckets = target.buckets(req.storage.catalog)
+    assert buckets is not None  # the measurements came from it
+    service = timeseries_service(req)
+    side = BucketCatalog(service.catalog.params)
+    result = side.insert_batch(target.ns, opts, docs, None, ordered=True)
+    if result.errors:
+        side.abort(result)
+        raise result.errors[0][1]
+    service.note_bucket_inserts(buckets, opts.time_field, result.writes)
+    write_buckets(buckets, result.writes)
+    side.commit(result)
+    service.catalog.merge_stats(target.ns, side._coll_stats(target.ns))
+
+
+async def delete_measurements(req: CommandRequest, target: TimeseriesTarget,
+                              deletes: list[Any], *, ordered: bool, durable: bool
+                              ) -> dict[str, Any]:
+    def run() -> dict[str, Any]:
+        catalog = req.storage.catalog
+        n = 0
+        errors: list[tuple[int, MongoError]] = []
+        for i, raw in enumerate(deletes):
+            try:
+                q, limit_one, _hint = parse_delete_statement(raw)
+                with catalog.transaction(durable=durable):
+                    n += _delete_one_statement(req, target, q, limit_one)
+            except MongoError as exc:
+                errors.append((i, exc))
+                if ordered:
+                    break
+        reply: dict[str, Any] = {"n": n}
+        if errors:
+            reply["writeErrors"] = [e.to_write_error(i) for i, e in errors]
+        return reply
+
+    return await req.storage.run(run)
+
+
+def _delete_one_statement(req: CommandRequest, target: TimeseriesTarget, q: dict[str, Any],
+                          limit_one: bool) -> int:
+    opts = target.options
+    meta_flt = meta_only_filter(q, opts) if not limit_one else None
+    if meta_flt is not None:
+        # A predicate only on the metaField deletes whole buckets.
+        buckets = target.buckets(req.storage.catalog)
+        if buckets is None:
+            return 0
+        rows = list(matching(buckets, prepare_find(buckets, FindSpec(filter=meta_flt))))
+        n = 0
+        for rid, _raw, bucket in rows:
+            n += int(bucket["control"].get("count") or sum(
+                1 for _ in unpack_bucket(bucket, BucketSpec(opts.time_field))))
+            buckets.delete(rid, old_doc=bucket)
+            timeseries_service(req).catalog.handle_direct_write(target.ns, bucket["_id"])
+        return n
+    matched, _ = _rewrite_buckets(req, target, q, limit_one=limit_one,
+                                  transform=lambda m: (None, None))
+    return matched
+
+
+async def update_measurements(req: CommandRequest, target: TimeseriesTarget,
+                              updates: list[Any], *, ordered: bool, durable: bool
+                              ) -> dict[str, Any]:
+    def run() -> dict[str, Any]:
+        catalog = req.storage.catalog
+        n = modified = 0
+        upserted: list[dict[str, Any]] = []
+        errors: list[tuple[int, MongoError]] = []
+        for i, raw in enumerate(updates):
+            try:
+                stmt = parse_update_statement(raw)
+                with catalog.transaction(durable=durable):
+                    out_n, out_mod, up = _update_one_statement(req, target, stmt)
+                n += out_n
+                modified += out_mod
+                if up is not MISSING:
+                    n += 1
+                    upserted.append({"index": i, "_id": up})
+            except MongoError as exc:
+                errors.append((i, exc))
+                if ordered:
+                    break
+        reply: dict[str, Any] = {"n": n, "nModified": modified}
+        if upserted:
+            reply["upserted"] = upserted
+        if errors:
+            reply["writeErrors"] = [e.to_write_error(i) for i, e in errors]
+        return reply
+
+    return await req.storage.run(run)
+
+
+def _update_one_statement(req: CommandRequest, target: TimeseriesTarget,
+                          stmt: UpdateStatement) -> tuple[int, int, Any]:
+    """(matched, modified, upserted _id or MISSING) of one statement."""
+    if isinstance(stmt.u, list):
+        raise MongoError(ErrorCode.NotImplemented,
+                         "pipeline-style updates are not supported by bucketd yet")
+    opts = target.options
+    update = compile_update(stmt.u, array_filters=stmt.array_filters, is_upsert=stmt.upsert)
+    if update.is_replacement and stmt.multi:
+        raise MongoError(ErrorCode.FailedToParse,
+                         "multi update is not supported for replacement-style update")
+    modified = 0
+
+    def transform(m: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        nonlocal modified
+        new, changed = update.apply(m)
+        if not changed:
+            return m, None
+        modified += 1
+        return None, new  # updated measurements move to new buckets
+
+    matched, outputs = _rewrite_buckets(req, target, stmt.q, limit_one=not stmt.multi,
+                                        transform=transform)
+    upserted: Any = MISSING
+    if matched == 0 and stmt.upsert:
+        doc = update.upsert_document(stmt.q)
+        outputs = [doc]
+        upserted = doc.get("_id", MISSING)
+    for doc in outputs:
+        if opts.time_field not in doc:
+            raise MongoError(ErrorCode.BadValue,
+                             f"'{opts.time_field}' must be present and contain a valid BSON "
+                             "UTC datetime value")
+    _insert_side(req, target, outputs)
+    return matched, modified, upserted
