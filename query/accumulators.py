@@ -48,7 +48,8 @@ from query.expressions.values import (
     type_name,
     value_repr,
 )
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = [
     "Accumulator", "AccumulatorDef", "Tracker", "ACCUMULATORS", "compile_accumulator",

@@ -30,7 +30,8 @@ from query.update import compile_update, validate_document_for_storage
 from storage.bounds import Interval as StorageInterval
 from storage.bson_order import sort_key
 from storage.bsonutil import CODEC_OPTIONS, MAX_BSON_SIZE, encode
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = [
     "FindSpec", "PreparedFind", "prepare_find", "count_documents", "distinct_values",

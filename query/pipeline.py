@@ -18,7 +18,8 @@ from typing import Any
 
 from query.context import PipelineContext
 from query.expressions.core import compile_expression, validate_user_var_name
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from .stages.base import FIRST_STAGE_ONLY, LAST_STAGE_ONLY, Env, Stage, compile_stage
 

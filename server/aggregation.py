@@ -18,7 +18,8 @@ from query.executor import FindSpec, check_size, prepare_document_for_insert, pr
 from query.match import compile_filter
 from query.pipeline import Pipeline, compile_pipeline, resolve_let_variables
 from storage.bson_order import values_equal
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from .timeseries_group import columnar_group
 from .timeseries_lastpoint import lastpoint_source

@@ -116,7 +116,8 @@ class StorageService:
         writes still pending (server.bucket_writes) unless `keep_deferred`: only the
         time-series insert path, which adds to them, runs without that."""
         if self._closed:
-            from storage.errors import ErrorCode, MongoError
+            from storage.errors import MongoError
+            from storage.vocabulary.error_codes import ErrorCode
 
             raise MongoError(ErrorCode.InterruptedAtShutdown, "interrupted at shutdown")
         if keep_deferred:

@@ -29,7 +29,7 @@ from query.projection import compile_projection
 from query.sort import compile_sort
 from query.update import compile_update
 from storage.bsonutil import decode
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
 from storage.keystring import T_OID
 from storage.timeseries import (
     BucketCatalog,
@@ -54,6 +54,7 @@ from storage.timeseries import (
 )
 from storage.timeseries.bucket_id import date_outside_standard_range
 from storage.timeseries.row_filter import compile_row_filter, select_measurements
+from storage.vocabulary.error_codes import ErrorCode
 
 from .bucket_writes import DeferredBucketWrites, write_buckets
 from .cursors import first_batch_limit, take_batch

@@ -39,13 +39,14 @@ from bson.binary import Binary
 from storage import bsonutil
 from storage.engine import StorageEngine, open_engine
 from storage.engine.base import IndexStore, RecordId, RecordStore
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
 from storage.indexes import (
     IndexSpec,
     KeyGenerator,
     PartialFilterCompiler,
     id_index_spec,
 )
+from storage.vocabulary.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from storage.collection import Collection

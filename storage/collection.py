@@ -42,7 +42,7 @@ from storage.bounds import IndexBounds, Interval, plan_ranges
 from storage.bson_order import values_equal
 from storage.bsontext import to_mongo_string
 from storage.engine.base import DuplicateKeyInIndex, KeyRange, RecordId, RecordStore
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
 from storage.indexes import (
     ID_INDEX_NAME,
     MAX_INDEXES,
@@ -52,6 +52,7 @@ from storage.indexes import (
     validate_index_spec,
 )
 from storage.keystring import UNDEFINED, encode_value
+from storage.vocabulary.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from storage.catalog import Catalog, CollectionEntry, IndexEntry, _IndexRuntime

@@ -37,8 +37,9 @@ import bson
 from bson import Decimal128, Int64
 
 from storage.bsontext import to_mongo_string, type_name
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
 from storage.keystring import UNDEFINED, encode_key, encode_value
+from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = [
     "IndexSpec",

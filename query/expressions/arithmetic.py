@@ -16,7 +16,8 @@ from typing import Any
 from bson import Decimal128, Int64
 from bson.datetime_ms import DatetimeMS
 
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from .core import Fn, Scope, check_arity, check_arity_range, operator, parse_args
 from .values import (

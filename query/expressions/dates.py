@@ -22,7 +22,8 @@ from zoneinfo import ZoneInfo
 
 from bson.datetime_ms import DatetimeMS
 
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from .core import (
     Fn,

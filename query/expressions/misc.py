@@ -9,7 +9,8 @@ from typing import Any
 from bson import Binary
 
 from storage.bsonutil import bson_size
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from .core import Fn, Scope, check_arity, operator, parse_args
 from .values import MISSING, type_name

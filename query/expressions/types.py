@@ -16,7 +16,8 @@ from typing import Any, Final
 from bson import Decimal128, Int64, ObjectId, Timestamp
 from bson.datetime_ms import DatetimeMS
 
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from .core import Fn, Scope, check_arity, compile_node, const_value, is_const, operator, parse_args
 from .values import (

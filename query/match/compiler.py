@@ -26,7 +26,8 @@ from query.match import values as V
 from query.match.regex import is_regex_value, regex_parts
 from query.match.types import is_number
 from query.paths import MISSING, iter_leaves, split_path
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = ["Node", "MatchDetails", "parse_filter", "TOP", "DOC", "SUB"]
 

@@ -40,7 +40,8 @@ from storage.bson_order import (
     sort_key,
     type_rank,
 )
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = [
     "Pred", "eq_pred", "cmp_pred", "in_pred", "regex_pred", "exists_pred", "type_pred",

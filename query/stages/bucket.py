@@ -23,7 +23,8 @@ from query.expressions.values import (
     value_repr,
 )
 from storage.bson_order import type_rank
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from .base import Env, Stage, register_stage
 from .group import GroupStage, parse_accumulator_fields

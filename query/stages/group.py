@@ -26,7 +26,8 @@ from query.expressions.core import Fn, Scope, compile_node
 from query.expressions.values import MISSING
 from query.spill import SpillFile, group_limit_error
 from storage.bson_order import sort_key
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from .base import Env, Stage, register_stage
 

@@ -9,7 +9,8 @@ from typing import Any
 
 from query.context import PipelineContext
 from query.expressions.values import type_name
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from .base import Env, Stage, register_stage
 

@@ -22,7 +22,8 @@ from query.paths import MISSING, is_array_index
 from query.update.arith import ArithOverflow, arith, zero_like
 from query.update.values import short_repr, type_name
 from storage.bson_order import compare, sort_key, values_equal
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from query.update.core import ApplyContext

@@ -45,7 +45,8 @@ from query.expressions.values import (
     type_name,
     value_repr,
 )
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from .bounds import UNBOUNDED, Partition, WindowBounds, parse_window
 

@@ -18,7 +18,8 @@ from query.stages.basic import validate_field_path
 from query.stages.group import group_key
 from query.stages.sort import compile_sort_key
 from query.stages.unwind import get_path, set_path
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from .bounds import Partition
 from .functions import WindowFunction, parse_window_function

@@ -13,7 +13,8 @@ from typing import Any
 
 from bson import Decimal128, Int64
 
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from ..generic_args import GENERIC_ARGUMENTS
 

@@ -18,7 +18,8 @@ from query.executor import (
     prepare_document_for_insert,
 )
 from query.paths import MISSING
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from ..context import CommandRequest
 from ._args import check_fields, get_bool, get_list, require

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
 from storage.index_options import modify_index
+from storage.vocabulary.error_codes import ErrorCode
 
 from ..context import CommandRequest
 from ._args import check_fields, get_doc, namespace_arg

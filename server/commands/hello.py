@@ -17,7 +17,8 @@ from bson.datetime_ms import DatetimeMS
 
 from protocol import COMPRESSOR_NAMES, MAX_BSON_SIZE, MAX_MESSAGE_SIZE, MAX_WRITE_BATCH_SIZE
 from protocol.compression import SUPPORTED
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from ..context import CommandRequest
 from ..log import LOG

@@ -6,7 +6,8 @@ from typing import Any
 
 from query.executor import UpdateStatement, apply_update_statement
 from query.paths import MISSING
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from ..context import CommandRequest
 from ..namespaces import namespace_kind, raw_target

@@ -55,7 +55,8 @@ from bson.datetime_ms import DatetimeMS
 from storage.bsoncolumn import BSONColumnError, native
 from storage.bsoncolumn.decoder import decode_elements
 from storage.bsonutil import CODEC_OPTIONS, decode, encode
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from .bucket import (
     Bucket,

@@ -28,7 +28,8 @@ from bson.datetime_ms import DatetimeMS
 
 from storage.bsoncolumn import BSONColumnBuilder, BSONColumnError, decompress
 from storage.bsonutil import CODEC_OPTIONS, decode, encode
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from .constants import (
     CONTROL,

@@ -19,7 +19,8 @@ from bson.datetime_ms import DatetimeMS
 
 from storage.bsoncolumn.rawbson import iter_elements
 from storage.bsonutil import encode
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from .bucket_document import build_bucket_document
 from .columns import Columns

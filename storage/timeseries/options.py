@@ -25,7 +25,8 @@ from typing import Any, Final
 
 from bson import Decimal128, Int64
 
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = [
     "GRANULARITIES",

@@ -26,7 +26,8 @@ from bson.int64 import Int64
 from storage.bsoncolumn import BSONColumnError, native
 from storage.bsoncolumn.blocks import NotNumericColumn, NumericColumn, decode_numeric
 from storage.bsonutil import decode
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from .bucket_document import decode_column
 from .constants import CONTROL, CONTROL_COUNT, CONTROL_VERSION, DATA, META
