@@ -38,7 +38,6 @@ from query.expressions.values import (
     K_DOUBLE,
     K_INT,
     K_LONG,
-    MISSING,
     as_int,
     int_or_long,
     is_integral64,
@@ -50,6 +49,7 @@ from query.expressions.values import (
 )
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 __all__ = [
     "Accumulator", "AccumulatorDef", "Tracker", "ACCUMULATORS", "compile_accumulator",

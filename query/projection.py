@@ -24,9 +24,10 @@ from bson import Decimal128
 
 from query.match import Matcher, compile_filter
 from query.match.types import is_number
-from query.paths import MISSING, validate_field_path
+from query.paths import validate_field_path
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 __all__ = ["Projection", "compile_projection"]
 

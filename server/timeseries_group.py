@@ -40,7 +40,7 @@ from bson.datetime_ms import DatetimeMS
 
 from query.accumulators import Accumulator, AvgAcc, SumAcc, approx_size
 from query.context import PipelineContext
-from query.expressions.values import K_DOUBLE, K_LONG, MISSING
+from query.expressions.values import K_DOUBLE, K_LONG
 from query.match import Matcher, compile_filter
 from query.pipeline import compile_pipeline
 from query.stages.group import GroupStage, group_key
@@ -50,6 +50,7 @@ from storage.errors import MongoError
 from storage.timeseries import BucketSpec, TimeseriesOptions, unpack_columns
 from storage.timeseries.constants import CONTROL, CONTROL_COUNT, CONTROL_MAX, CONTROL_MIN, META
 from storage.timeseries.unpack import numeric_bucket
+from storage.vocabulary.missing import MISSING
 
 if TYPE_CHECKING:
     from .context import CommandRequest

@@ -24,7 +24,6 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from query.executor import FindSpec, UpdateStatement
 from query.match import compile_filter
-from query.paths import MISSING
 from query.projection import compile_projection
 from query.sort import compile_sort
 from query.update import compile_update
@@ -55,6 +54,7 @@ from storage.timeseries import (
 from storage.timeseries.bucket_id import date_outside_standard_range
 from storage.timeseries.row_filter import compile_row_filter, select_measurements
 from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 from .bucket_writes import DeferredBucketWrites, write_buckets
 from .cursors import first_batch_limit, take_batch

@@ -5,7 +5,8 @@ Public API::
     expr = compile_expression({"$add": ["$a", 1]}, variables_in_scope=("x",))
     expr.evaluate(doc, variables)   # -> value, or MISSING
 
-`MISSING` is the value of an absent field (distinct from None, which is BSON null).
+`MISSING` (`storage.vocabulary.missing`) is the value of an absent field (distinct from
+None, which is BSON null).
 Operator families live in one module each (arithmetic, comparison, strings, arrays, sets,
 objects, types, dates, misc); accumulator expression forms ($sum, $avg, ...) come from
 `query.accumulators`.
@@ -22,9 +23,9 @@ from .core import (
     compile_node,
     path_getter,
 )
-from .values import MISSING, Missing, truthy, type_name
+from .values import truthy, type_name
 
 __all__ = [
-    "MISSING", "Missing", "Expression", "Scope", "compile_expression", "compile_node",
+    "Expression", "Scope", "compile_expression", "compile_node",
     "OPERATORS", "EMPTY_VARS", "path_getter", "truthy", "type_name",
 ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from storage.errors import MongoError
+from storage.vocabulary.missing import MISSING
 
 from .comparison import agg_key
 from .core import (
@@ -25,7 +26,6 @@ from .core import (
     validate_user_var_name,
 )
 from .values import (
-    MISSING,
     as_int,
     is_integral,
     is_integral64,

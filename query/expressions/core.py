@@ -20,8 +20,7 @@ from typing import Any, Final
 
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
-
-from .values import MISSING
+from storage.vocabulary.missing import MISSING
 
 __all__ = [
     "Fn", "Scope", "Expression", "OPERATORS", "IMPURE_OPERATORS", "compile_expression",

@@ -24,6 +24,7 @@ from bson.datetime_ms import DatetimeMS
 
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 from .core import (
     Fn,
@@ -37,7 +38,6 @@ from .core import (
     parse_args,
 )
 from .values import (
-    MISSING,
     as_int,
     coerce_to_date_ms,
     coercible_to_date,

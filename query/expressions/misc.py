@@ -11,9 +11,10 @@ from bson import Binary
 from storage.bsonutil import bson_size
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 from .core import Fn, Scope, check_arity, operator, parse_args
-from .values import MISSING, type_name
+from .values import type_name
 
 
 @operator("$rand", impure=True)

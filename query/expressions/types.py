@@ -18,6 +18,7 @@ from bson.datetime_ms import DatetimeMS
 
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 from .core import Fn, Scope, check_arity, compile_node, const_value, is_const, operator, parse_args
 from .values import (
@@ -29,7 +30,6 @@ from .values import (
     K_DOUBLE,
     K_INT,
     K_LONG,
-    MISSING,
     is_integral,
     make_decimal,
     num_kind,

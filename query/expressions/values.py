@@ -20,38 +20,16 @@ from bson.datetime_ms import DatetimeMS
 from bson.decimal128 import create_decimal128_context
 
 from storage.errors import MongoError
+from storage.vocabulary.missing import MISSING
 
 __all__ = [
-    "MISSING", "Missing", "DEC_CTX", "INT32_MIN", "INT32_MAX", "INT64_MIN", "INT64_MAX",
+    "DEC_CTX", "INT32_MIN", "INT32_MAX", "INT64_MIN", "INT64_MAX",
     "type_name", "is_number", "num_kind", "K_INT", "K_LONG", "K_DOUBLE", "K_DECIMAL",
     "int_or_long", "to_decimal", "make_decimal", "to_float", "truthy", "nullish",
     "is_integral", "is_integral64", "as_int", "coerce_to_date_ms", "coercible_to_date",
     "value_repr", "is_nan", "from_decimal_result",
 ]
 
-
-class Missing:
-    """The value of a field that does not exist; never stored, never equal to None."""
-
-    __slots__ = ()
-    _instance: Missing | None = None
-
-    def __new__(cls) -> Missing:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __repr__(self) -> str:
-        return "MISSING"
-
-    def __reduce__(self) -> str:
-        return "MISSING"
-
-
-MISSING: Final = Missing()
 
 INT32_MIN: Final = -(2**31)
 INT32_MAX: Final = 2**31 - 1

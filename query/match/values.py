@@ -30,7 +30,6 @@ from query.match.types import (
     bson_type_code,
     is_number,
 )
-from query.paths import MISSING
 from storage.bson_order import (
     RANK_MAXKEY,
     RANK_MINKEY,
@@ -42,6 +41,7 @@ from storage.bson_order import (
 )
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 __all__ = [
     "Pred", "eq_pred", "cmp_pred", "in_pred", "regex_pred", "exists_pred", "type_pred",

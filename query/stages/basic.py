@@ -15,7 +15,6 @@ from typing import Any
 from query.context import PipelineContext
 from query.expressions.core import Fn, Scope, compile_node
 from query.expressions.values import (
-    MISSING,
     as_int,
     int_or_long,
     is_integral64,
@@ -25,6 +24,7 @@ from query.expressions.values import (
 )
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 from .base import Env, Stage, register_stage
 

@@ -14,7 +14,6 @@ from query.context import PipelineContext
 from query.expressions.comparison import agg_key
 from query.expressions.core import Fn, Scope, compile_node, const_value, is_const
 from query.expressions.values import (
-    MISSING,
     int_or_long,
     is_integral,
     num_kind,
@@ -25,6 +24,7 @@ from query.expressions.values import (
 from storage.bson_order import type_rank
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 from .base import Env, Stage, register_stage
 from .group import GroupStage, parse_accumulator_fields

@@ -23,11 +23,11 @@ from bson.datetime_ms import DatetimeMS
 from query.accumulators import AccumulatorDef, Tracker, approx_size, compile_accumulator
 from query.context import PipelineContext
 from query.expressions.core import Fn, Scope, compile_node
-from query.expressions.values import MISSING
 from query.spill import SpillFile, group_limit_error
 from storage.bson_order import sort_key
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 from .base import Env, Stage, register_stage
 

@@ -34,7 +34,6 @@ from query.expressions.values import (
     K_DOUBLE,
     K_INT,
     K_LONG,
-    MISSING,
     as_int,
     int_or_long,
     is_integral64,
@@ -47,6 +46,7 @@ from query.expressions.values import (
 )
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 from .bounds import UNBOUNDED, Partition, WindowBounds, parse_window
 

@@ -17,9 +17,9 @@ from query.executor import (
     delete_matching,
     prepare_document_for_insert,
 )
-from query.paths import MISSING
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 from ..context import CommandRequest
 from ._args import check_fields, get_bool, get_list, require

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from query.executor import UpdateStatement, apply_update_statement
-from query.paths import MISSING
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 from ..context import CommandRequest
 from ..namespaces import namespace_kind, raw_target

@@ -57,6 +57,7 @@ from storage.bsoncolumn.decoder import decode_elements
 from storage.bsonutil import CODEC_OPTIONS, decode, encode
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 from .bucket import (
     Bucket,
@@ -81,7 +82,7 @@ from .constants import (
     TimeseriesParameters,
 )
 from .elements import _D, _PACK, _Q, int_value_size, to_element
-from .metadata import MISSING, normalize_meta, series_key
+from .metadata import normalize_meta, series_key
 from .minmax import MinMax, Schema, SchemaChange
 from .options import TimeseriesOptions, round_timestamp_ms
 from .reopening import BucketSource, ReopeningQuery
