@@ -51,6 +51,7 @@ from storage.timeseries import BucketSpec, TimeseriesOptions, unpack_columns
 from storage.timeseries.constants import CONTROL, CONTROL_COUNT, CONTROL_MAX, CONTROL_MIN, META
 from storage.timeseries.unpack import numeric_bucket
 from storage.vocabulary.missing import MISSING
+from storage.vocabulary.time_units import UNIT_MS
 
 if TYPE_CHECKING:
     from .context import CommandRequest
@@ -69,8 +70,6 @@ T_INT32: Final = 16
 T_INT64: Final = 18
 
 _REF_UTC_MS: Final = 946_684_800_000  # $dateTrunc's reference point, 2000-01-01T00:00:00Z
-_UNIT_MS: Final = {"millisecond": 1, "second": 1000, "minute": 60_000, "hour": 3_600_000,
-                   "day": 86_400_000}
 _EXACT: Final = 1 << 53      # integers a double holds exactly
 _SAFE_TIME: Final = 1 << 60  # times whose bin arithmetic cannot overflow int64
 _DAY_RANGE: Final = (-62_135_596_800_000, 253_402_300_799_999)  # years 1..9999
@@ -213,12 +212,13 @@ def _id_shape(spec: Any, tf: str, mf: str | None) -> tuple[bool, int | None]:
 def _trunc_size(arg: Any, tf: str) -> int:
     if type(arg) is not dict or set(arg) - {"date", "unit", "binSize"}:
         raise _Decline  # timezone, startOfWeek
-    if arg.get("date") != "$" + tf or arg.get("unit") not in _UNIT_MS:
+    # a week bin starts on startOfWeek, not at a multiple of seven days from the epoch
+    if arg.get("date") != "$" + tf or arg.get("unit") not in UNIT_MS or arg["unit"] == "week":
         raise _Decline
     bs = arg.get("binSize", 1)
     if type(bs) not in (int, Int64) or int(bs) <= 0:
         raise _Decline
-    size = int(bs) * _UNIT_MS[arg["unit"]]
+    size = int(bs) * UNIT_MS[arg["unit"]]
     if size >= _SAFE_TIME:
         raise _Decline
     return size

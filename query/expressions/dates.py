@@ -25,6 +25,7 @@ from bson.datetime_ms import DatetimeMS
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
+from storage.vocabulary.time_units import MS_PER_DAY, UNIT_MS
 
 from .core import (
     Fn,
@@ -52,14 +53,11 @@ __all__ = [
     "civil_from_days", "parse_time_unit",
 ]
 
-MS_PER_DAY: Final = 86_400_000
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _EPOCH_NAIVE: Final = datetime(1970, 1, 1)
 
 TIME_UNITS: Final = ("year", "quarter", "month", "week", "day", "hour", "minute", "second",
                      "millisecond")
-_UNIT_MS: Final = {"millisecond": 1, "second": 1000, "minute": 60_000, "hour": 3_600_000,
-                   "day": MS_PER_DAY, "week": 7 * MS_PER_DAY}
 _DAYS_OF_WEEK: Final = {"monday": 1, "mon": 1, "tuesday": 2, "tue": 2, "wednesday": 3,
                         "wed": 3, "thursday": 4, "thu": 4, "friday": 5, "fri": 5,
                         "saturday": 6, "sat": 6, "sunday": 7, "sun": 7}
@@ -496,7 +494,7 @@ def _add_months(y: int, m: int, amount: int) -> tuple[int, int]:
 def date_add(ms: int, unit: str, amount: int, tz: TimeZone) -> int:
     """MongoDB's dateAdd: calendar units on wall-clock time, others on absolute time."""
     if unit in ("millisecond", "second", "minute", "hour"):
-        return _check_date(ms + amount * _UNIT_MS[unit])
+        return _check_date(ms + amount * UNIT_MS[unit])
     off = tz.utc_offset_s(ms)
     local = ms + off * 1000
     days, rem = divmod(local, MS_PER_DAY)
@@ -567,7 +565,7 @@ def date_trunc(ms: int, unit: str, bin_size: int, tz: TimeZone, start_of_week: i
     """MongoDB's dateTrunc: the start of the `bin_size`-`unit` bin holding `ms`."""
     ref = _REF_UTC_MS - tz.utc_offset_s(_REF_UTC_MS) * 1000
     if unit in ("millisecond", "second", "minute", "hour"):
-        size = bin_size * _UNIT_MS[unit]
+        size = bin_size * UNIT_MS[unit]
         if size >= 2**63:
             raise MongoError(5439002, "dateTrunc overflowed")
         return ms - (ms - ref) % size
@@ -1001,8 +999,8 @@ def _c_date_trunc(arg: Any, scope: Scope, name: str) -> Fn:
             unit = parse_time_unit(unit, "$dateTrunc")
             bs = bin_size_of(bsv)
             tz = get_tz(None, {})
-            if tz is not None and unit in _UNIT_MS and unit not in ("day", "week"):
-                size = bs * _UNIT_MS[unit]
+            if tz is not None and unit in UNIT_MS and unit not in ("day", "week"):
+                size = bs * UNIT_MS[unit]
                 ref = _REF_UTC_MS - tz.utc_offset_s(_REF_UTC_MS) * 1000
 
                 # Consecutive documents often share a bin: remember the last one (a tuple
