@@ -44,10 +44,10 @@ from query.expressions.values import (
     make_decimal,
     num_kind,
     to_float,
-    type_name,
     value_repr,
 )
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 

@@ -36,9 +36,10 @@ from typing import Any, Final, Literal
 import bson
 from bson import Decimal128, Int64
 
-from storage.bsontext import to_mongo_string, type_name
+from storage.bsontext import to_mongo_string
 from storage.errors import MongoError
 from storage.keystring import UNDEFINED, encode_key, encode_value
+from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 

@@ -23,9 +23,9 @@ from .core import (
     compile_node,
     path_getter,
 )
-from .values import truthy, type_name
+from .values import truthy
 
 __all__ = [
     "Expression", "Scope", "compile_expression", "compile_node",
-    "OPERATORS", "EMPTY_VARS", "path_getter", "truthy", "type_name",
+    "OPERATORS", "EMPTY_VARS", "path_getter", "truthy",
 ]

@@ -17,6 +17,7 @@ from bson import Decimal128, Int64
 from bson.datetime_ms import DatetimeMS
 
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 
@@ -36,7 +37,6 @@ from .values import (
     num_kind,
     to_decimal,
     to_float,
-    type_name,
 )
 
 __all__ = ["add_values", "subtract_values", "multiply_values", "divide_values", "mod_values",

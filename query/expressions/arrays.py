@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.missing import MISSING
 
 from .comparison import agg_key
@@ -25,16 +26,7 @@ from .core import (
     parse_args,
     validate_user_var_name,
 )
-from .values import (
-    as_int,
-    is_integral,
-    is_integral64,
-    num_kind,
-    to_float,
-    truthy,
-    type_name,
-    value_repr,
-)
+from .values import as_int, is_integral, is_integral64, num_kind, to_float, truthy, value_repr
 
 __all__ = ["array_elem_at", "sort_values"]
 

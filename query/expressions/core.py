@@ -414,7 +414,7 @@ def parse_object_args(name: str, arg: Any, scope: Scope, *, required: Iterable[s
                       missing_code: int | None = None,
                       not_object_msg: str | None = None) -> dict[str, Fn]:
     """Named arguments of an object-form operator (``{$op: {input: ..., to: ...}}``)."""
-    from .values import type_name
+    from storage.vocabulary.bson_types import type_name
     if type(arg) is not dict:
         raise MongoError(not_object_code, not_object_msg or
                          f"{name} expects an object of named arguments but found: "

@@ -23,6 +23,7 @@ from zoneinfo import ZoneInfo
 from bson.datetime_ms import DatetimeMS
 
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 from storage.vocabulary.time_units import MS_PER_DAY, UNIT_MS
@@ -38,14 +39,7 @@ from .core import (
     operator,
     parse_args,
 )
-from .values import (
-    as_int,
-    coerce_to_date_ms,
-    coercible_to_date,
-    is_integral64,
-    type_name,
-    value_repr,
-)
+from .values import as_int, coerce_to_date_ms, coercible_to_date, is_integral64, value_repr
 
 __all__ = [
     "TimeZone", "get_timezone", "UTC_TZ", "format_iso_utc", "format_date", "parse_date_string",

@@ -10,11 +10,11 @@ from bson import Binary
 
 from storage.bsonutil import bson_size
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 
 from .core import Fn, Scope, check_arity, operator, parse_args
-from .values import type_name
 
 
 @operator("$rand", impure=True)

@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.missing import MISSING
 
 from .core import Fn, Scope, check_arity, compile_node, operator, parse_args
-from .values import type_name, value_repr
+from .values import value_repr
 
 __all__ = ["merge_objects_into"]
 

@@ -17,6 +17,7 @@ from bson import Decimal128, Int64, Regex
 from bson.datetime_ms import DatetimeMS
 
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.missing import MISSING
 
 from .core import (
@@ -29,7 +30,7 @@ from .core import (
     operator,
     parse_args,
 )
-from .values import is_integral, num_kind, to_float, type_name, value_repr
+from .values import is_integral, num_kind, to_float, value_repr
 
 __all__ = ["coerce_to_string", "compile_regex", "ascii_upper", "ascii_lower"]
 

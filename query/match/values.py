@@ -21,15 +21,7 @@ from bson import Decimal128, Int64, Regex
 from bson.binary import Binary
 
 from query.match.regex import compile_regex, is_regex_value, regex_parts
-from query.match.types import (
-    INT32_MAX,
-    INT32_MIN,
-    INT64_MAX,
-    INT64_MIN,
-    TYPE_ALIASES,
-    bson_type_code,
-    is_number,
-)
+from query.match.types import is_number
 from storage.bson_order import (
     RANK_MAXKEY,
     RANK_MINKEY,
@@ -40,6 +32,15 @@ from storage.bson_order import (
     type_rank,
 )
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import (
+    INT32_MAX,
+    INT32_MIN,
+    INT64_MAX,
+    INT64_MIN,
+    TYPE_ALIASES,
+    BsonType,
+    bson_type,
+)
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 
@@ -234,8 +235,9 @@ _VALID_CODES: Final = frozenset(TYPE_ALIASES.values())
 
 
 def type_pred(arg: Any) -> Pred:
-    codes = parse_type_codes(arg)
-    return lambda v: v is not MISSING and bson_type_code(v) in codes
+    # $type numbers are type bytes except minKey's -1
+    types = frozenset(BsonType.MIN_KEY if c == -1 else BsonType(c) for c in parse_type_codes(arg))
+    return lambda v: v is not MISSING and bson_type(v) in types
 
 
 def size_pred(arg: Any) -> Pred:

@@ -13,16 +13,10 @@ from query.accumulators import AccumulatorDef, Tracker, compile_accumulator
 from query.context import PipelineContext
 from query.expressions.comparison import agg_key
 from query.expressions.core import Fn, Scope, compile_node, const_value, is_const
-from query.expressions.values import (
-    int_or_long,
-    is_integral,
-    num_kind,
-    to_float,
-    type_name,
-    value_repr,
-)
+from query.expressions.values import int_or_long, is_integral, num_kind, to_float, value_repr
 from storage.bson_order import type_rank
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 

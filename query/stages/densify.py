@@ -12,8 +12,9 @@ from query.context import PipelineContext
 from query.expressions.arithmetic import add_values
 from query.expressions.comparison import agg_key
 from query.expressions.dates import TIME_UNITS, UTC_TZ, date_add
-from query.expressions.values import as_int, is_integral64, num_kind, type_name, value_repr
+from query.expressions.values import as_int, is_integral64, num_kind, value_repr
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 

@@ -14,8 +14,9 @@ from typing import Any
 
 from query.context import PipelineContext
 from query.expressions.core import Fn, Scope, compile_node, validate_user_var_name
-from query.expressions.values import type_name, value_repr
+from query.expressions.values import value_repr
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 

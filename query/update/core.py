@@ -24,8 +24,9 @@ from query.match import Matcher, compile_filter
 from query.paths import is_array_index
 from query.update.ops import MODIFIERS, Leaf, get_place, make_leaf, rename_leaves, set_place
 from query.update.validate import check_id_for_storage, check_replacement
-from query.update.values import identical, short_repr, type_name
+from query.update.values import identical, short_repr
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 

@@ -11,7 +11,6 @@ from query.accumulators import approx_size
 from query.context import PipelineContext
 from query.expressions.comparison import agg_key
 from query.expressions.core import Fn, Scope, compile_node
-from query.expressions.values import type_name
 from query.spill import external_sort
 from query.stages.base import Env, Stage, register_stage
 from query.stages.basic import validate_field_path
@@ -19,6 +18,7 @@ from query.stages.group import group_key
 from query.stages.sort import compile_sort_key
 from query.stages.unwind import get_path, set_path
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 

@@ -26,6 +26,7 @@ from typing import Any, Final
 from bson import Decimal128, Int64
 
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = [
@@ -133,45 +134,17 @@ class TimeseriesOptions:
 
 # -- IDL-style field parsing -------------------------------------------------------------------
 
-def _bson_type_name(v: Any) -> str:
-    """MongoDB's type alias for a decoded value (as IDL error messages print it)."""
-    from storage.bson_order import type_rank  # local: keeps import graph flat
-
-    if isinstance(v, bool):
-        return "bool"
-    if isinstance(v, Int64):
-        return "long"
-    if isinstance(v, int):
-        return "int" if _INT32_MIN <= v <= _INT32_MAX else "long"
-    if isinstance(v, float):
-        return "double"
-    if isinstance(v, Decimal128):
-        return "decimal"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, dict):
-        return "object"
-    if isinstance(v, list | tuple):
-        return "array"
-    if v is None:
-        return "null"
-    names = {30: "binData", 35: "objectId", 45: "date", 47: "timestamp", 50: "regex",
-             60: "javascript", 65: "javascriptWithScope", -1: "minKey", 100: "maxKey"}
-    try:
-        return names.get(type_rank(v), type(v).__name__)
-    except TypeError:
-        return type(v).__name__
 
 
 def _wrong_type(path: str, v: Any, expected: str) -> MongoError:
     return MongoError(ErrorCode.TypeMismatch,
-                      f"BSON field '{path}' is the wrong type '{_bson_type_name(v)}', "
+                      f"BSON field '{path}' is the wrong type '{type_name(v)}', "
                       f"expected type '{expected}'")
 
 
 def _wrong_number_type(path: str, v: Any) -> MongoError:
     return MongoError(ErrorCode.TypeMismatch,
-                      f"BSON field '{path}' is the wrong type '{_bson_type_name(v)}', "
+                      f"BSON field '{path}' is the wrong type '{type_name(v)}', "
                       "expected types '[long, int, decimal, double]'")
 
 

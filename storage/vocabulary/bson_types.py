@@ -159,8 +159,19 @@ def _bson_type_of_subclass(v: Any) -> BsonType | None:
     return None
 
 
+# The names of the exact types above, so that the common case is one lookup.
+_NAME_BY_EXACT_TYPE: Final[dict[type, str]] = {
+    t: TYPE_NAMES[b] for t, b in _BY_EXACT_TYPE.items()}
+
+
 def type_name(v: Any) -> str:
     """MongoDB's name for the BSON type of `v` (what ``$type`` returns); "missing" for
     `MISSING`, "unknown" for a value BSON cannot hold."""
-    t = bson_type(v)
-    return "unknown" if t is None else TYPE_NAMES[t]
+    t = type(v)
+    if t is int:
+        return "int" if INT32_MIN <= v <= INT32_MAX else "long"
+    name = _NAME_BY_EXACT_TYPE.get(t)
+    if name is not None:
+        return name
+    found = _bson_type_of_subclass(v)
+    return "unknown" if found is None else TYPE_NAMES[found]
