@@ -29,7 +29,7 @@ from query.sort import compile_sort
 from query.update import compile_update
 from storage.bsonutil import decode
 from storage.errors import MongoError
-from storage.keystring import T_OID
+from storage.keystring import KS_OID
 from storage.timeseries import (
     BucketCatalog,
     BucketSpec,
@@ -223,7 +223,7 @@ def _may_hold_extended_range(buckets: Any) -> bool:
     if first is None:
         return False
     last = next(buckets.index_entries("_id_", reverse=True))
-    if first[1][0] != T_OID or last[1][0] != T_OID:
+    if first[1][0] != KS_OID or last[1][0] != KS_OID:
         return True
     return bool(last[1][1] & 0x80)
 

@@ -210,7 +210,7 @@ def parse_type_codes(arg: Any, name: str = "$type") -> frozenset[int]:
     for item in items:
         if isinstance(item, str):
             if item == "number":
-                codes.update((1, 16, 18, 19))
+                codes.update((BsonType.DOUBLE, BsonType.INT32, BsonType.INT64, BsonType.DECIMAL128))
                 continue
             code = TYPE_ALIASES.get(item)
             if code is None:

@@ -87,17 +87,17 @@ def encode_value(value: Any) -> tuple[int, bytes]:
     tv = type(value)
     # the common measurement types without a round trip through bson
     if tv is float:
-        return 0x01, _PACK_D(value)
+        return T_DOUBLE, _PACK_D(value)
     if tv is int and -(2**31) <= value < 2**31:
-        return 0x10, _PACK_I(value)
+        return T_INT32, _PACK_I(value)
     if tv is Int64:
-        return 0x12, _PACK_Q(value)
+        return T_INT64, _PACK_Q(value)
     if tv is DatetimeMS:
-        return 0x09, _PACK_Q(int(value))
+        return T_DATE, _PACK_Q(int(value))
     if tv is bool:
-        return 0x08, b"\x01" if value else b"\x00"
+        return T_BOOL, b"\x01" if value else b"\x00"
     if tv is ObjectId:
-        return 0x07, value.binary
+        return T_OID, value.binary
     raw = bson.encode({"": value}, codec_options=CODEC_OPTIONS)
     return raw[4], raw[6:-1]
 
@@ -691,7 +691,7 @@ class BSONColumnBuilder:
 
 
 _MIN_BULK: Final = 16  # shorter runs are cheaper one by one
-_TRUSTED_FROM_PYTHON: Final = frozenset({0x01, 0x10, 0x12, 0x09, 0x08, 0x07})
+_TRUSTED_FROM_PYTHON: Final = frozenset({T_DOUBLE, T_INT32, T_INT64, T_DATE, T_BOOL, T_OID})
 _SKIPPED_KIND: Final = -1
 _RAW_BULK: Final = {
     T_OID: (12, "u1"),
