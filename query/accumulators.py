@@ -674,11 +674,11 @@ def parse_percentile_spec(op: str, arg: Any) -> tuple[Any, list[float], str]:
     allowed = ("input", "method") if op == "$median" else ("input", "p", "method")
     for k in arg:
         if k not in allowed:
-            raise MongoError(40415, f"{op} found an unknown argument: {k}")
+            raise MongoError(ErrorCode.IDLUnknownField, f"{op} found an unknown argument: {k}")
     if "input" not in arg:
-        raise MongoError(40414, f"{op} requires 'input' to be specified")
+        raise MongoError(ErrorCode.IDLFailedToParse, f"{op} requires 'input' to be specified")
     if "method" not in arg:
-        raise MongoError(40414, f"{op} requires 'method' to be specified")
+        raise MongoError(ErrorCode.IDLFailedToParse, f"{op} requires 'method' to be specified")
     method = arg["method"]
     if method not in ("approximate", "discrete", "continuous"):
         raise MongoError(ErrorCode.BadValue, "Currently only 'approximate' can be used as "
@@ -686,7 +686,7 @@ def parse_percentile_spec(op: str, arg: Any) -> tuple[Any, list[float], str]:
     if op == "$median":
         return arg["input"], [0.5], method
     if "p" not in arg:
-        raise MongoError(40414, f"{op} requires 'p' to be specified")
+        raise MongoError(ErrorCode.IDLFailedToParse, f"{op} requires 'p' to be specified")
     ps = arg["p"]
     if type(ps) is not list or not ps or not all(num_kind(p) >= 0 and 0 <= to_float(p) <= 1
                                                   for p in ps):

@@ -93,7 +93,8 @@ def _merge(req: CommandRequest, db: str, name: str, docs: Iterable[dict[str, Any
                     if res.errors:
                         raise res.errors[0][1]
                 elif when_not_matched == "fail":
-                    raise MongoError(13113, "$merge could not find a matching document in the "
+                    raise MongoError(ErrorCode.MergeStageNoMatchingDocument,
+                                     "$merge could not find a matching document in the "
                                      "target collection for at least one document in the source "
                                      "collection")
                 continue

@@ -67,8 +67,8 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     conn = req.conn
     if "client" in body:
         if conn.handshake_done and conn.client_metadata is not None:
-            raise MongoError(186, "The client metadata document may only be sent in the first "
-                             "hello")
+            raise MongoError(ErrorCode.ClientMetadataCannotBeMutated,
+                             "The client metadata document may only be sent in the first hello")
         client = body["client"]
         if not isinstance(client, dict):
             raise MongoError(ErrorCode.TypeMismatch, "'client' field must be an object")
