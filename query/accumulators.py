@@ -32,8 +32,6 @@ from query.expressions.core import (
 )
 from query.expressions.values import (
     DEC_CTX,
-    INT64_MAX,
-    INT64_MIN,
     K_DECIMAL,
     K_DOUBLE,
     K_INT,
@@ -47,7 +45,7 @@ from query.expressions.values import (
     value_repr,
 )
 from storage.errors import MongoError
-from storage.vocabulary.bson_types import type_name
+from storage.vocabulary.bson_types import INT64_MAX, INT64_MIN, type_name
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 

@@ -17,16 +17,13 @@ from bson import Decimal128, Int64
 from bson.datetime_ms import DatetimeMS
 
 from storage.errors import MongoError
-from storage.vocabulary.bson_types import type_name
+from storage.vocabulary.bson_types import INT32_MAX, INT64_MAX, INT64_MIN, type_name
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 
 from .core import Fn, Scope, check_arity, check_arity_range, operator, parse_args
 from .values import (
     DEC_CTX,
-    INT32_MAX,
-    INT64_MAX,
-    INT64_MIN,
     K_DECIMAL,
     K_DOUBLE,
     K_INT,

@@ -17,16 +17,19 @@ from bson import Decimal128, Int64, ObjectId, Timestamp
 from bson.datetime_ms import DatetimeMS
 
 from storage.errors import MongoError
-from storage.vocabulary.bson_types import TYPE_ALIASES, type_name
+from storage.vocabulary.bson_types import (
+    INT32_MAX,
+    INT32_MIN,
+    INT64_MAX,
+    INT64_MIN,
+    TYPE_ALIASES,
+    type_name,
+)
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 
 from .core import Fn, Scope, check_arity, compile_node, const_value, is_const, operator, parse_args
 from .values import (
-    INT32_MAX,
-    INT32_MIN,
-    INT64_MAX,
-    INT64_MIN,
     K_DECIMAL,
     K_DOUBLE,
     K_INT,

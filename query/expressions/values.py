@@ -19,11 +19,11 @@ from bson.datetime_ms import DatetimeMS
 from bson.decimal128 import create_decimal128_context
 
 from storage.errors import MongoError
-from storage.vocabulary.bson_types import type_name
+from storage.vocabulary.bson_types import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, type_name
 from storage.vocabulary.missing import MISSING
 
 __all__ = [
-    "DEC_CTX", "INT32_MIN", "INT32_MAX", "INT64_MIN", "INT64_MAX",
+    "DEC_CTX",
     "is_number", "num_kind", "K_INT", "K_LONG", "K_DOUBLE", "K_DECIMAL",
     "int_or_long", "to_decimal", "make_decimal", "to_float", "truthy", "nullish",
     "is_integral", "is_integral64", "as_int", "coerce_to_date_ms", "coercible_to_date",
@@ -31,10 +31,6 @@ __all__ = [
 ]
 
 
-INT32_MIN: Final = -(2**31)
-INT32_MAX: Final = 2**31 - 1
-INT64_MIN: Final = -(2**63)
-INT64_MAX: Final = 2**63 - 1
 
 # Decimal128's arithmetic context (34 digits, half-even, exponent range of the format).
 DEC_CTX: Final = create_decimal128_context()

@@ -28,8 +28,6 @@ from query.expressions.comparison import agg_key
 from query.expressions.core import Fn, Scope, compile_node, const_value, is_const
 from query.expressions.values import (
     DEC_CTX,
-    INT64_MAX,
-    INT64_MIN,
     K_DECIMAL,
     K_DOUBLE,
     K_INT,
@@ -44,7 +42,7 @@ from query.expressions.values import (
     value_repr,
 )
 from storage.errors import MongoError
-from storage.vocabulary.bson_types import type_name
+from storage.vocabulary.bson_types import INT64_MAX, INT64_MIN, type_name
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 from storage.vocabulary.time_units import UNIT_MS

@@ -26,7 +26,7 @@ from typing import Any, Final
 from bson import Decimal128, Int64
 
 from storage.errors import MongoError
-from storage.vocabulary.bson_types import type_name
+from storage.vocabulary.bson_types import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, type_name
 from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = [
@@ -57,10 +57,6 @@ _GRANULARITY_RANK: Final = {"seconds": 0, "minutes": 1, "hours": 2}
 # 365 days: the IDL validator's upper bound for both bucketing parameters.
 MAX_BUCKET_SPAN_SECONDS: Final = 60 * 60 * 24 * 365
 
-_INT32_MIN: Final = -(2**31)
-_INT32_MAX: Final = 2**31 - 1
-_INT64_MIN: Final = -(2**63)
-_INT64_MAX: Final = 2**63 - 1
 
 _TS_FIELDS: Final = ("timeField", "metaField", "granularity", "bucketRoundingSeconds",
                      "bucketMaxSpanSeconds")
@@ -175,7 +171,7 @@ def _safe_number(v: Any, lo: int, hi: int) -> int:
 def _bounded_int(path: str, v: Any) -> int:
     if not _is_number(v):
         raise _wrong_number_type(path, v)
-    n = _safe_number(v, _INT32_MIN, _INT32_MAX)
+    n = _safe_number(v, INT32_MIN, INT32_MAX)
     if n < 1:
         raise MongoError(ErrorCode.BadValue,
                          f"BSON field '{path}' value must be >= 1, actual value '{n}'")
@@ -294,7 +290,7 @@ def _validate_ttl_seconds(n: int, now_ms: int | None) -> int:
     if n < 0:
         raise MongoError(ErrorCode.InvalidOptions,
                          "TTL index 'expireAfterSeconds' option cannot be less than 0")
-    if n > _INT64_MAX // 1000:
+    if n > INT64_MAX // 1000:
         raise MongoError(ErrorCode.InvalidOptions, _TOO_LARGE)
     if now_ms is None:
         now_ms = int(time.time() * 1000)
@@ -310,7 +306,7 @@ def parse_expire_after_seconds(value: Any, *, command: str = "create",
     """`create`'s expireAfterSeconds (IDL safeInt64), validated as a clustered TTL."""
     if not _is_number(value):
         raise _wrong_number_type(f"{command}.expireAfterSeconds", value)
-    return _validate_ttl_seconds(_safe_number(value, _INT64_MIN, _INT64_MAX), now_ms)
+    return _validate_ttl_seconds(_safe_number(value, INT64_MIN, INT64_MAX), now_ms)
 
 
 def parse_coll_mod_expire_after_seconds(value: Any, *, now_ms: int | None = None) -> int | None:
@@ -324,7 +320,7 @@ def parse_coll_mod_expire_after_seconds(value: Any, *, now_ms: int | None = None
     if not _is_number(value):
         raise MongoError(ErrorCode.InvalidOptions,
                          "'expireAfterSeconds' must be a number or the string 'off'")
-    return _validate_ttl_seconds(_safe_number(value, _INT64_MIN, _INT64_MAX), now_ms)
+    return _validate_ttl_seconds(_safe_number(value, INT64_MIN, INT64_MAX), now_ms)
 
 
 # -- collMod -----------------------------------------------------------------------------------
