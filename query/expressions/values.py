@@ -31,7 +31,6 @@ __all__ = [
 ]
 
 
-
 # Decimal128's arithmetic context (34 digits, half-even, exponent range of the format).
 DEC_CTX: Final = create_decimal128_context()
 for _trap in list(DEC_CTX.traps):

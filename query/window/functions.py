@@ -52,7 +52,6 @@ from .bounds import UNBOUNDED, Partition, WindowBounds, parse_window
 __all__ = ["WindowFunction", "parse_window_function", "WINDOW_FUNCTION_NAMES"]
 
 
-
 class WindowFunction:
     """Computes one output field for every document of a partition."""
 

@@ -25,7 +25,6 @@ __all__ = [
 ]
 
 
-
 def check_fields(body: dict[str, Any], command: str, allowed: Iterable[str]) -> None:
     allowed_set = set(allowed)
     for i, key in enumerate(body):

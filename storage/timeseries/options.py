@@ -130,8 +130,6 @@ class TimeseriesOptions:
 
 # -- IDL-style field parsing -------------------------------------------------------------------
 
-
-
 def _wrong_type(path: str, v: Any, expected: str) -> MongoError:
     return MongoError(ErrorCode.TypeMismatch,
                       f"BSON field '{path}' is the wrong type '{type_name(v)}', "
