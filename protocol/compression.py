@@ -6,6 +6,8 @@ import zlib
 
 import cramjam
 
+from storage.vocabulary.error_codes import ErrorCode
+
 from .constants import CompressorId
 from .errors import ProtocolError
 
@@ -46,12 +48,12 @@ def decompress(compressor_id: int, data: bytes | memoryview, expected_size: int)
             n = len(data)
             out[: min(n, expected_size)] = bytes(data[:expected_size])
         else:
-            raise ProtocolError(17, "ProtocolError", f"unknown compressor id {compressor_id}")
+            raise ProtocolError(ErrorCode.ProtocolError, f"unknown compressor id {compressor_id}")
     except ProtocolError:
         raise
     except Exception as exc:  # any codec failure is malformed input
-        raise ProtocolError(17, "ProtocolError", f"could not decompress message: {exc}") from None
+        raise ProtocolError(ErrorCode.ProtocolError, f"could not decompress message: {exc}") from None
     if n != expected_size:
-        raise ProtocolError(17, "ProtocolError",
+        raise ProtocolError(ErrorCode.ProtocolError,
                             f"decompressed message size does not match the header's {expected_size}")
     return bytes(out)

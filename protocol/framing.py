@@ -16,6 +16,8 @@ from typing import Any
 
 from bson.codec_options import CodecOptions
 
+from storage.vocabulary.error_codes import ErrorCode
+
 from .constants import HEADER_SIZE, MAX_MESSAGE_SIZE
 from .errors import ProtocolError
 from .messages import Request
@@ -47,14 +49,14 @@ class MessageDecoder:
 
     def next_message(self) -> Request | None:
         if self._broken:
-            raise ProtocolError(17, "ProtocolError", "stream already failed")
+            raise ProtocolError(ErrorCode.ProtocolError, "stream already failed")
         buf = self._buf
         if len(buf) < 4:
             return None
         length = int.from_bytes(buf[:4], "little", signed=True)
         if length < HEADER_SIZE or length > self._max:
             self._broken = True
-            raise ProtocolError(17, "ProtocolError",
+            raise ProtocolError(ErrorCode.ProtocolError,
                                 f"message length {length} is outside [{HEADER_SIZE}, {self._max}]")
         if len(buf) < length:
             return None

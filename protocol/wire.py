@@ -12,6 +12,8 @@ from typing import Any
 import bson
 from bson.codec_options import CodecOptions
 
+from storage.vocabulary.error_codes import ErrorCode
+
 from . import compression
 from .checksum import crc32c
 from .constants import (
@@ -46,29 +48,29 @@ def parse_header(frame: bytes | memoryview) -> MsgHeader:
     return MsgHeader(*_HEADER.unpack_from(frame, 0))
 
 
-def _fatal(code: int, name: str, msg: str, request_id: int = 0) -> ProtocolError:
-    return ProtocolError(code, name, msg, fatal=True, request_id=request_id)
+def _fatal(code: int, msg: str, request_id: int = 0) -> ProtocolError:
+    return ProtocolError(code, msg, fatal=True, request_id=request_id)
 
 
 def _decode_doc(buf: memoryview, pos: int, end: int, codec: CodecOptions[Any],
                 request_id: int) -> tuple[dict[str, Any], int]:
     """Decode one BSON document at `pos`; the frame bounds are checked before decoding."""
     if end - pos < 5:
-        raise _fatal(17, "ProtocolError", "BSON document runs past the end of the message",
+        raise _fatal(ErrorCode.ProtocolError, "BSON document runs past the end of the message",
                      request_id)
     size = _I32.unpack_from(buf, pos)[0]
     if size < 5 or size > MAX_BSON_INTERNAL_SIZE:
-        raise ProtocolError(22, "InvalidBSON",
+        raise ProtocolError(ErrorCode.InvalidBSON,
                             f"BSONObj size: {size} (0x{size & 0xFFFFFFFF:X}) is invalid. Size must "
                             f"be between 0 and {MAX_BSON_INTERNAL_SIZE}(16MB)",
                             fatal=False, request_id=request_id)
     if pos + size > end:
-        raise _fatal(17, "ProtocolError", "BSON document runs past the end of the message",
+        raise _fatal(ErrorCode.ProtocolError, "BSON document runs past the end of the message",
                      request_id)
     try:
         doc = bson.decode(buf[pos:pos + size], codec)
     except Exception as exc:
-        raise ProtocolError(22, "InvalidBSON", f"invalid BSON in message: {exc}",
+        raise ProtocolError(ErrorCode.InvalidBSON, f"invalid BSON in message: {exc}",
                             fatal=False, request_id=request_id) from None
     return doc, pos + size
 
@@ -96,12 +98,12 @@ def parse_message(frame: bytes, codec: CodecOptions[Any] = _DEFAULT_CODEC) -> Re
     compressor_id: int | None = None
     if op_code == OpCode.OP_COMPRESSED:
         if length < HEADER_SIZE + _COMPRESSED_PREFIX.size:
-            raise _fatal(17, "ProtocolError", "OP_COMPRESSED message too short", request_id)
+            raise _fatal(ErrorCode.ProtocolError, "OP_COMPRESSED message too short", request_id)
         op_code, size, compressor_id = _COMPRESSED_PREFIX.unpack_from(frame, HEADER_SIZE)
         if size < 0 or size > MAX_MESSAGE_SIZE - HEADER_SIZE:
-            raise _fatal(17, "ProtocolError", f"invalid uncompressed size {size}", request_id)
+            raise _fatal(ErrorCode.ProtocolError, f"invalid uncompressed size {size}", request_id)
         if op_code == OpCode.OP_COMPRESSED:
-            raise _fatal(17, "ProtocolError", "nested OP_COMPRESSED", request_id)
+            raise _fatal(ErrorCode.ProtocolError, "nested OP_COMPRESSED", request_id)
         payload = compression.decompress(
             compressor_id, memoryview(frame)[HEADER_SIZE + _COMPRESSED_PREFIX.size:], size)
         frame = _HEADER.pack(size + HEADER_SIZE, request_id, _response_to, op_code) + payload
@@ -109,7 +111,7 @@ def parse_message(frame: bytes, codec: CodecOptions[Any] = _DEFAULT_CODEC) -> Re
         return _parse_op_msg(frame, request_id, compressor_id, wire_length, codec)
     if op_code == OpCode.OP_QUERY:
         return _parse_op_query(frame, request_id, compressor_id, wire_length, codec)
-    raise _fatal(17, "ProtocolError", f"unsupported opCode {op_code}", request_id)
+    raise _fatal(ErrorCode.ProtocolError, f"unsupported opCode {op_code}", request_id)
 
 
 def _parse_op_msg(frame: bytes, request_id: int, compressor_id: int | None, wire_length: int,
@@ -117,17 +119,17 @@ def _parse_op_msg(frame: bytes, request_id: int, compressor_id: int | None, wire
     buf = memoryview(frame)
     end = len(frame)
     if end < HEADER_SIZE + 4:
-        raise _fatal(17, "ProtocolError", "OP_MSG too short", request_id)
+        raise _fatal(ErrorCode.ProtocolError, "OP_MSG too short", request_id)
     flags = _U32.unpack_from(buf, HEADER_SIZE)[0]
     if flags & ~KNOWN_REQUIRED_FLAGS & REQUIRED_FLAGS_MASK:
-        raise _fatal(223, "IllegalOpMsgFlag",
+        raise _fatal(ErrorCode.IllegalOpMsgFlag,
                      f"Message contains illegal flags value: Ob{flags:032b}", request_id)
     if flags & CHECKSUM_PRESENT:
         if end < HEADER_SIZE + 8:
-            raise _fatal(17, "ProtocolError", "OP_MSG too short for its checksum", request_id)
+            raise _fatal(ErrorCode.ProtocolError, "OP_MSG too short for its checksum", request_id)
         end -= 4
         if _U32.unpack_from(buf, end)[0] != crc32c(buf[:end]):
-            raise _fatal(288, "ChecksumMismatch", "OP_MSG checksum does not match contents",
+            raise _fatal(ErrorCode.ChecksumMismatch, "OP_MSG checksum does not match contents",
                          request_id)
     pos = HEADER_SIZE + 4
     body: dict[str, Any] | None = None
@@ -137,45 +139,45 @@ def _parse_op_msg(frame: bytes, request_id: int, compressor_id: int | None, wire
         pos += 1
         if kind == 0:
             if body is not None:
-                raise ProtocolError(40430, "Location40430", "Multiple body sections in message",
+                raise ProtocolError(40430, "Multiple body sections in message",
                                     fatal=False, request_id=request_id)
             body, pos = _decode_doc(buf, pos, end, codec, request_id)
         elif kind == 1:
             if len(sequences) >= 2:
-                raise _fatal(233, "TooManyDocumentSequences",
+                raise _fatal(ErrorCode.TooManyDocumentSequences,
                              "Too many document sequences in OP_MSG", request_id)
             if end - pos < 4:
-                raise _fatal(17, "ProtocolError", "document sequence runs past the message",
+                raise _fatal(ErrorCode.ProtocolError, "document sequence runs past the message",
                              request_id)
             size = _I32.unpack_from(buf, pos)[0]
             seq_end = pos + size
             if size < 5 or seq_end > end:
-                raise _fatal(17, "ProtocolError", "document sequence runs past the message",
+                raise _fatal(ErrorCode.ProtocolError, "document sequence runs past the message",
                              request_id)
             nul = frame.find(b"\x00", pos + 4, seq_end)
             if nul < 0:
-                raise _fatal(17, "ProtocolError", "document sequence identifier not terminated",
+                raise _fatal(ErrorCode.ProtocolError, "document sequence identifier not terminated",
                              request_id)
             try:
                 name = frame[pos + 4:nul].decode()
             except UnicodeDecodeError:
-                raise _fatal(17, "ProtocolError", "document sequence identifier is not UTF-8",
+                raise _fatal(ErrorCode.ProtocolError, "document sequence identifier is not UTF-8",
                              request_id) from None
             if name in sequences:
-                raise ProtocolError(40431, "Location40431", f"Duplicate document sequence: {name}",
+                raise ProtocolError(40431, f"Duplicate document sequence: {name}",
                                     fatal=False, request_id=request_id)
             docs = _decode_sequence(buf, nul + 1, seq_end, codec, request_id)
             sequences[name] = docs
             pos = seq_end
         else:
-            raise ProtocolError(40432, "Location40432", f"Unknown section kind {kind}",
+            raise ProtocolError(40432, f"Unknown section kind {kind}",
                                 fatal=False, request_id=request_id)
     if body is None:
-        raise ProtocolError(40587, "Location40587", "OP_MSG messages must have a body",
+        raise ProtocolError(40587, "OP_MSG messages must have a body",
                             fatal=False, request_id=request_id)
     for name, docs in sequences.items():
         if name in body:
-            raise ProtocolError(40433, "Location40433",
+            raise ProtocolError(40433,
                                 f"Duplicate field between body and document sequence {name}",
                                 fatal=False, request_id=request_id)
         body[name] = docs
@@ -188,19 +190,19 @@ def _parse_op_query(frame: bytes, request_id: int, compressor_id: int | None,
     end = len(frame)
     pos = HEADER_SIZE
     if end < pos + 4:
-        raise _fatal(17, "ProtocolError", "OP_QUERY too short", request_id)
+        raise _fatal(ErrorCode.ProtocolError, "OP_QUERY too short", request_id)
     flags = _I32.unpack_from(buf, pos)[0]
     pos += 4
     nul = frame.find(b"\x00", pos, end)
     if nul < 0:
-        raise _fatal(17, "ProtocolError", "OP_QUERY collection name not terminated", request_id)
+        raise _fatal(ErrorCode.ProtocolError, "OP_QUERY collection name not terminated", request_id)
     try:
         ns = frame[pos:nul].decode()
     except UnicodeDecodeError:
-        raise _fatal(17, "ProtocolError", "OP_QUERY namespace is not UTF-8", request_id) from None
+        raise _fatal(ErrorCode.ProtocolError, "OP_QUERY namespace is not UTF-8", request_id) from None
     pos = nul + 1
     if end < pos + 8:
-        raise _fatal(17, "ProtocolError", "OP_QUERY too short", request_id)
+        raise _fatal(ErrorCode.ProtocolError, "OP_QUERY too short", request_id)
     skip, n_return = _QUERY_INTS.unpack_from(buf, pos)
     pos += 8
     query, pos = _decode_doc(buf, pos, end, codec, request_id)

@@ -34,16 +34,12 @@ from query.expressions.reducers import (
     parse_percentile_spec,
 )
 from query.expressions.registry import Fn
-from query.expressions.values import (
-    MISSING,
-    as_int,
-    int_or_long,
-    is_integral64,
-    type_name,
-    value_repr,
-)
+from query.expressions.values import as_int, int_or_long, is_integral64, value_repr
 from query.sort import compile_sort
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 __all__ = ["AccumulatorDef", "ACCUMULATORS", "compile_accumulator"]
 

@@ -22,7 +22,6 @@ from bson import ObjectId
 from bson.raw_bson import RawBSONDocument
 
 from query.match import Matcher, compile_filter
-from query.paths import MISSING
 from query.planner import QueryPlan, plan_query
 from query.projection import Projection, compile_projection
 from query.sort import SortSpec, compile_sort
@@ -30,7 +29,9 @@ from query.update import compile_update, validate_document_for_storage
 from storage.bounds import Interval as StorageInterval
 from storage.bson_order import sort_key
 from storage.bsonutil import CODEC_OPTIONS, MAX_BSON_SIZE, encode
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 __all__ = [
     "FindSpec", "PreparedFind", "prepare_find", "count_documents", "distinct_values",

@@ -19,40 +19,17 @@ walk fanned out over: that is the position the positional ``$`` operator refers 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Final
+from typing import Any
 
 from bson import DBRef
 
 from storage.errors import MongoError
+from storage.vocabulary.missing import MISSING
 
 __all__ = [
-    "MISSING", "Missing", "split_path", "is_array_index", "iter_leaves", "iter_values",
+    "split_path", "is_array_index", "iter_leaves", "iter_values",
     "get_path", "has_path", "validate_field_path",
 ]
-
-
-class Missing:
-    """The value of a path that does not exist (MongoDB's EOO). Falsy, a singleton."""
-
-    __slots__ = ()
-    _instance: Missing | None = None
-
-    def __new__(cls) -> Missing:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "MISSING"
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __reduce__(self) -> str:
-        return "MISSING"
-
-
-MISSING: Final = Missing()
 
 
 def split_path(path: str) -> tuple[str, ...]:

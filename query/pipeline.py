@@ -18,7 +18,8 @@ from typing import Any
 
 from query.context import PipelineContext
 from query.expressions.core import compile_expression, validate_user_var_name
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 # The one import cycle of query/: the stage index imports $facet, $lookup and $unionWith,
 # whose sub-pipelines are compiled by this module (they import it when they compile one).

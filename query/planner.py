@@ -56,7 +56,8 @@ from storage.bson_order import (
     sort_key,
     type_rank,
 )
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = ["Interval", "IndexInfo", "QueryPlan", "plan_query", "FULL_RANGE"]
 

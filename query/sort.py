@@ -17,10 +17,12 @@ from typing import Any, Final
 from bson import Decimal128
 
 from query.match.types import is_number
-from query.paths import MISSING, iter_leaves, validate_field_path
+from query.paths import iter_leaves, validate_field_path
 from storage.bson_order import RANK_UNDEFINED, sort_key
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
 from storage.keystring import UNDEFINED, encode_key
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 __all__ = ["SortSpec", "compile_sort", "parse_sort", "field_sort_key"]
 

@@ -21,7 +21,8 @@ import bson
 from query.context import PipelineContext
 from query.expressions.reducers import approx_size
 from storage.bsonutil import CODEC_OPTIONS, encode
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = ["SpillFile", "SizeEstimator", "external_sort", "sort_limit_error",
            "group_limit_error", "MEASURE_EVERY"]

@@ -25,7 +25,8 @@ from query.executor import (
 from query.pipeline import Pipeline, compile_pipeline, resolve_let_variables
 from storage.bson_order import values_equal
 from storage.collection import Collection
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from .collection_stats import collection_stats
 from .namespaces import resolve_namespace
@@ -99,7 +100,8 @@ def _merge(req: CommandRequest, db: str, name: str, docs: Iterable[dict[str, Any
                     if res.errors:
                         raise res.errors[0][1]
                 elif when_not_matched == "fail":
-                    raise MongoError(13113, "$merge could not find a matching document in the "
+                    raise MongoError(ErrorCode.MergeStageNoMatchingDocument,
+                                     "$merge could not find a matching document in the "
                                      "target collection for at least one document in the source "
                                      "collection")
                 continue

@@ -33,7 +33,8 @@ from typing import Any, Final
 from bson import ObjectId
 
 from storage.bsonutil import decode
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from .log import LOG
 

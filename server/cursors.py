@@ -21,7 +21,8 @@ from bson import Int64
 from bson.raw_bson import RawBSONDocument
 
 from storage.bsonutil import encode
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = ["Cursor", "CursorManager", "Runner", "DEFAULT_FIRST_BATCH"]
 

@@ -10,7 +10,8 @@ import time
 import traceback
 from typing import Any, Final
 
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from .commands import COMMANDS, Command
 from .context import CommandRequest, ConnectionState, ServerState

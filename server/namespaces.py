@@ -14,8 +14,9 @@ from typing import Any
 from storage.catalog import Catalog
 from storage.catalog_entries import CollectionEntry
 from storage.collection import Collection
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
 from storage.timeseries import TimeseriesOptions
+from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = ["BUCKETS_PREFIX", "Namespace", "TimeseriesTarget", "buckets_name",
            "describe_namespace", "namespace_kind", "raw_target", "resolve_namespace",

@@ -31,7 +31,8 @@ from storage.bounds import Interval
 from storage.bsonutil import decode
 from storage.timeseries import ReopeningQuery, TimeseriesOptions, supports_reopening_query
 from storage.timeseries.constants import CONTROL, CONTROL_MIN, META
-from storage.timeseries.metadata import MISSING, series_key
+from storage.timeseries.metadata import series_key
+from storage.vocabulary.missing import MISSING
 
 if TYPE_CHECKING:
     from .timeseries_service import TimeseriesService

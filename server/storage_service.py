@@ -22,7 +22,8 @@ from prometheus_client.core import GaugeMetricFamily
 
 from query.match import compile_filter
 from storage.catalog import Catalog
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from .log import LOG
 

@@ -18,7 +18,7 @@ from bson.datetime_ms import DatetimeMS
 
 from storage.bson_order import regex_flags_str
 
-__all__ = ["to_mongo_string", "type_name"]
+__all__ = ["to_mongo_string"]
 
 _MAX_DEPTH: Final = 100
 
@@ -110,26 +110,3 @@ def _value(v: Any, full: bool, depth: int) -> str:
 def to_mongo_string(v: Any, *, full: bool = False) -> str:
     """`v` (a document or any BSON value) in MongoDB's toString() form."""
     return _value(v, full, 0)
-
-
-_TYPE_NAMES: Final = (
-    (bool, "bool"), (Int64, "long"), (int, "int"), (float, "double"), (Decimal128, "decimal"),
-    (Code, "javascript"), (str, "string"), (DBRef, "object"), (Mapping, "object"),
-    (list, "array"), (tuple, "array"), (Binary, "binData"), (bytes, "binData"),
-    (ObjectId, "objectId"), (DatetimeMS, "date"), (Timestamp, "timestamp"), (Regex, "regex"),
-    (MinKey, "minKey"), (MaxKey, "maxKey"),
-)
-
-
-def type_name(v: Any) -> str:
-    """MongoDB's name for the BSON type of `v` (``typeName()``: "double", "string", ...)."""
-    if v is None:
-        return "null"
-    if isinstance(v, Code) and v.scope is not None:
-        return "javascriptWithScope"
-    for t, name in _TYPE_NAMES:
-        if isinstance(v, t):
-            return name
-    if type(v).__name__ == "Undefined":
-        return "undefined"
-    return type(v).__name__

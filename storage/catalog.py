@@ -41,12 +41,13 @@ from storage.catalog_entries import CollectionEntry, IndexEntry
 from storage.collection import Collection
 from storage.engine import StorageEngine, open_engine
 from storage.engine.base import IndexStore, RecordStore
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
 from storage.indexes import (
     KeyGenerator,
     PartialFilterCompiler,
     id_index_spec,
 )
+from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = [
     "Catalog",

@@ -50,7 +50,7 @@ from storage.collection_results import (
     ValidateResult,
 )
 from storage.engine.base import DuplicateKeyInIndex, KeyRange, RecordId, RecordStore
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
 from storage.indexes import (
     ID_INDEX_NAME,
     MAX_INDEXES,
@@ -60,6 +60,7 @@ from storage.indexes import (
     validate_index_spec,
 )
 from storage.keystring import UNDEFINED, encode_value
+from storage.vocabulary.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from storage.catalog import Catalog, _IndexRuntime

@@ -10,8 +10,9 @@ from dataclasses import replace
 from typing import Any
 
 from storage.bson_order import values_equal
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
 from storage.indexes import ID_INDEX_NAME, IndexSpec
+from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = ["modify_index"]
 

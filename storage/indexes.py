@@ -37,9 +37,12 @@ import bson
 from bson import Decimal128, Int64
 
 from storage.bson_order import values_equal
-from storage.bsontext import to_mongo_string, type_name
-from storage.errors import ErrorCode, MongoError
+from storage.bsontext import to_mongo_string
+from storage.errors import MongoError
 from storage.keystring import UNDEFINED, encode_key, encode_value
+from storage.vocabulary.bson_types import type_name
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 __all__ = [
     "IndexSpec",
@@ -452,13 +455,6 @@ def _same_value(a: Any, b: Any) -> bool:
 
 # --- key generation ----------------------------------------------------------------------
 
-class _Missing:
-    __slots__ = ()
-
-
-_MISSING: Final = _Missing()
-
-
 class KeySet:
     """The keys of one document for one index."""
 
@@ -490,7 +486,7 @@ class _Positional:
     elt: Any = None
     arr: Any = None
     remaining: str = ""
-    dotted: Any = _MISSING
+    dotted: Any = MISSING
 
 
 _NO_POSITIONAL: Final = _Positional()
@@ -502,7 +498,7 @@ def _array_field(arr: Sequence[Any], part: str) -> Any:
         i = int(part)
         if i < len(arr):
             return arr[i]
-    return _MISSING
+    return MISSING
 
 
 def _extract_along_path(obj: Any, path: str) -> tuple[Any, str, str]:
@@ -513,13 +509,13 @@ def _extract_along_path(obj: Any, path: str) -> tuple[Any, str, str]:
     cur = obj
     for j, part in enumerate(parts):
         if isinstance(cur, Mapping):
-            v = cur.get(part, _MISSING)
+            v = cur.get(part, MISSING)
         elif isinstance(cur, list):
             v = _array_field(cur, part)
         else:
-            return _MISSING, "", part
-        if v is _MISSING:
-            return _MISSING, "", part
+            return MISSING, "", part
+        if v is MISSING:
+            return MISSING, "", part
         if isinstance(v, list):
             return v, ".".join(parts[j + 1:]), part
         cur = v
@@ -566,8 +562,8 @@ class KeyGenerator:
         not_found = 0
         if self._top_level:
             for f in self._fields:
-                v = doc.get(f, _MISSING)
-                if v is _MISSING:
+                v = doc.get(f, MISSING)
+                if v is MISSING:
                     not_found += 1
                     v = None
                 elif isinstance(v, list):
@@ -578,17 +574,17 @@ class KeyGenerator:
                 cur: Any = doc
                 for part in parts:
                     if isinstance(cur, Mapping):
-                        cur = cur.get(part, _MISSING)
+                        cur = cur.get(part, MISSING)
                         if isinstance(cur, list):
                             return None
-                        if cur is _MISSING:
+                        if cur is MISSING:
                             break
                     elif isinstance(cur, list):
                         return None
                     else:
-                        cur = _MISSING
+                        cur = MISSING
                         break
-                if cur is _MISSING:
+                if cur is MISSING:
                     not_found += 1
                     cur = None
                 values.append(cur)
@@ -610,7 +606,7 @@ class KeyGenerator:
                 continue
             e, rest, name, nested = self._next_element(obj, positional[i], paths[i])
             paths[i] = rest
-            if e is _MISSING:
+            if e is MISSING:
                 fixed[i] = None
                 paths[i] = ""
                 not_found += 1
@@ -648,7 +644,7 @@ class KeyGenerator:
                 continue
             part = paths[i].split(".", 1)[0]
             elt = _array_field(arr, part)
-            if elt is _MISSING:
+            if elt is MISSING:
                 suffix = paths[i].count(".") + 1
                 multikey[i].add(self._path_lengths[i] - suffix - 1)
                 continue
@@ -686,4 +682,4 @@ class KeyGenerator:
             return e, rest, name, False
         if pos.has_elt:
             return pos.dotted, pos.remaining, first, isinstance(pos.elt, list)
-        return _MISSING, "", first, False
+        return MISSING, "", first, False

@@ -74,49 +74,52 @@ __all__ = [
     "prefix_successor",
     "MIN_KEY_BYTES",
     "MAX_KEY_BYTES",
+    "KS_OID",
 ]
 
-T_MINKEY: Final = 0x0A
-T_UNDEFINED: Final = 0x0C
-T_NULL: Final = 0x0E
-T_NUM_NAN: Final = 0x10
-T_NUM_NEG_INF: Final = 0x11
-T_NUM_NEG_HUGE: Final = 0x12
-T_NUM_FINITE: Final = 0x13
-T_NUM_POS_HUGE: Final = 0x14
-T_NUM_POS_INF: Final = 0x15
-T_STRING: Final = 0x1E
-T_OBJECT: Final = 0x28
-T_ARRAY: Final = 0x32
-T_BINDATA: Final = 0x3C
-T_OID: Final = 0x46
-T_FALSE: Final = 0x50
-T_TRUE: Final = 0x51
-T_DATE: Final = 0x5A
-T_TIMESTAMP: Final = 0x64
-T_REGEX: Final = 0x6E
-T_CODE: Final = 0x78
-T_CODE_W_SCOPE: Final = 0x82
-T_MAXKEY: Final = 0xF0
+# KeyString type tags: the first byte of an encoded value, chosen so that bytes sort in
+# MongoDB's type order. They are not BSON type bytes (KS_OID is 0x46, BSON's ObjectId 0x07).
+KS_MINKEY: Final = 0x0A
+KS_UNDEFINED: Final = 0x0C
+KS_NULL: Final = 0x0E
+KS_NUM_NAN: Final = 0x10
+KS_NUM_NEG_INF: Final = 0x11
+KS_NUM_NEG_HUGE: Final = 0x12
+KS_NUM_FINITE: Final = 0x13
+KS_NUM_POS_HUGE: Final = 0x14
+KS_NUM_POS_INF: Final = 0x15
+KS_STRING: Final = 0x1E
+KS_OBJECT: Final = 0x28
+KS_ARRAY: Final = 0x32
+KS_BINDATA: Final = 0x3C
+KS_OID: Final = 0x46
+KS_FALSE: Final = 0x50
+KS_TRUE: Final = 0x51
+KS_DATE: Final = 0x5A
+KS_TIMESTAMP: Final = 0x64
+KS_REGEX: Final = 0x6E
+KS_CODE: Final = 0x78
+KS_CODE_W_SCOPE: Final = 0x82
+KS_MAXKEY: Final = 0xF0
 
-_B_NUM_NAN: Final = bytes([T_NUM_NAN])
-_B_NUM_NEG_INF: Final = bytes([T_NUM_NEG_INF])
-_B_NUM_POS_INF: Final = bytes([T_NUM_POS_INF])
-_B_NUM_NEG_HUGE: Final = bytes([T_NUM_NEG_HUGE])
-_B_NUM_POS_HUGE: Final = bytes([T_NUM_POS_HUGE])
-_B_STRING: Final = bytes([T_STRING])
-_B_OBJECT: Final = bytes([T_OBJECT])
-_B_ARRAY: Final = bytes([T_ARRAY])
-_B_BINDATA: Final = bytes([T_BINDATA])
-_B_OID: Final = bytes([T_OID])
-_B_DATE: Final = bytes([T_DATE])
-_B_TIMESTAMP: Final = bytes([T_TIMESTAMP])
-_B_REGEX: Final = bytes([T_REGEX])
-_B_CODE: Final = bytes([T_CODE])
-_B_CODE_W_SCOPE: Final = bytes([T_CODE_W_SCOPE])
-_B_UNDEFINED: Final = bytes([T_UNDEFINED])
-_B_TRUE: Final = bytes([T_TRUE])
-_B_FALSE: Final = bytes([T_FALSE])
+_B_NUM_NAN: Final = bytes([KS_NUM_NAN])
+_B_NUM_NEG_INF: Final = bytes([KS_NUM_NEG_INF])
+_B_NUM_POS_INF: Final = bytes([KS_NUM_POS_INF])
+_B_NUM_NEG_HUGE: Final = bytes([KS_NUM_NEG_HUGE])
+_B_NUM_POS_HUGE: Final = bytes([KS_NUM_POS_HUGE])
+_B_STRING: Final = bytes([KS_STRING])
+_B_OBJECT: Final = bytes([KS_OBJECT])
+_B_ARRAY: Final = bytes([KS_ARRAY])
+_B_BINDATA: Final = bytes([KS_BINDATA])
+_B_OID: Final = bytes([KS_OID])
+_B_DATE: Final = bytes([KS_DATE])
+_B_TIMESTAMP: Final = bytes([KS_TIMESTAMP])
+_B_REGEX: Final = bytes([KS_REGEX])
+_B_CODE: Final = bytes([KS_CODE])
+_B_CODE_W_SCOPE: Final = bytes([KS_CODE_W_SCOPE])
+_B_UNDEFINED: Final = bytes([KS_UNDEFINED])
+_B_TRUE: Final = bytes([KS_TRUE])
+_B_FALSE: Final = bytes([KS_FALSE])
 _END: Final = b"\x00"  # end of an object or array, and of a digit string
 _STR_END: Final = b"\x00\x01"
 _INVERT: Final = bytes(255 - i for i in range(256))
@@ -153,8 +156,8 @@ class Undefined:
 
 UNDEFINED: Final = Undefined()
 
-MIN_KEY_BYTES: Final = bytes([T_MINKEY])
-MAX_KEY_BYTES: Final = bytes([T_MAXKEY])
+MIN_KEY_BYTES: Final = bytes([KS_MINKEY])
+MAX_KEY_BYTES: Final = bytes([KS_MAXKEY])
 
 
 def invert(b: bytes) -> bytes:
@@ -200,8 +203,8 @@ def _finite(d_floor: float, frac_num: int = 0, frac_den: int = 1) -> bytes:
     (u,) = _unpack_q(_pack_d(d_floor + 0.0))
     u = (u ^ _MASK64) if u >> 63 else (u | _SIGN)
     if frac_num == 0:
-        return _pack_exact(T_NUM_FINITE, u, 0)
-    return _pack_exact(T_NUM_FINITE, u, 1) + _fraction_code(frac_num, frac_den)
+        return _pack_exact(KS_NUM_FINITE, u, 0)
+    return _pack_exact(KS_NUM_FINITE, u, 1) + _fraction_code(frac_num, frac_den)
 
 
 _FINITE_ZERO: Final = _finite(0.0)
@@ -210,7 +213,7 @@ _FINITE_ZERO: Final = _finite(0.0)
 def _enc_float(v: float) -> bytes:
     if v - v == 0.0:  # finite (inf - inf and nan - nan are nan)
         (u,) = _unpack_q(_pack_d(v + 0.0))
-        return _pack_exact(T_NUM_FINITE, (u ^ _MASK64) if u >> 63 else (u | _SIGN), 0)
+        return _pack_exact(KS_NUM_FINITE, (u ^ _MASK64) if u >> 63 else (u | _SIGN), 0)
     if v != v:
         return _B_NUM_NAN
     return _B_NUM_POS_INF if v > 0 else _B_NUM_NEG_INF
@@ -219,7 +222,7 @@ def _enc_float(v: float) -> bytes:
 def _enc_int(v: int) -> bytes:
     if -_2_53 <= v <= _2_53:
         (u,) = _unpack_q(_pack_d(float(v) + 0.0))
-        return _pack_exact(T_NUM_FINITE, (u ^ _MASK64) if u >> 63 else (u | _SIGN), 0)
+        return _pack_exact(KS_NUM_FINITE, (u ^ _MASK64) if u >> 63 else (u | _SIGN), 0)
     f = float(v)
     if f == v:
         return _finite(f)
@@ -273,12 +276,12 @@ def _enc_str(v: str) -> bytes:
 
 
 _RANK_BYTE_BY_TAG: Final = {
-    T_NUM_NAN: T_NUM_FINITE,
-    T_NUM_NEG_INF: T_NUM_FINITE,
-    T_NUM_NEG_HUGE: T_NUM_FINITE,
-    T_NUM_POS_HUGE: T_NUM_FINITE,
-    T_NUM_POS_INF: T_NUM_FINITE,
-    T_TRUE: T_FALSE,
+    KS_NUM_NAN: KS_NUM_FINITE,
+    KS_NUM_NEG_INF: KS_NUM_FINITE,
+    KS_NUM_NEG_HUGE: KS_NUM_FINITE,
+    KS_NUM_POS_HUGE: KS_NUM_FINITE,
+    KS_NUM_POS_INF: KS_NUM_FINITE,
+    KS_TRUE: KS_FALSE,
 }
 
 
@@ -355,7 +358,7 @@ def _enc_code(v: Code) -> bytes:
     return _B_CODE + _str_body(str(v))
 
 
-_NULL_BYTES: Final = bytes([T_NULL])
+_NULL_BYTES: Final = bytes([KS_NULL])
 _ENCODERS: Final[dict[type, Callable[[Any], bytes]]] = {
     type(None): lambda _v: _NULL_BYTES,
     bool: _enc_bool,
@@ -430,9 +433,9 @@ def prefix_successor(prefix: bytes) -> bytes | None:
 # --- splitting keys into components ----------------------------------------------------
 
 _FIXED_BODY: Final = {
-    T_MINKEY: 0, T_UNDEFINED: 0, T_NULL: 0, T_NUM_NAN: 0, T_NUM_NEG_INF: 0,
-    T_NUM_POS_INF: 0, T_OID: 12, T_FALSE: 0, T_TRUE: 0, T_DATE: 8, T_TIMESTAMP: 8,
-    T_MAXKEY: 0,
+    KS_MINKEY: 0, KS_UNDEFINED: 0, KS_NULL: 0, KS_NUM_NAN: 0, KS_NUM_NEG_INF: 0,
+    KS_NUM_POS_INF: 0, KS_OID: 12, KS_FALSE: 0, KS_TRUE: 0, KS_DATE: 8, KS_TIMESTAMP: 8,
+    KS_MAXKEY: 0,
 }
 
 
@@ -456,30 +459,30 @@ def _skip_value(b: bytes, pos: int) -> int:
     fixed = _FIXED_BODY.get(tag)
     if fixed is not None:
         return pos + 1 + fixed
-    if tag == T_NUM_FINITE:
+    if tag == KS_NUM_FINITE:
         pos += 9
         if b[pos] == 0:
             return pos + 1
         return b.index(0, pos + 3) + 1  # marker, 2-byte zero count, digits, 0x00
-    if tag == T_NUM_POS_HUGE:
+    if tag == KS_NUM_POS_HUGE:
         return b.index(0, pos + 3) + 1
-    if tag == T_NUM_NEG_HUGE:
+    if tag == KS_NUM_NEG_HUGE:
         return b.index(0xFF, pos + 3) + 1
-    if tag in (T_STRING, T_CODE):
+    if tag in (KS_STRING, KS_CODE):
         return _skip_str(b, pos + 1)
-    if tag == T_OBJECT:
+    if tag == KS_OBJECT:
         return _skip_obj_body(b, pos + 1)
-    if tag == T_ARRAY:
+    if tag == KS_ARRAY:
         pos += 1
         while b[pos] != 0:
             pos = _skip_value(b, pos)
         return pos + 1
-    if tag == T_BINDATA:
+    if tag == KS_BINDATA:
         n = int.from_bytes(b[pos + 1 : pos + 5], "big")
         return pos + 6 + n
-    if tag == T_REGEX:
+    if tag == KS_REGEX:
         return _skip_str(b, _skip_str(b, pos + 1))
-    if tag == T_CODE_W_SCOPE:
+    if tag == KS_CODE_W_SCOPE:
         return _skip_obj_body(b, _skip_str(b, pos + 1))
     raise ValueError(f"bad key tag 0x{tag:02x} at {pos}")
 

@@ -7,17 +7,16 @@ from __future__ import annotations
 from typing import Final
 
 from storage.errors import MongoError
+from storage.vocabulary.time_units import MS_PER_DAY, UNIT_MS
 
-from .civil import MS_PER_DAY, Parts, civil_from_days, days_from_civil, days_in_month
+from .civil import Parts, civil_from_days, days_from_civil, days_in_month
 from .timezones import TimeZone
 
-__all__ = ["TIME_UNITS", "UNIT_MS", "REF_UTC_MS", "add_months", "date_add", "date_diff",
+__all__ = ["TIME_UNITS", "REF_UTC_MS", "add_months", "date_add", "date_diff",
            "date_trunc"]
 
 TIME_UNITS: Final = ("year", "quarter", "month", "week", "day", "hour", "minute", "second",
                      "millisecond")
-UNIT_MS: Final = {"millisecond": 1, "second": 1000, "minute": 60_000, "hour": 3_600_000,
-                  "day": MS_PER_DAY, "week": 7 * MS_PER_DAY}
 
 
 def add_months(y: int, m: int, amount: int) -> tuple[int, int]:

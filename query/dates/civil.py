@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["MS_PER_DAY", "MONTHS", "days_from_civil", "civil_from_days", "is_leap",
+from storage.vocabulary.time_units import MS_PER_DAY
+
+__all__ = ["MONTHS", "days_from_civil", "civil_from_days", "is_leap",
            "days_in_month", "Parts", "parts_from_local"]
 
-MS_PER_DAY: Final = 86_400_000
 MONTHS: Final = ("January", "February", "March", "April", "May", "June", "July", "August",
                  "September", "October", "November", "December")
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.time_units import MS_PER_DAY
 
-from .civil import MONTHS, MS_PER_DAY, civil_from_days, days_from_civil, days_in_month
+from .civil import MONTHS, civil_from_days, days_from_civil, days_in_month
 from .timezones import UTC_TZ, TimeZone
 
 __all__ = ["parse_date_string"]

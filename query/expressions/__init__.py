@@ -5,7 +5,8 @@ Public API::
     expr = compile_expression({"$add": ["$a", 1]}, variables_in_scope=("x",))
     expr.evaluate(doc, variables)   # -> value, or MISSING
 
-`MISSING` is the value of an absent field (distinct from None, which is BSON null).
+`MISSING` (`storage.vocabulary.missing`) is the value of an absent field (distinct from
+None, which is BSON null).
 
 This file is the index of the operator families: `registry.OPERATORS` is filled by the
 modules imported below, one per family (arithmetic, comparison, strings, arrays, sets,
@@ -31,9 +32,9 @@ from . import (  # noqa: F401  (each registers its operators)
 )
 from .core import EMPTY_VARS, Expression, Scope, compile_expression, compile_node, path_getter
 from .registry import OPERATORS
-from .values import MISSING, Missing, truthy, type_name
+from .values import truthy
 
 __all__ = [
-    "MISSING", "Missing", "Expression", "Scope", "compile_expression", "compile_node",
-    "OPERATORS", "EMPTY_VARS", "path_getter", "truthy", "type_name",
+    "Expression", "Scope", "compile_expression", "compile_node",
+    "OPERATORS", "EMPTY_VARS", "path_getter", "truthy",
 ]

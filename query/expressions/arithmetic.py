@@ -16,20 +16,19 @@ from typing import Any
 from bson import Decimal128, Int64
 from bson.datetime_ms import DatetimeMS
 
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.bson_types import INT32_MAX, INT64_MAX, INT64_MIN, type_name
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 from .core import Scope, check_arity, check_arity_range, parse_args
 from .registry import Fn, operator
 from .values import (
     DEC_CTX,
-    INT32_MAX,
-    INT64_MAX,
-    INT64_MIN,
     K_DECIMAL,
     K_DOUBLE,
     K_INT,
     K_LONG,
-    MISSING,
     fmt_double,
     int_or_long,
     is_integral,
@@ -37,7 +36,6 @@ from .values import (
     num_kind,
     to_decimal,
     to_float,
-    type_name,
 )
 
 __all__ = ["add_values", "subtract_values", "multiply_values", "divide_values", "mod_values"]

@@ -13,6 +13,9 @@ from typing import Any
 
 from query.sort import compile_sort
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 from .comparison import agg_key
 from .core import (
@@ -24,17 +27,7 @@ from .core import (
     validate_user_var_name,
 )
 from .registry import Fn, operator
-from .values import (
-    MISSING,
-    as_int,
-    is_integral,
-    is_integral64,
-    num_kind,
-    to_float,
-    truthy,
-    type_name,
-    value_repr,
-)
+from .values import as_int, is_integral, is_integral64, num_kind, to_float, truthy, value_repr
 
 __all__ = ["array_elem_at", "sort_values"]
 
@@ -224,7 +217,8 @@ def _c_range(arg: Any, scope: Scope, name: str) -> Fn:
         lo, hi = as_int(start), as_int(end)
         steps = (hi - lo) // step if (hi - lo) * step >= 0 else -1
         if steps > 64 * 1024 * 1024:
-            raise MongoError(146, "$range would use too much memory and cannot spill to disk")
+            raise MongoError(ErrorCode.ExceededMemoryLimit,
+                             "$range would use too much memory and cannot spill to disk")
         return list(range(lo, hi, step))
     return f
 

@@ -14,10 +14,12 @@ from bson.datetime_ms import DatetimeMS
 
 from storage.bson_order import sort_key
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
+from storage.vocabulary.missing import MISSING
 
 from .core import Scope, check_arity, compile_node, const_fn, parse_args
 from .registry import Fn, operator
-from .values import MISSING, truthy, type_name
+from .values import truthy
 
 __all__ = ["cmp_values", "agg_key"]
 

@@ -19,10 +19,13 @@ from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from query.dates.clock import current_now
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 from .registry import IMPLICIT_DOC_OPERATORS, IMPURE_OPERATORS, OPERATORS, Fn
-from .values import MISSING, type_name, value_repr
+from .values import value_repr
 
 __all__ = [
     "Scope", "Expression", "compile_expression",

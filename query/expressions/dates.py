@@ -17,13 +17,12 @@ from bson.datetime_ms import DatetimeMS
 from query.dates.arithmetic import (
     REF_UTC_MS,
     TIME_UNITS,
-    UNIT_MS,
     add_months,
     date_add,
     date_diff,
     date_trunc,
 )
-from query.dates.civil import MS_PER_DAY, days_from_civil
+from query.dates.civil import days_from_civil
 from query.dates.formatting import (
     FROM_STRING_SPECS,
     ISO_NO_Z,
@@ -34,7 +33,11 @@ from query.dates.formatting import (
 )
 from query.dates.parsing import parse_date_string
 from query.dates.timezones import UTC_TZ, TimeZone, get_timezone
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
+from storage.vocabulary.time_units import MS_PER_DAY, UNIT_MS
 
 from .core import (
     Scope,
@@ -46,15 +49,7 @@ from .core import (
     parse_args,
 )
 from .registry import Fn, operator
-from .values import (
-    MISSING,
-    as_int,
-    coerce_to_date_ms,
-    coercible_to_date,
-    is_integral64,
-    type_name,
-    value_repr,
-)
+from .values import as_int, coerce_to_date_ms, coercible_to_date, is_integral64, value_repr
 
 __all__ = ["parse_time_unit"]
 

@@ -9,11 +9,13 @@ from typing import Any
 from bson import Binary
 
 from storage.bsonutil import bson_size
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 from .core import Scope, check_arity, parse_args
 from .registry import Fn, operator
-from .values import MISSING, type_name
 
 
 @operator("$rand", impure=True)

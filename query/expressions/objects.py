@@ -6,10 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
+from storage.vocabulary.missing import MISSING
 
 from .core import Scope, check_arity, compile_node, parse_args
 from .registry import Fn, operator
-from .values import MISSING, type_name, value_repr
+from .values import value_repr
 
 __all__ = ["merge_objects_into"]
 

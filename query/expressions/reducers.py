@@ -14,18 +14,18 @@ from typing import Any
 
 from bson import Decimal128, Int64
 
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.bson_types import INT64_MAX, INT64_MIN
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 from .comparison import agg_key
 from .values import (
     DEC_CTX,
-    INT64_MAX,
-    INT64_MIN,
     K_DECIMAL,
     K_DOUBLE,
     K_INT,
     K_LONG,
-    MISSING,
     int_or_long,
     make_decimal,
     num_kind,

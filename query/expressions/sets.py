@@ -10,11 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
+from storage.vocabulary.missing import MISSING
 
 from .comparison import agg_key
 from .core import Scope, check_arity, parse_args
 from .registry import Fn, operator
-from .values import MISSING, truthy, type_name
+from .values import truthy
 
 
 def _ordered_unique(values: list) -> list:

@@ -19,18 +19,12 @@ from bson.datetime_ms import DatetimeMS
 from query.dates.formatting import format_iso_utc
 from storage.bson_order import regex_flags_str
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
+from storage.vocabulary.missing import MISSING
 
 from .core import Scope, check_arity, check_arity_range, compile_node, const_fn, parse_args
 from .registry import Fn, operator
-from .values import (
-    MISSING,
-    fmt_double,
-    is_integral,
-    num_kind,
-    to_float,
-    type_name,
-    value_repr,
-)
+from .values import fmt_double, is_integral, num_kind, to_float, value_repr
 
 __all__ = ["coerce_to_string", "compile_regex", "ascii_upper", "ascii_lower"]
 

@@ -18,20 +18,25 @@ from bson.datetime_ms import DatetimeMS
 
 from query.dates.formatting import format_iso_utc
 from query.dates.parsing import parse_date_string
-from storage.errors import ErrorCode, MongoError
-
-from .core import Scope, check_arity, compile_node, const_value, is_const, parse_args
-from .registry import Fn, operator
-from .values import (
+from storage.errors import MongoError
+from storage.vocabulary.bson_types import (
     INT32_MAX,
     INT32_MIN,
     INT64_MAX,
     INT64_MIN,
+    TYPE_ALIASES,
+    type_name,
+)
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
+
+from .core import Scope, check_arity, compile_node, const_value, is_const, parse_args
+from .registry import Fn, operator
+from .values import (
     K_DECIMAL,
     K_DOUBLE,
     K_INT,
     K_LONG,
-    MISSING,
     fmt_double,
     is_integral,
     make_decimal,
@@ -39,19 +44,14 @@ from .values import (
     to_decimal,
     to_float,
     truthy,
-    type_name,
 )
 
 __all__ = ["convert_value", "format_double_shortest"]
 
 _CF = ErrorCode.ConversionFailure
 
-# BSON type codes accepted by $convert's numeric 'to'.
-_TYPE_CODES: Final = {1: "double", 2: "string", 3: "object", 4: "array", 5: "binData",
-                      6: "undefined", 7: "objectId", 8: "bool", 9: "date", 10: "null",
-                      11: "regex", 12: "dbPointer", 13: "javascript", 14: "symbol",
-                      15: "javascriptWithScope", 16: "int", 17: "timestamp", 18: "long",
-                      19: "decimal", -1: "minKey", 127: "maxKey"}
+# $convert's 'to' given as a number: the $type number -> its alias.
+_TYPE_CODES: Final = {number: name for name, number in TYPE_ALIASES.items()}
 _TYPE_NAMES: Final = set(_TYPE_CODES.values())
 
 _FLOAT_RE = re.compile(r"[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)\Z")

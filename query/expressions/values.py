@@ -14,50 +14,23 @@ import math
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final
 
-from bson import Code, DBRef, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
-from bson.binary import Binary
+from bson import Decimal128, Int64, ObjectId, Timestamp
 from bson.datetime_ms import DatetimeMS
 from bson.decimal128 import create_decimal128_context
 
 from query.dates.formatting import format_iso_utc
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, type_name
+from storage.vocabulary.missing import MISSING
 
 __all__ = [
-    "MISSING", "Missing", "DEC_CTX", "INT32_MIN", "INT32_MAX", "INT64_MIN", "INT64_MAX",
-    "type_name", "is_number", "num_kind", "K_INT", "K_LONG", "K_DOUBLE", "K_DECIMAL",
+    "DEC_CTX",
+    "is_number", "num_kind", "K_INT", "K_LONG", "K_DOUBLE", "K_DECIMAL",
     "int_or_long", "to_decimal", "make_decimal", "to_float", "truthy", "nullish",
     "is_integral", "is_integral64", "as_int", "coerce_to_date_ms", "coercible_to_date",
     "value_repr", "is_nan", "from_decimal_result", "fmt_double",
 ]
 
-
-class Missing:
-    """The value of a field that does not exist; never stored, never equal to None."""
-
-    __slots__ = ()
-    _instance: Missing | None = None
-
-    def __new__(cls) -> Missing:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __repr__(self) -> str:
-        return "MISSING"
-
-    def __reduce__(self) -> str:
-        return "MISSING"
-
-
-MISSING: Final = Missing()
-
-INT32_MIN: Final = -(2**31)
-INT32_MAX: Final = 2**31 - 1
-INT64_MIN: Final = -(2**63)
-INT64_MAX: Final = 2**63 - 1
 
 # Decimal128's arithmetic context (34 digits, half-even, exponent range of the format).
 DEC_CTX: Final = create_decimal128_context()
@@ -68,60 +41,6 @@ K_INT: Final = 0
 K_LONG: Final = 1
 K_DOUBLE: Final = 2
 K_DECIMAL: Final = 3
-
-_TYPE_NAMES: Final[dict[type, str]] = {
-    float: "double",
-    str: "string",
-    dict: "object",
-    list: "array",
-    bytes: "binData",
-    Binary: "binData",
-    ObjectId: "objectId",
-    bool: "bool",
-    DatetimeMS: "date",
-    type(None): "null",
-    Regex: "regex",
-    Int64: "long",
-    Decimal128: "decimal",
-    Timestamp: "timestamp",
-    MinKey: "minKey",
-    MaxKey: "maxKey",
-    DBRef: "object",
-    tuple: "array",
-}
-
-
-def type_name(v: Any) -> str:
-    """MongoDB's name for the BSON type of `v` (what `$type` returns)."""
-    if v is MISSING:
-        return "missing"
-    t = type(v)
-    if t is int:
-        return "int" if INT32_MIN <= v <= INT32_MAX else "long"
-    name = _TYPE_NAMES.get(t)
-    if name is not None:
-        return name
-    if isinstance(v, bool):
-        return "bool"
-    if isinstance(v, Int64):
-        return "long"
-    if isinstance(v, int):
-        return "int" if INT32_MIN <= v <= INT32_MAX else "long"
-    if isinstance(v, Code):
-        return "javascriptWithScope" if v.scope is not None else "javascript"
-    if isinstance(v, dict):
-        return "object"
-    if isinstance(v, list | tuple):
-        return "array"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, bytes | Binary):
-        return "binData"
-    import re
-    if isinstance(v, re.Pattern):
-        return "regex"
-    return "unknown"
-
 
 def num_kind(v: Any) -> int:
     """K_INT/K_LONG/K_DOUBLE/K_DECIMAL for a number, -1 for anything else (bool included)."""

@@ -13,10 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from query.match.compiler import MatchDetails, Node, expr_truthy, parse_filter
-from query.match.types import bson_type_code, bson_type_name
 
-__all__ = ["Matcher", "MatchDetails", "Node", "compile_filter", "bson_type_code",
-           "bson_type_name", "expr_truthy"]
+__all__ = ["Matcher", "MatchDetails", "Node", "compile_filter", "expr_truthy"]
 
 
 class Matcher:

@@ -25,8 +25,10 @@ from bson import DBRef, Decimal128, Int64
 from query.match import values as V
 from query.match.regex import is_regex_value, regex_parts
 from query.match.types import is_number
-from query.paths import MISSING, iter_leaves, split_path
-from storage.errors import ErrorCode, MongoError
+from query.paths import iter_leaves, split_path
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 __all__ = ["Node", "MatchDetails", "parse_filter", "TOP", "DOC", "SUB"]
 

@@ -21,16 +21,7 @@ from bson import Decimal128, Int64, Regex
 from bson.binary import Binary
 
 from query.match.regex import compile_regex, is_regex_value, regex_parts
-from query.match.types import (
-    INT32_MAX,
-    INT32_MIN,
-    INT64_MAX,
-    INT64_MIN,
-    TYPE_ALIASES,
-    bson_type_code,
-    is_number,
-)
-from query.paths import MISSING
+from query.match.types import is_number
 from storage.bson_order import (
     RANK_MAXKEY,
     RANK_MINKEY,
@@ -40,7 +31,18 @@ from storage.bson_order import (
     sort_key,
     type_rank,
 )
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.bson_types import (
+    INT32_MAX,
+    INT32_MIN,
+    INT64_MAX,
+    INT64_MIN,
+    TYPE_ALIASES,
+    BsonType,
+    bson_type,
+)
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 __all__ = [
     "Pred", "eq_pred", "cmp_pred", "in_pred", "regex_pred", "exists_pred", "type_pred",
@@ -208,7 +210,7 @@ def parse_type_codes(arg: Any, name: str = "$type") -> frozenset[int]:
     for item in items:
         if isinstance(item, str):
             if item == "number":
-                codes.update((1, 16, 18, 19))
+                codes.update((BsonType.DOUBLE, BsonType.INT32, BsonType.INT64, BsonType.DECIMAL128))
                 continue
             code = TYPE_ALIASES.get(item)
             if code is None:
@@ -233,8 +235,9 @@ _VALID_CODES: Final = frozenset(TYPE_ALIASES.values())
 
 
 def type_pred(arg: Any) -> Pred:
-    codes = parse_type_codes(arg)
-    return lambda v: v is not MISSING and bson_type_code(v) in codes
+    # $type numbers are type bytes except minKey's -1
+    types = frozenset(BsonType.MIN_KEY if c == -1 else BsonType(c) for c in parse_type_codes(arg))
+    return lambda v: v is not MISSING and bson_type(v) in types
 
 
 def size_pred(arg: Any) -> Pred:

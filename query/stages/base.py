@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from query.context import PipelineContext
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = ["Stage", "Env", "STAGES", "StageCompiler", "register_stage", "compile_stage",
            "FIRST_STAGE_ONLY", "LAST_STAGE_ONLY"]

@@ -16,17 +16,18 @@ from query.context import PipelineContext
 from query.expressions.core import Scope, compile_node
 from query.expressions.registry import Fn
 from query.expressions.values import (
-    MISSING,
     as_int,
     int_or_long,
     is_integral64,
     num_kind,
     truthy,
-    type_name,
     value_repr,
 )
 from query.match import compile_filter
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 from .base import Env, Stage, register_stage
 

@@ -15,17 +15,12 @@ from query.expressions.comparison import agg_key
 from query.expressions.core import Scope, compile_node, const_value, is_const
 from query.expressions.reducers import Tracker
 from query.expressions.registry import Fn
-from query.expressions.values import (
-    MISSING,
-    int_or_long,
-    is_integral,
-    num_kind,
-    to_float,
-    type_name,
-    value_repr,
-)
+from query.expressions.values import int_or_long, is_integral, num_kind, to_float, value_repr
 from storage.bson_order import type_rank
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 from .base import Env, Stage, register_stage
 from .group import GroupStage, parse_accumulator_fields

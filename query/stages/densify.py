@@ -13,15 +13,11 @@ from query.dates.arithmetic import TIME_UNITS, date_add
 from query.dates.timezones import UTC_TZ
 from query.expressions.arithmetic import add_values
 from query.expressions.comparison import agg_key
-from query.expressions.values import (
-    MISSING,
-    as_int,
-    is_integral64,
-    num_kind,
-    type_name,
-    value_repr,
-)
-from storage.errors import ErrorCode, MongoError
+from query.expressions.values import as_int, is_integral64, num_kind, value_repr
+from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 from .base import Env, Stage, register_stage
 from .basic import validate_field_path

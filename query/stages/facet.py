@@ -6,8 +6,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from query.context import PipelineContext
-from query.expressions.values import type_name, value_repr
+from query.expressions.values import value_repr
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
 
 from .base import Env, Stage, register_stage
 

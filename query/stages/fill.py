@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from query.context import PipelineContext
-from query.expressions.values import type_name
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
+from storage.vocabulary.error_codes import ErrorCode
 
 from .base import Stage, register_stage
 from .basic import AddFieldsStage

@@ -25,10 +25,11 @@ from query.context import PipelineContext
 from query.expressions.core import Scope, compile_node
 from query.expressions.reducers import Tracker, approx_size
 from query.expressions.registry import Fn
-from query.expressions.values import MISSING
 from query.spill import SpillFile, group_limit_error
 from storage.bson_order import sort_key
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 from .base import Env, Stage, register_stage
 from .sort import SortStage

@@ -15,8 +15,11 @@ from typing import Any
 from query.context import PipelineContext
 from query.expressions.core import Scope, compile_node, validate_user_var_name
 from query.expressions.registry import Fn
-from query.expressions.values import MISSING, type_name, value_repr
-from storage.errors import ErrorCode, MongoError
+from query.expressions.values import value_repr
+from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 from .base import Env, Stage, register_stage
 from .basic import validate_field_path

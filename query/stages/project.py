@@ -20,8 +20,9 @@ from typing import Any, Final
 from query.context import PipelineContext
 from query.expressions.core import Scope, compile_node
 from query.expressions.registry import OPERATORS, Fn
-from query.expressions.values import MISSING, num_kind, truthy
+from query.expressions.values import num_kind, truthy
 from storage.errors import MongoError
+from storage.vocabulary.missing import MISSING
 
 from .base import Env, Stage, register_stage
 from .basic import remove_path

@@ -12,11 +12,13 @@ from query.expressions.comparison import agg_key
 from query.expressions.core import Scope, compile_node
 from query.expressions.reducers import approx_size
 from query.expressions.registry import Fn
-from query.expressions.values import MISSING, type_name
 from query.spill import external_sort
 from query.window.bounds import Partition
 from query.window.functions import WindowFunction, parse_window_function
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 from .base import Env, Stage, register_stage
 from .basic import validate_field_path

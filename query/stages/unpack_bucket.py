@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from query.context import PipelineContext
-from query.match import bson_type_name
 from storage.errors import MongoError
 from storage.timeseries import BucketSpec, unpack_bucket
+from storage.vocabulary.bson_types import type_name
 
 from .base import Env, Stage, register_stage
 
@@ -27,17 +27,13 @@ _BOOL_FLAGS = {"assumeNoMixedSchemaData": 6067202, "includeMinTimeAsMetadata": 6
                "fixedBuckets": 7823300}
 
 
-def _type_name(v: Any) -> str:
-    return bson_type_name(v)
-
-
 class UnpackBucketStage(Stage):
     name = "$_internalUnpackBucket"
 
     def __init__(self, spec: Any) -> None:
         if type(spec) is not dict:
             raise MongoError(5346500, "$_internalUnpackBucket specification must be an object, "
-                             f"got: {_type_name(spec)}")
+                             f"got: {type_name(spec)}")
         time_field: str | None = None
         meta_field: str | None = None
         span: int | None = None
@@ -51,11 +47,11 @@ class UnpackBucketStage(Stage):
                                      "one of include/exclude parameters to be specified")
                 if type(value) is not list:
                     raise MongoError(5346501, "include or exclude field must be an array, got: "
-                                     f"{_type_name(value)}")
+                                     f"{type_name(value)}")
                 for item in value:
                     if type(item) is not str:
                         raise MongoError(5346502, "include or exclude field element must be a "
-                                         f"string, got: {_type_name(item)}")
+                                         f"string, got: {type_name(item)}")
                     if "." in item:
                         raise MongoError(5346503, "include or exclude field element must be a "
                                          "single-element field path")
@@ -65,12 +61,12 @@ class UnpackBucketStage(Stage):
             elif key == "timeField":
                 if type(value) is not str:
                     raise MongoError(5346504, "timeField field must be a string, got: "
-                                     f"{_type_name(value)}")
+                                     f"{type_name(value)}")
                 time_field = value
             elif key == "metaField":
                 if type(value) is not str:
                     raise MongoError(5346505, "metaField field must be a string, got: "
-                                     f"{_type_name(value)}")
+                                     f"{type_name(value)}")
                 if "." in value:
                     raise MongoError(5545700, "metaField field must be a single-element field "
                                      "path")
@@ -78,7 +74,7 @@ class UnpackBucketStage(Stage):
             elif key == "bucketMaxSpanSeconds":
                 if type(value) is not int:
                     raise MongoError(5510600, "bucketMaxSpanSeconds field must be an integer, "
-                                     f"got: {_type_name(value)}")
+                                     f"got: {type_name(value)}")
                 if value <= 0:
                     raise MongoError(5510601, "bucketMaxSpanSeconds field must be greater than "
                                      "zero")
@@ -86,7 +82,7 @@ class UnpackBucketStage(Stage):
             elif key in _BOOL_FLAGS:
                 if type(value) is not bool:
                     raise MongoError(_BOOL_FLAGS[key], f"{key} field must be a bool, got: "
-                                     f"{_type_name(value)}")
+                                     f"{type_name(value)}")
             else:
                 raise MongoError(5346506,
                                  f"unrecognized parameter to $_internalUnpackBucket: {key}")

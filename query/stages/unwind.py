@@ -10,8 +10,10 @@ from typing import Any
 from bson import Int64
 
 from query.context import PipelineContext
-from query.expressions.values import MISSING, type_name, value_repr
+from query.expressions.values import value_repr
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
+from storage.vocabulary.missing import MISSING
 
 from .base import Env, Stage, register_stage
 from .basic import validate_field_path

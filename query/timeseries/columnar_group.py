@@ -41,7 +41,7 @@ from bson.datetime_ms import DatetimeMS
 
 from query.accumulators import Accumulator, AvgAcc, SumAcc, approx_size
 from query.context import PipelineContext
-from query.expressions.values import K_DOUBLE, K_LONG, MISSING
+from query.expressions.values import K_DOUBLE, K_LONG
 from query.match import Matcher, compile_filter
 from query.pipeline import compile_pipeline
 from query.stages.group import GroupStage, group_key
@@ -52,6 +52,9 @@ from storage.errors import MongoError
 from storage.timeseries import BucketSpec, TimeseriesOptions, unpack_columns
 from storage.timeseries.constants import CONTROL, CONTROL_COUNT, CONTROL_MAX, CONTROL_MIN, META
 from storage.timeseries.unpack import numeric_bucket
+from storage.vocabulary.bson_types import BsonType
+from storage.vocabulary.missing import MISSING
+from storage.vocabulary.time_units import UNIT_MS
 
 from .scan import BucketScan
 
@@ -61,15 +64,13 @@ STATS: Counter[str] = Counter()
 
 # BSON type bytes as NumericColumn.types holds them; 0 = missing (or null: every supported
 # accumulator treats null as missing).
-T_DOUBLE: Final = 1
-T_BOOL: Final = 8
-T_DATE: Final = 9
-T_INT32: Final = 16
-T_INT64: Final = 18
+T_DOUBLE: Final = int(BsonType.DOUBLE)
+T_BOOL: Final = int(BsonType.BOOL)
+T_DATE: Final = int(BsonType.DATE)
+T_INT32: Final = int(BsonType.INT32)
+T_INT64: Final = int(BsonType.INT64)
 
 _REF_UTC_MS: Final = 946_684_800_000  # $dateTrunc's reference point, 2000-01-01T00:00:00Z
-_UNIT_MS: Final = {"millisecond": 1, "second": 1000, "minute": 60_000, "hour": 3_600_000,
-                   "day": 86_400_000}
 _EXACT: Final = 1 << 53      # integers a double holds exactly
 _SAFE_TIME: Final = 1 << 60  # times whose bin arithmetic cannot overflow int64
 _DAY_RANGE: Final = (-62_135_596_800_000, 253_402_300_799_999)  # years 1..9999
@@ -212,12 +213,13 @@ def _id_shape(spec: Any, tf: str, mf: str | None) -> tuple[bool, int | None]:
 def _trunc_size(arg: Any, tf: str) -> int:
     if type(arg) is not dict or set(arg) - {"date", "unit", "binSize"}:
         raise _Decline  # timezone, startOfWeek
-    if arg.get("date") != "$" + tf or arg.get("unit") not in _UNIT_MS:
+    # a week bin starts on startOfWeek, not at a multiple of seven days from the epoch
+    if arg.get("date") != "$" + tf or arg.get("unit") not in UNIT_MS or arg["unit"] == "week":
         raise _Decline
     bs = arg.get("binSize", 1)
     if type(bs) not in (int, Int64) or int(bs) <= 0:
         raise _Decline
-    size = int(bs) * _UNIT_MS[arg["unit"]]
+    size = int(bs) * UNIT_MS[arg["unit"]]
     if size >= _SAFE_TIME:
         raise _Decline
     return size

@@ -17,7 +17,7 @@ from typing import Any, Final
 from bson import Decimal128, Int64
 from bson.decimal128 import create_decimal128_context
 
-from query.match.types import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
+from storage.vocabulary.bson_types import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 
 __all__ = ["arith", "zero_like", "ArithOverflow"]
 

@@ -21,12 +21,15 @@ from bson import ObjectId, Timestamp
 from bson.datetime_ms import DatetimeMS
 
 from query.match import Matcher, compile_filter
-from query.paths import MISSING, is_array_index
+from query.paths import is_array_index
 from query.update.ops import MODIFIERS, Leaf, get_place, make_leaf, rename_leaves, set_place
 from query.update.upsert import upsert_seed
 from query.update.validate import check_id_for_storage, check_replacement
-from query.update.values import identical, short_repr, type_name
-from storage.errors import ErrorCode, MongoError
+from query.update.values import identical, short_repr
+from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 __all__ = ["Update", "ApplyContext", "compile_update"]
 

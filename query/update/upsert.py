@@ -12,7 +12,8 @@ import copy
 from typing import Any
 
 from query.match.regex import is_regex_value
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = ["upsert_seed"]
 

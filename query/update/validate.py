@@ -14,7 +14,8 @@ from typing import Any
 
 from bson import Regex
 
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = ["validate_document_for_storage", "check_replacement", "check_id_for_storage"]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from query.match.types import bson_type_code, bson_type_name
 from storage.bson_order import sort_key
+from storage.vocabulary.bson_types import bson_type
 
-__all__ = ["identical", "short_repr", "type_name"]
+__all__ = ["identical", "short_repr"]
 
 
 def identical(a: Any, b: Any) -> bool:
@@ -26,7 +26,7 @@ def identical(a: Any, b: Any) -> bool:
         return True
     if ta is list and tb is list:
         return len(a) == len(b) and all(identical(x, y) for x, y in zip(a, b))
-    if bson_type_code(a) != bson_type_code(b):
+    if bson_type(a) is not bson_type(b):
         return False
     if ta is float and tb is float:
         # -0.0 and 0.0 differ in bytes; NaN is identical to NaN
@@ -35,10 +35,6 @@ def identical(a: Any, b: Any) -> bool:
         return sort_key(a) == sort_key(b)
     except TypeError:
         return a == b
-
-
-def type_name(v: Any) -> str:
-    return bson_type_name(v)
 
 
 def short_repr(v: Any) -> str:

@@ -23,10 +23,11 @@ from query.expressions.values import (
     num_kind,
     to_decimal,
     to_float,
-    type_name,
     value_repr,
 )
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
+from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = ["WindowBounds", "UNBOUNDED", "CURRENT", "parse_window", "Partition"]
 

@@ -27,25 +27,24 @@ from query.expressions.registry import Fn
 from query.expressions.values import (
     DEC_CTX,
     K_DECIMAL,
-    MISSING,
     as_int,
     is_integral64,
     make_decimal,
     num_kind,
     to_decimal,
     to_float,
-    type_name,
     value_repr,
 )
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
+from storage.vocabulary.time_units import UNIT_MS
 
 from .bounds import UNBOUNDED, Partition, WindowBounds, parse_window
 from .sliders import SLIDERS, NumMinMaxSlider, finite_floats, float_slide, plain_numbers, slide
 
 __all__ = ["WindowFunction", "parse_window_function", "WINDOW_FUNCTION_NAMES"]
-
-_UNIT_MS: Final = {"millisecond": 1, "second": 1000, "minute": 60_000, "hour": 3_600_000,
-                   "day": 86_400_000, "week": 7 * 86_400_000}
 
 
 class WindowFunction:
@@ -309,7 +308,7 @@ class DerivativeFunction(WindowFunction):
                                      f"{type_name(y)}")
             dt = ts[b] - ts[a]
             if self.unit is not None:
-                dt = dt / _UNIT_MS[self.unit]
+                dt = dt / UNIT_MS[self.unit]
             if dt == 0:
                 out.append(None)
                 continue
@@ -351,7 +350,7 @@ class IntegralFunction(WindowFunction):
             i0, i1 = pts[k - 1], pts[k]
             dt = ts[i1] - ts[i0]
             if self.unit is not None:
-                dt = dt / _UNIT_MS[self.unit]
+                dt = dt / UNIT_MS[self.unit]
             area = dt * (to_float(vals[i0]) + to_float(vals[i1])) / 2.0
             prefix.append(prefix[-1] + area)
         out: list[Any] = []
@@ -381,7 +380,7 @@ WINDOW_FUNCTION_NAMES: Final = tuple(sorted(set(ACCUMULATORS) | set(_NO_WINDOW) 
 def _parse_unit(unit: Any, op: str) -> str | None:
     if unit is MISSING:
         return None
-    if type(unit) is not str or unit not in _UNIT_MS:
+    if type(unit) is not str or unit not in UNIT_MS:
         if type(unit) is str and unit in ("month", "quarter", "year"):
             raise MongoError(5490710, "unit must be 'week' or smaller")
         raise _fail(f"{op} 'unit' must be a time unit string, found {value_repr(unit)}")

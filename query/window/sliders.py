@@ -18,17 +18,16 @@ from bson import Decimal128, Int64
 from query.expressions.comparison import agg_key
 from query.expressions.values import (
     DEC_CTX,
-    INT64_MAX,
-    INT64_MIN,
     K_DOUBLE,
     K_INT,
     K_LONG,
-    MISSING,
     int_or_long,
     make_decimal,
     num_kind,
     to_float,
 )
+from storage.vocabulary.bson_types import INT64_MAX, INT64_MIN
+from storage.vocabulary.missing import MISSING
 
 __all__ = ["SLIDERS", "slide", "float_slide", "plain_numbers", "finite_floats",
            "NumMinMaxSlider"]

@@ -13,31 +13,16 @@ from typing import Any
 
 from bson import Decimal128, Int64
 
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
+from storage.vocabulary.error_codes import ErrorCode
 
 from ..generic_args import GENERIC_ARGUMENTS
 
 __all__ = [
-    "bson_type_name", "check_fields", "get_bool", "get_int", "get_str", "get_doc", "get_list",
+    "check_fields", "get_bool", "get_int", "get_str", "get_doc", "get_list",
     "require", "namespace_arg",
 ]
-
-_TYPE_NAMES = {
-    float: "double", str: "string", dict: "object", list: "array", bytes: "binData",
-    bool: "bool", type(None): "null", int: "int", Int64: "long", Decimal128: "decimal",
-}
-
-
-def bson_type_name(v: Any) -> str:
-    name = _TYPE_NAMES.get(type(v))
-    if name is not None:
-        return name
-    from storage.bson_order import type_rank  # local: only needed for unusual types
-
-    rank = type_rank(v)
-    return {35: "objectId", 45: "date", 47: "timestamp", 50: "regex", 30: "binData",
-            -1: "minKey", 100: "maxKey", 60: "javascript", 65: "javascriptWithScope"}.get(
-        rank, type(v).__name__)
 
 
 def check_fields(body: dict[str, Any], command: str, allowed: Iterable[str]) -> None:
@@ -52,7 +37,7 @@ def check_fields(body: dict[str, Any], command: str, allowed: Iterable[str]) -> 
 def _wrong_type(command: str, field: str, value: Any, expected: str) -> MongoError:
     return MongoError(ErrorCode.TypeMismatch,
                       f"BSON field '{command}.{field}' is the wrong type "
-                      f"'{bson_type_name(value)}', expected type{'s' if ',' in expected else ''} "
+                      f"'{type_name(value)}', expected type{'s' if ',' in expected else ''} "
                       f"'{expected}'")
 
 
@@ -121,7 +106,7 @@ def namespace_arg(body: dict[str, Any], command: str) -> str:
     v = body[command]
     if not isinstance(v, str):
         raise MongoError(ErrorCode.InvalidNamespace,
-                         f"collection name has invalid type {bson_type_name(v)}")
+                         f"collection name has invalid type {type_name(v)}")
     if not v:
         raise MongoError(ErrorCode.InvalidNamespace, f"Invalid namespace specified '{v}'")
     return v

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from query.match import compile_filter
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from ..log import LOG
 from ..namespaces import BUCKETS_PREFIX

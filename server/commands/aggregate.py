@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from query.executor import FindSpec, prepare_find
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from ..aggregation import build_context, run_pipeline
 from ..context import CommandRequest

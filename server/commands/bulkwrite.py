@@ -17,8 +17,9 @@ from query.executor import (
     delete_matching,
     prepare_document_for_insert,
 )
-from query.paths import MISSING
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 from ..context import CommandRequest
 from ..namespaces import namespace_kind

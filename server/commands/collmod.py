@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from query.match import compile_filter
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
 from storage.index_options import modify_index
+from storage.vocabulary.error_codes import ErrorCode
 
 from ..context import CommandRequest
 from ..namespaces import resolve_namespace

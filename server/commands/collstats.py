@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from ..collection_stats import collection_stats
 from ..context import CommandRequest

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from query.match import compile_filter
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from ..context import CommandRequest
 from ..timeseries.ddl import create_timeseries

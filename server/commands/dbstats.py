@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from ..context import CommandRequest
 from ._args import check_fields, get_int

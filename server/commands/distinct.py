@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from query.executor import distinct_values
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from ..context import CommandRequest
 from ..namespaces import raw_target, resolve_namespace

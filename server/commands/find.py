@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from query.executor import FindSpec, explain_find, prepare_find, run_find
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from ..context import CommandRequest
 from ..cursors import DEFAULT_FIRST_BATCH, first_batch_limit, take_batch

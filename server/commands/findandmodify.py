@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from query.executor import UpdateStatement, apply_update_statement, delete_matching
-from query.paths import MISSING
 from query.projection import compile_projection
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 from ..context import CommandRequest
 from ..namespaces import namespace_kind

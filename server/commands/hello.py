@@ -17,7 +17,8 @@ from bson.datetime_ms import DatetimeMS
 
 from protocol import COMPRESSOR_NAMES, MAX_BSON_SIZE, MAX_MESSAGE_SIZE, MAX_WRITE_BATCH_SIZE
 from protocol.compression import SUPPORTED
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from ..context import CommandRequest
 from ..log import LOG
@@ -66,8 +67,8 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     conn = req.conn
     if "client" in body:
         if conn.handshake_done and conn.client_metadata is not None:
-            raise MongoError(186, "The client metadata document may only be sent in the first "
-                             "hello")
+            raise MongoError(ErrorCode.ClientMetadataCannotBeMutated,
+                             "The client metadata document may only be sent in the first hello")
         client = body["client"]
         if not isinstance(client, dict):
             raise MongoError(ErrorCode.TypeMismatch, "'client' field must be an object")

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from query.executor import check_size, prepare_document_for_insert
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from ..context import CommandRequest
 from ..namespaces import raw_target, resolve_namespace

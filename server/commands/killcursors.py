@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from ..context import CommandRequest
 from ._args import check_fields, get_list, namespace_arg

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from query.executor import apply_update_statement
-from query.paths import MISSING
 from storage.errors import MongoError
+from storage.vocabulary.missing import MISSING
 
 from ..context import CommandRequest
 from ..namespaces import raw_target, resolve_namespace

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from query.executor import UpdateStatement
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = ["DELETE_STATEMENT_FIELDS", "UPDATE_STATEMENT_FIELDS", "parse_delete_statement",
            "parse_update_statement"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
 from storage.timeseries import (
     TimeseriesOptions,
     buckets_collection_options,
@@ -15,6 +15,7 @@ from storage.timeseries import (
     parse_expire_after_seconds,
     parse_timeseries_options,
 )
+from storage.vocabulary.error_codes import ErrorCode
 
 from ..namespaces import buckets_name, resolve_namespace
 from .service import timeseries_service

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
 from storage.timeseries import bucket_index_spec, drop_index_key, timeseries_index_spec
+from storage.vocabulary.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from ..context import CommandRequest

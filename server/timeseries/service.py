@@ -20,7 +20,7 @@ from prometheus_client.metrics_core import Metric
 from query.timeseries.read_plan import TimeseriesRead, TimeseriesReadPaths
 from storage.catalog import Catalog
 from storage.collection import Collection
-from storage.keystring import T_OID
+from storage.keystring import KS_OID
 from storage.timeseries import BucketCatalog, BucketWrite, TimeseriesParameters
 from storage.timeseries.bucket_id import date_outside_standard_range
 
@@ -201,7 +201,7 @@ def may_hold_extended_range(buckets: Collection) -> bool:
     if first is None:
         return False
     last = next(buckets.index_entries("_id_", reverse=True))
-    if first[1][0] != T_OID or last[1][0] != T_OID:
+    if first[1][0] != KS_OID or last[1][0] != KS_OID:
         return True
     return bool(last[1][1] & 0x80)
 

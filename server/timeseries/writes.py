@@ -8,10 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from query.executor import FindSpec, UpdateStatement, matching, prepare_find
 from query.match import compile_filter
-from query.paths import MISSING
 from query.update import compile_update
 from storage.bsonutil import decode
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
 from storage.timeseries import (
     BucketCatalog,
     BucketSpec,
@@ -20,6 +19,8 @@ from storage.timeseries import (
     rebuild_bucket,
     unpack_bucket,
 )
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 from ..bucket_writes import write_buckets
 from ..parsing.write_statements import parse_delete_statement, parse_update_statement

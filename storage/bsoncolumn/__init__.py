@@ -9,12 +9,11 @@ See README.md in this directory for the format.
 
 from .api import compress, decompress
 from .blocks import NotNumericColumn, NumericColumn, decode_numeric
-from .builder import MISSING, BinaryDiff, BSONColumnBuilder
+from .builder import BinaryDiff, BSONColumnBuilder
 from .errors import BSONColumnError
 from .reader import BSONColumn, decompress_paths
 
 __all__ = [
-    "MISSING",
     "BSONColumn",
     "BSONColumnBuilder",
     "BSONColumnError",

@@ -30,6 +30,7 @@ from bson import Int64, ObjectId
 from bson.datetime_ms import DatetimeMS
 
 from storage.bsonutil import CODEC_OPTIONS
+from storage.vocabulary.missing import MISSING
 
 from .control import is_literal
 from .decoder import decode_with_anchor
@@ -60,34 +61,10 @@ from .rawbson import (
 )
 from .simple8b.decoding import block_count
 
-__all__ = ["BSONColumnBuilder", "BinaryDiff", "MISSING", "encode_value"]
+__all__ = ["BSONColumnBuilder", "BinaryDiff", "encode_value"]
 
 _DETERMINING: Final = 0
 _APPENDING: Final = 1
-
-
-class _Missing:
-    """Marker for a skipped row (the column has no value at that position)."""
-
-    __slots__ = ()
-    _instance: _Missing | None = None
-
-    def __new__(cls) -> _Missing:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "MISSING"
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __reduce__(self) -> str:
-        return "MISSING"
-
-
-MISSING: Final = _Missing()
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,17 +88,17 @@ def encode_value(value: Any) -> tuple[int, bytes]:
     tv = type(value)
     # the common measurement types without a round trip through bson
     if tv is float:
-        return 0x01, _PACK_D(value)
+        return T_DOUBLE, _PACK_D(value)
     if tv is int and -(2**31) <= value < 2**31:
-        return 0x10, _PACK_I(value)
+        return T_INT32, _PACK_I(value)
     if tv is Int64:
-        return 0x12, _PACK_Q(value)
+        return T_INT64, _PACK_Q(value)
     if tv is DatetimeMS:
-        return 0x09, _PACK_Q(int(value))
+        return T_DATE, _PACK_Q(int(value))
     if tv is bool:
-        return 0x08, b"\x01" if value else b"\x00"
+        return T_BOOL, b"\x01" if value else b"\x00"
     if tv is ObjectId:
-        return 0x07, value.binary
+        return T_OID, value.binary
     raw = bson.encode({"": value}, codec_options=CODEC_OPTIONS)
     return raw[4], raw[6:-1]
 
@@ -217,7 +194,7 @@ class BSONColumnBuilder:
         i = 0
         while i < n:
             kind = _py_kind(values[i])
-            if kind is None or kind == _MISSING_KIND:
+            if kind is None or kind == _SKIPPED_KIND:
                 if values[i] is MISSING:
                     self.skip()
                 else:
@@ -227,7 +204,7 @@ class BSONColumnBuilder:
             j = i + 1
             while j < n:
                 k = _py_kind(values[j])
-                if k != kind and k != _MISSING_KIND:
+                if k != kind and k != _SKIPPED_KIND:
                     break
                 j += 1
             run = values[i:j]
@@ -713,8 +690,8 @@ class BSONColumnBuilder:
 
 
 _MIN_BULK: Final = 16  # shorter runs are cheaper one by one
-_TRUSTED_FROM_PYTHON: Final = frozenset({0x01, 0x10, 0x12, 0x09, 0x08, 0x07})
-_MISSING_KIND: Final = -1
+_TRUSTED_FROM_PYTHON: Final = frozenset({T_DOUBLE, T_INT32, T_INT64, T_DATE, T_BOOL, T_OID})
+_SKIPPED_KIND: Final = -1
 _RAW_BULK: Final = {
     T_OID: (12, "u1"),
     T_INT32: (4, "<i4"),
@@ -749,7 +726,7 @@ def _py_kind(v: Any) -> int | None:
     if tv is str:
         return T_STRING
     if v is MISSING:
-        return _MISSING_KIND
+        return _SKIPPED_KIND
     return None
 
 

@@ -29,7 +29,9 @@ documents into `UniformBuilder.extend`'s input and finds its first minimum and m
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
+
+from storage.vocabulary.bson_types import BsonType
 
 try:
     # The compiled extension module itself (a leaf), not this package.
@@ -49,10 +51,15 @@ __all__ = [
 ]
 
 AVAILABLE: bool = _native is not None
+_DOUBLE: Final = int(BsonType.DOUBLE)
+_OBJECT_ID: Final = int(BsonType.OBJECT_ID)
+_DATE: Final = int(BsonType.DATE)
+_INT32: Final = int(BsonType.INT32)
+_INT64: Final = int(BsonType.INT64)
 #: BSON types handled: double, ObjectId, date, int32, int64.
-SUPPORTED_TYPES: frozenset[int] = frozenset({0x01, 0x07, 0x09, 0x10, 0x12})
+SUPPORTED_TYPES: frozenset[int] = frozenset({_DOUBLE, _OBJECT_ID, _DATE, _INT32, _INT64})
 #: Bytes per value of each supported type.
-VALUE_SIZES: dict[int, int] = {0x01: 8, 0x07: 12, 0x09: 8, 0x10: 4, 0x12: 8}
+VALUE_SIZES: dict[int, int] = {_DOUBLE: 8, _OBJECT_ID: 12, _DATE: 8, _INT32: 4, _INT64: 8}
 
 if TYPE_CHECKING:
 
@@ -109,7 +116,7 @@ def encode_uniform(type_byte: int, values: bytes) -> bytes | None:
 
 #: Types `decode_uniform` decodes (double, date, int32, int64), with the numpy dtype of
 #: the values it gives for each (int32 comes widened to int64).
-DECODED_DTYPES: dict[int, str] = {0x01: "<f8", 0x09: "<i8", 0x10: "<i8", 0x12: "<i8"}
+DECODED_DTYPES: dict[int, str] = {_DOUBLE: "<f8", _DATE: "<i8", _INT32: "<i8", _INT64: "<i8"}
 DECODED_TYPES: frozenset[int] = frozenset(DECODED_DTYPES)
 
 

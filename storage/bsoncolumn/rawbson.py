@@ -13,6 +13,8 @@ import struct
 from collections.abc import Iterator
 from typing import Final
 
+from storage.vocabulary.bson_types import BsonType
+
 from .errors import BSONColumnError
 
 __all__ = [
@@ -42,28 +44,29 @@ __all__ = [
     "validate_value",
 ]
 
-T_EOO: Final = 0x00
-T_DOUBLE: Final = 0x01
-T_STRING: Final = 0x02
-T_OBJECT: Final = 0x03
-T_ARRAY: Final = 0x04
-T_BINARY: Final = 0x05
-T_UNDEFINED: Final = 0x06
-T_OID: Final = 0x07
-T_BOOL: Final = 0x08
-T_DATE: Final = 0x09
-T_NULL: Final = 0x0A
-T_REGEX: Final = 0x0B
-T_DBPOINTER: Final = 0x0C
-T_CODE: Final = 0x0D
-T_SYMBOL: Final = 0x0E
-T_CODEWSCOPE: Final = 0x0F
-T_INT32: Final = 0x10
-T_TIMESTAMP: Final = 0x11
-T_INT64: Final = 0x12
-T_DECIMAL: Final = 0x13
-T_MINKEY: Final = 0xFF
-T_MAXKEY: Final = 0x7F
+# BSON type bytes as plain ints: the decoders compare them per element.
+T_EOO: Final = int(BsonType.EOO)
+T_DOUBLE: Final = int(BsonType.DOUBLE)
+T_STRING: Final = int(BsonType.STRING)
+T_OBJECT: Final = int(BsonType.OBJECT)
+T_ARRAY: Final = int(BsonType.ARRAY)
+T_BINARY: Final = int(BsonType.BINARY)
+T_UNDEFINED: Final = int(BsonType.UNDEFINED)
+T_OID: Final = int(BsonType.OBJECT_ID)
+T_BOOL: Final = int(BsonType.BOOL)
+T_DATE: Final = int(BsonType.DATE)
+T_NULL: Final = int(BsonType.NULL)
+T_REGEX: Final = int(BsonType.REGEX)
+T_DBPOINTER: Final = int(BsonType.DB_POINTER)
+T_CODE: Final = int(BsonType.JAVASCRIPT)
+T_SYMBOL: Final = int(BsonType.SYMBOL)
+T_CODEWSCOPE: Final = int(BsonType.JAVASCRIPT_WITH_SCOPE)
+T_INT32: Final = int(BsonType.INT32)
+T_TIMESTAMP: Final = int(BsonType.TIMESTAMP)
+T_INT64: Final = int(BsonType.INT64)
+T_DECIMAL: Final = int(BsonType.DECIMAL128)
+T_MINKEY: Final = int(BsonType.MIN_KEY)
+T_MAXKEY: Final = int(BsonType.MAX_KEY)
 
 _FIXED: Final = {
     T_DOUBLE: 8,

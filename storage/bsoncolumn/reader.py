@@ -19,10 +19,10 @@ from bson.datetime_ms import DatetimeMS
 
 from storage.bson_order import sort_key
 from storage.bsonutil import decode
+from storage.vocabulary.missing import MISSING
 
 from .api import rows_to_document
 from .blocks import NotNumericColumn, NumericColumn, decode_numeric
-from .builder import MISSING
 from .decoder import DEFAULT_MAX_VALUES, Element, decode_elements
 from .errors import BSONColumnError
 from .paths import decode_paths

@@ -45,7 +45,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Final
 
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = [
     "RecordId",

@@ -48,7 +48,8 @@ from storage.engine.base import (
     check_ident,
     store_dropped,
 )
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = ["SQLiteEngine", "DB_FILE", "LOCK_FILE"]
 

@@ -12,7 +12,7 @@ from .index_schema import (
     supports_reopening_query,
     timeseries_index_spec,
 )
-from .metadata import MISSING, normalize_meta
+from .metadata import normalize_meta
 from .options import (
     TimeseriesOptions,
     buckets_collection_options,
@@ -29,7 +29,6 @@ from .stats import ExecutionStats
 from .unpack import BucketSpec, count_measurements, unpack_bucket, unpack_columns
 
 __all__ = [
-    "MISSING",
     "BatchResult",
     "BucketCatalog",
     "BucketSource",

@@ -55,7 +55,10 @@ from bson.datetime_ms import DatetimeMS
 from storage.bsoncolumn import BSONColumnError, native
 from storage.bsoncolumn.decoder import decode_elements
 from storage.bsonutil import CODEC_OPTIONS, decode, encode
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.bson_types import BsonType
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 from .bucket import (
     Bucket,
@@ -80,12 +83,19 @@ from .constants import (
     TimeseriesParameters,
 )
 from .elements import _D, _PACK, _Q, int_value_size, to_element
-from .metadata import MISSING, normalize_meta, series_key
+from .metadata import normalize_meta, series_key
 from .minmax import MinMax, Schema, SchemaChange
 from .options import TimeseriesOptions, round_timestamp_ms
 from .reopening import BucketSource, ReopeningQuery
 from .rollover import RolloverAction, RolloverReason
 from .stats import ExecutionStats
+
+# BSON type bytes as plain ints: compared per value.
+_DATE: Final = int(BsonType.DATE)
+_DOUBLE: Final = int(BsonType.DOUBLE)
+_INT32: Final = int(BsonType.INT32)
+_INT64: Final = int(BsonType.INT64)
+_OBJECT_ID: Final = int(BsonType.OBJECT_ID)
 
 __all__ = ["BatchResult", "BucketCatalog", "BucketWrite"]
 
@@ -486,16 +496,16 @@ class BucketCatalog:
                 continue
             tv = type(v)
             if tv is Int64:
-                append((name, 0x12, qpack(v)))
+                append((name, _INT64, qpack(v)))
                 value_bytes += 8
             elif tv is float:
-                append((name, 0x01, dpack(v)))
+                append((name, _DOUBLE, dpack(v)))
                 value_bytes += 8
             elif tv is DatetimeMS:
-                append((name, 0x09, qpack(int(v))))
+                append((name, _DATE, qpack(int(v))))
                 value_bytes += 8
             elif tv is ObjectId:
-                append((name, 0x07, v.binary))
+                append((name, _OBJECT_ID, v.binary))
                 value_bytes += 12
                 if max_len < 12:
                     max_len = 12
@@ -916,7 +926,7 @@ class BucketCatalog:
             except BSONColumnError:
                 raise _ReopenFailed("time column could not be decompressed") from None
             count = len(times)
-            if times and times[-1] is not None and times[-1][0] == 0x09:
+            if times and times[-1] is not None and times[-1][0] == _DATE:
                 last_time_ms = int.from_bytes(times[-1][1], "little", signed=True)
         try:
             if columns is None:
@@ -1169,7 +1179,7 @@ def _gather(shape: Shape, docs: list[dict[str, Any]]
     for name, t, pt in zip(shape.names, shape.type_bytes, shape.py_types):
         got = None
         if pack is not None and (t is None or t in _NATIVE_TYPES):
-            got = pack(docs, name, 0x10 if t is None else t, pt)
+            got = pack(docs, name, _INT32 if t is None else t, pt)
         if got is None:
             columns[name] = values[name] = [d[name] for d in docs]
             continue

@@ -28,7 +28,9 @@ from bson.datetime_ms import DatetimeMS
 
 from storage.bsoncolumn import BSONColumnBuilder, BSONColumnError, decompress
 from storage.bsonutil import CODEC_OPTIONS, decode, encode
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 from .constants import (
     CONTROL,
@@ -43,7 +45,6 @@ from .constants import (
     VERSION_COMPRESSED_UNSORTED,
     VERSION_UNCOMPRESSED,
 )
-from .metadata import MISSING
 
 __all__ = [
     "BUCKET_COLUMN_SUBTYPE",

@@ -19,12 +19,14 @@ from bson.datetime_ms import DatetimeMS
 
 from storage.bsoncolumn.rawbson import iter_elements
 from storage.bsonutil import encode
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
 
 from .bucket_document import build_bucket_document
 from .columns import Columns
 from .constants import VERSION_COMPRESSED_SORTED
-from .metadata import MISSING, normalize_meta
+from .metadata import normalize_meta
 from .minmax import MinMax
 from .options import TimeseriesOptions, round_timestamp_ms
 

@@ -29,13 +29,23 @@ import struct
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 import numpy as np
 
 from storage.bsoncolumn import BinaryDiff, BSONColumnBuilder, native
+from storage.vocabulary.bson_types import BsonType
 
 from .elements import to_element
+
+# BSON type bytes as plain ints: compared per value.
+_BOOL: Final = int(BsonType.BOOL)
+_DATE: Final = int(BsonType.DATE)
+_DOUBLE: Final = int(BsonType.DOUBLE)
+_INT32: Final = int(BsonType.INT32)
+_INT64: Final = int(BsonType.INT64)
+_NULL: Final = int(BsonType.NULL)
+_OBJECT_ID: Final = int(BsonType.OBJECT_ID)
 
 __all__ = ["ColumnChange", "Columns", "RawElement"]
 
@@ -185,7 +195,7 @@ class Columns:
             if name not in state:
                 state[name] = None
             if type(vals) is bytes:
-                per_field[name] = _Packed(0x10 if t is None else t, vals, n)
+                per_field[name] = _Packed(_INT32 if t is None else t, vals, n)
                 continue
             packed = _pack(t, vals)  # type: ignore[arg-type]
             per_field[name] = [to_element(v) for v in vals] if packed is None else packed
@@ -243,7 +253,7 @@ class _Packed:
         return [(self.t, d[i * w:(i + 1) * w]) for i in range(self.n)]
 
 
-_WIDTHS: dict[int, int] = {**native.VALUE_SIZES, 0x08: 1, 0x0A: 0}  # + bool, null
+_WIDTHS: dict[int, int] = {**native.VALUE_SIZES, _BOOL: 1, _NULL: 0}  # + bool, null
 _I32 = (-(2**31), 2**31 - 1)
 
 
@@ -254,19 +264,19 @@ def _pack(t: int | None, vals: list[Any]) -> _Packed | None:
     if t is None:
         lo, hi = min(vals), max(vals)
         if _I32[0] <= lo and hi <= _I32[1]:
-            return _Packed(0x10, struct.pack(f"<{n}i", *vals), n)
+            return _Packed(_INT32, struct.pack(f"<{n}i", *vals), n)
         return None
-    if t == 0x12:
+    if t == _INT64:
         return _Packed(t, struct.pack(f"<{n}q", *vals), n)
-    if t == 0x01:
+    if t == _DOUBLE:
         return _Packed(t, struct.pack(f"<{n}d", *vals), n)
-    if t == 0x09:
+    if t == _DATE:
         return _Packed(t, struct.pack(f"<{n}q", *map(int, vals)), n)
-    if t == 0x07:
+    if t == _OBJECT_ID:
         return _Packed(t, b"".join([v.binary for v in vals]), n)
-    if t == 0x08:
+    if t == _BOOL:
         return _Packed(t, bytes(map(bool, vals)), n)
-    if t == 0x0A:
+    if t == _NULL:
         return _Packed(t, b"", n)
     return None
 
@@ -320,7 +330,7 @@ def _reopen(column: bytes, count: int) -> Any:
     got = native.decode_uniform(column) if _UNIFORM else None
     if got is not None and got[2] == count and got[0] in _UNIFORM:
         t, values = got[0], bytes(got[1])
-        if t == 0x10:  # decoded widened to int64; the builder takes int32 values
+        if t == _INT32:  # decoded widened to int64; the builder takes int32 values
             values = np.frombuffer(values, "<i8").astype("<i4").tobytes()
         try:
             u = native.UniformBuilder(t, values)

@@ -16,12 +16,22 @@ from bson import Int64, ObjectId
 from bson.datetime_ms import DatetimeMS
 
 from storage.bsonutil import CODEC_OPTIONS
+from storage.vocabulary.bson_types import BsonType
 
 __all__ = ["int_value_size", "to_element"]
 
 _D: Final = struct.Struct("<d")
 _I: Final = struct.Struct("<i")
 _Q: Final = struct.Struct("<q")
+# BSON type bytes as plain ints: compared per value.
+_BOOL: Final = int(BsonType.BOOL)
+_DATE: Final = int(BsonType.DATE)
+_DOUBLE: Final = int(BsonType.DOUBLE)
+_INT32: Final = int(BsonType.INT32)
+_INT64: Final = int(BsonType.INT64)
+_NULL: Final = int(BsonType.NULL)
+_OBJECT_ID: Final = int(BsonType.OBJECT_ID)
+_STRING: Final = int(BsonType.STRING)
 _I32_MIN: Final = -(2**31)
 _I32_MAX: Final = 2**31 - 1
 _I64_MIN: Final = -(2**63)
@@ -45,22 +55,22 @@ def int_value_size(v: int) -> int | None:
 
 def _int(v: int) -> tuple[int, bytes]:
     if _I32_MIN <= v <= _I32_MAX:
-        return 0x10, _I.pack(v)
+        return _INT32, _I.pack(v)
     if _I64_MIN <= v <= _I64_MAX:
-        return 0x12, _Q.pack(v)
+        return _INT64, _Q.pack(v)
     return _generic(v)  # raises like pymongo
 
 
 def _int64(v: Int64) -> tuple[int, bytes]:
-    return 0x12, _Q.pack(v)
+    return _INT64, _Q.pack(v)
 
 
 def _float(v: float) -> tuple[int, bytes]:
-    return 0x01, _D.pack(v)
+    return _DOUBLE, _D.pack(v)
 
 
 def _date(v: DatetimeMS) -> tuple[int, bytes]:
-    return 0x09, _Q.pack(int(v))
+    return _DATE, _Q.pack(int(v))
 
 
 def _str(v: str) -> tuple[int, bytes]:
@@ -68,19 +78,19 @@ def _str(v: str) -> tuple[int, bytes]:
         b = v.encode("utf-8")
     except UnicodeEncodeError:
         return _generic(v)
-    return 0x02, _I.pack(len(b) + 1) + b + b"\x00"
+    return _STRING, _I.pack(len(b) + 1) + b + b"\x00"
 
 
 def _bool(v: bool) -> tuple[int, bytes]:
-    return 0x08, b"\x01" if v else b"\x00"
+    return _BOOL, b"\x01" if v else b"\x00"
 
 
 def _none(_v: None) -> tuple[int, bytes]:
-    return 0x0A, b""
+    return _NULL, b""
 
 
 def _oid(v: ObjectId) -> tuple[int, bytes]:
-    return 0x07, v.binary
+    return _OBJECT_ID, v.binary
 
 
 _PACK: Final[dict[type, Callable[[Any], tuple[int, bytes]]]] = {

@@ -25,7 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from .bucket_predicates import meta_only_filter
 from .constants import CONTROL, CONTROL_MAX, CONTROL_MIN, DATA, META

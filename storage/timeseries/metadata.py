@@ -11,27 +11,14 @@ belong to the same series when their normalized values are binary equal as BSON 
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 import bson
 
 from storage.bsonutil import CODEC_OPTIONS
+from storage.vocabulary.missing import MISSING
 
-__all__ = ["MISSING", "normalize_meta", "series_key", "meta_values_equal"]
-
-
-class _Missing:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "MISSING"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-# The measurement has no metaField (distinct from an explicit null).
-MISSING: Final = _Missing()
+__all__ = ["normalize_meta", "series_key", "meta_values_equal"]
 
 
 def _field_sort_key(name: str) -> bytes:

@@ -25,7 +25,9 @@ from typing import Any, Final
 
 from bson import Decimal128, Int64
 
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.bson_types import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, type_name
+from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = [
     "GRANULARITIES",
@@ -55,10 +57,6 @@ _GRANULARITY_RANK: Final = {"seconds": 0, "minutes": 1, "hours": 2}
 # 365 days: the IDL validator's upper bound for both bucketing parameters.
 MAX_BUCKET_SPAN_SECONDS: Final = 60 * 60 * 24 * 365
 
-_INT32_MIN: Final = -(2**31)
-_INT32_MAX: Final = 2**31 - 1
-_INT64_MIN: Final = -(2**63)
-_INT64_MAX: Final = 2**63 - 1
 
 _TS_FIELDS: Final = ("timeField", "metaField", "granularity", "bucketRoundingSeconds",
                      "bucketMaxSpanSeconds")
@@ -132,45 +130,15 @@ class TimeseriesOptions:
 
 # -- IDL-style field parsing -------------------------------------------------------------------
 
-def _bson_type_name(v: Any) -> str:
-    """MongoDB's type alias for a decoded value (as IDL error messages print it)."""
-    from storage.bson_order import type_rank  # local: keeps import graph flat
-
-    if isinstance(v, bool):
-        return "bool"
-    if isinstance(v, Int64):
-        return "long"
-    if isinstance(v, int):
-        return "int" if _INT32_MIN <= v <= _INT32_MAX else "long"
-    if isinstance(v, float):
-        return "double"
-    if isinstance(v, Decimal128):
-        return "decimal"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, dict):
-        return "object"
-    if isinstance(v, list | tuple):
-        return "array"
-    if v is None:
-        return "null"
-    names = {30: "binData", 35: "objectId", 45: "date", 47: "timestamp", 50: "regex",
-             60: "javascript", 65: "javascriptWithScope", -1: "minKey", 100: "maxKey"}
-    try:
-        return names.get(type_rank(v), type(v).__name__)
-    except TypeError:
-        return type(v).__name__
-
-
 def _wrong_type(path: str, v: Any, expected: str) -> MongoError:
     return MongoError(ErrorCode.TypeMismatch,
-                      f"BSON field '{path}' is the wrong type '{_bson_type_name(v)}', "
+                      f"BSON field '{path}' is the wrong type '{type_name(v)}', "
                       f"expected type '{expected}'")
 
 
 def _wrong_number_type(path: str, v: Any) -> MongoError:
     return MongoError(ErrorCode.TypeMismatch,
-                      f"BSON field '{path}' is the wrong type '{_bson_type_name(v)}', "
+                      f"BSON field '{path}' is the wrong type '{type_name(v)}', "
                       "expected types '[long, int, decimal, double]'")
 
 
@@ -201,7 +169,7 @@ def _safe_number(v: Any, lo: int, hi: int) -> int:
 def _bounded_int(path: str, v: Any) -> int:
     if not _is_number(v):
         raise _wrong_number_type(path, v)
-    n = _safe_number(v, _INT32_MIN, _INT32_MAX)
+    n = _safe_number(v, INT32_MIN, INT32_MAX)
     if n < 1:
         raise MongoError(ErrorCode.BadValue,
                          f"BSON field '{path}' value must be >= 1, actual value '{n}'")
@@ -320,7 +288,7 @@ def _validate_ttl_seconds(n: int, now_ms: int | None) -> int:
     if n < 0:
         raise MongoError(ErrorCode.InvalidOptions,
                          "TTL index 'expireAfterSeconds' option cannot be less than 0")
-    if n > _INT64_MAX // 1000:
+    if n > INT64_MAX // 1000:
         raise MongoError(ErrorCode.InvalidOptions, _TOO_LARGE)
     if now_ms is None:
         now_ms = int(time.time() * 1000)
@@ -336,7 +304,7 @@ def parse_expire_after_seconds(value: Any, *, command: str = "create",
     """`create`'s expireAfterSeconds (IDL safeInt64), validated as a clustered TTL."""
     if not _is_number(value):
         raise _wrong_number_type(f"{command}.expireAfterSeconds", value)
-    return _validate_ttl_seconds(_safe_number(value, _INT64_MIN, _INT64_MAX), now_ms)
+    return _validate_ttl_seconds(_safe_number(value, INT64_MIN, INT64_MAX), now_ms)
 
 
 def parse_coll_mod_expire_after_seconds(value: Any, *, now_ms: int | None = None) -> int | None:
@@ -350,7 +318,7 @@ def parse_coll_mod_expire_after_seconds(value: Any, *, now_ms: int | None = None
     if not _is_number(value):
         raise MongoError(ErrorCode.InvalidOptions,
                          "'expireAfterSeconds' must be a number or the string 'off'")
-    return _validate_ttl_seconds(_safe_number(value, _INT64_MIN, _INT64_MAX), now_ms)
+    return _validate_ttl_seconds(_safe_number(value, INT64_MIN, INT64_MAX), now_ms)
 
 
 # -- collMod -----------------------------------------------------------------------------------

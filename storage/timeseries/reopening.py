@@ -27,9 +27,9 @@ from bson import ObjectId
 from bson.datetime_ms import DatetimeMS
 
 from storage.bson_order import values_equal
+from storage.vocabulary.missing import MISSING
 
 from .constants import CONTROL, CONTROL_CLOSED, CONTROL_MIN, DATA, META
-from .metadata import MISSING
 
 __all__ = ["BucketSource", "ReopeningQuery"]
 

@@ -27,6 +27,7 @@ from bson import Int64
 from bson.datetime_ms import DatetimeMS
 
 from storage.bsoncolumn import NumericColumn
+from storage.vocabulary.bson_types import BsonType
 
 from .unpack import BucketSpec, NumericBucket, numeric_bucket
 
@@ -35,6 +36,12 @@ __all__ = ["RowFilter", "compile_row_filter", "select_measurements"]
 _OPS: Final = {"$gt": np.greater, "$gte": np.greater_equal, "$lt": np.less,
                "$lte": np.less_equal, "$eq": np.equal}
 _EXACT: Final = 2**53  # doubles hold every integer up to here
+# BSON type bytes as plain ints: compared per value.
+_BOOL: Final = int(BsonType.BOOL)
+_DATE: Final = int(BsonType.DATE)
+_DOUBLE: Final = int(BsonType.DOUBLE)
+_INT32: Final = int(BsonType.INT32)
+_INT64: Final = int(BsonType.INT64)
 _I64: Final = 2**63
 
 
@@ -89,7 +96,7 @@ def _compare(col: NumericColumn, op: str, c: int | float) -> np.ndarray | None:
 def _widened_ints(col: NumericColumn) -> bool:
     """True when a double column also holds ints (decoded as doubles, so an int64 beyond
     2**53 may have lost digits)."""
-    return bool(np.any(col.present & (col.types != 0x01)))
+    return bool(np.any(col.present & (col.types != _DOUBLE)))
 
 
 def _int_bound(op: str, c: int | float) -> int | bool | None:
@@ -134,8 +141,8 @@ def _number(v: Any) -> bool:
     return t is int or t is Int64 or (t is float and math.isfinite(v))
 
 
-_BOX: Final = {0x12: lambda v: Int64(int(v)), 0x10: int, 0x01: float,
-               0x09: lambda v: DatetimeMS(int(v)), 0x08: bool}
+_BOX: Final = {_INT64: lambda v: Int64(int(v)), _INT32: int, _DOUBLE: float,
+               _DATE: lambda v: DatetimeMS(int(v)), _BOOL: bool}
 
 
 def select_measurements(bucket: Mapping[str, Any], spec: BucketSpec,

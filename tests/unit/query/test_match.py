@@ -14,8 +14,9 @@ from bson.binary import Binary
 from bson.datetime_ms import DatetimeMS
 
 from query.match import compile_filter
-from query.paths import MISSING, iter_leaves
+from query.paths import iter_leaves
 from storage.errors import MongoError
+from storage.vocabulary.missing import MISSING
 
 
 def ids(filter_spec: dict[str, Any], docs: list[dict[str, Any]]) -> list[Any]:

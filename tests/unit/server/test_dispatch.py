@@ -249,7 +249,7 @@ async def test_hello_records_the_handshake_on_the_connection(state: ServerState,
     assert conn.compressors == ("zstd", "zlib")
     assert conn.client_metadata == {"driver": {"name": "unit"}}
     again = await run(state, conn, {"hello": 1, "client": {"driver": {"name": "unit"}}})
-    assert_error(again, 186, "Location186")  # metadata only in the first hello
+    assert_error(again, 186, "ClientMetadataCannotBeMutated")  # metadata only in the first hello
     later = await run(state, conn, {"hello": 1, "compression": ["snappy"]})
     assert later["compression"] == ["zstd", "zlib"]  # negotiated once
 

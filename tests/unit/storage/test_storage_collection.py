@@ -15,9 +15,10 @@ from storage.bounds import Interval
 from storage.bson_order import compare, sort_key
 from storage.catalog import Catalog
 from storage.collection_results import ScanStats
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
 from storage.indexes import KeyGenerator
 from storage.keystring import UNDEFINED
+from storage.vocabulary.error_codes import ErrorCode
 
 
 def tiny_matcher(flt: dict[str, Any]):

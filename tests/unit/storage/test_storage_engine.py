@@ -6,7 +6,8 @@ import pytest
 
 from storage.engine import KeyRange, open_engine
 from storage.engine.base import DuplicateKeyInIndex, StorageEngine
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 
 @pytest.fixture(params=["memory", "sqlite"])

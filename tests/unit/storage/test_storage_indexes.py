@@ -8,7 +8,7 @@ import pytest
 from bson import Decimal128, Int64
 
 from storage.bsontext import to_mongo_string
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
 from storage.indexes import (
     KeyGenerator,
     compare_index_specs,
@@ -17,6 +17,7 @@ from storage.indexes import (
     validate_index_spec,
 )
 from storage.keystring import UNDEFINED, encode_key
+from storage.vocabulary.error_codes import ErrorCode
 
 
 def spec(key, **opts):

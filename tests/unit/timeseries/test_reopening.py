@@ -9,9 +9,9 @@ from storage.bsonutil import decode
 from storage.timeseries.bucket_catalog import BucketCatalog
 from storage.timeseries.bucket_document import decode_column
 from storage.timeseries.constants import TimeseriesParameters
-from storage.timeseries.metadata import MISSING
 from storage.timeseries.options import parse_timeseries_options
 from storage.timeseries.reopening import ReopeningQuery
+from storage.vocabulary.missing import MISSING
 
 from .helpers import FakeStore
 

@@ -10,11 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from query.dates.arithmetic import date_add, date_diff, date_trunc
-from query.dates.civil import MS_PER_DAY, civil_from_days, days_from_civil
+from query.dates.civil import civil_from_days, days_from_civil
 from query.dates.formatting import format_date, format_iso_utc
 from query.dates.parsing import parse_date_string
 from query.dates.timezones import UTC_TZ, get_timezone
 from storage.errors import MongoError
+from storage.vocabulary.time_units import MS_PER_DAY
 
 EPOCH = date(1970, 1, 1)
 dates = st.dates(min_value=date(1, 1, 1), max_value=date(9999, 12, 31))

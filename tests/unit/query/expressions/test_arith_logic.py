@@ -14,8 +14,9 @@ import pytest
 from bson import Decimal128, Int64
 from bson.datetime_ms import DatetimeMS
 
-from query.expressions import MISSING, compile_expression
+from query.expressions import compile_expression
 from storage.errors import MongoError
+from storage.vocabulary.missing import MISSING
 
 M = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/"
 

@@ -11,8 +11,9 @@ import pytest
 from bson import Decimal128, Int64, ObjectId, Regex
 from bson.datetime_ms import DatetimeMS
 
-from query.expressions import MISSING, compile_expression
+from query.expressions import compile_expression
 from storage.errors import MongoError
+from storage.vocabulary.missing import MISSING
 
 
 def same(got: Any, exp: Any) -> bool:

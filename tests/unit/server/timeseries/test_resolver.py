@@ -13,8 +13,9 @@ from server.namespaces import (
     view_name_of,
 )
 from storage.catalog import Catalog
-from storage.errors import ErrorCode, MongoError
+from storage.errors import MongoError
 from storage.timeseries import TimeseriesOptions, parse_timeseries_options
+from storage.vocabulary.error_codes import ErrorCode
 
 
 @pytest.fixture

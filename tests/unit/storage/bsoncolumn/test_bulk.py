@@ -11,8 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from storage.bsoncolumn import MISSING, BSONColumnBuilder, compress
+from storage.bsoncolumn import BSONColumnBuilder, compress
 from storage.bsoncolumn.api import iter_row_elements, parse_uniform
+from storage.vocabulary.missing import MISSING
 
 from .strategies import mixed_rows
 

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from storage.bson_order import sort_key
 from storage.bsoncolumn import (
-    MISSING,
     BSONColumn,
     BSONColumnBuilder,
     BSONColumnError,
@@ -24,6 +23,7 @@ from storage.bsoncolumn import (
 from storage.bsoncolumn.decoder import decode_elements
 from storage.bsoncolumn.paths import decode_paths, extract_path
 from storage.bsonutil import decode
+from storage.vocabulary.missing import MISSING
 
 from .strategies import mixed_rows, objects, rows
 from .vectors import VALID
