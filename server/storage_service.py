@@ -113,7 +113,7 @@ class StorageService:
 
     async def run(self, fn: Callable[..., T], *args: Any, keep_deferred: bool = False) -> T:
         """Run `fn(*args)` on the storage thread, after writing any time-series bucket
-        writes still pending (server.bucket_writes) unless `keep_deferred`: only the
+        writes still pending (storage.timeseries.pending_writes) unless `keep_deferred`: only the
         time-series insert path, which adds to them, runs without that."""
         if self._closed:
             from storage.errors import ErrorCode, MongoError

@@ -53,11 +53,12 @@ from storage.timeseries import (
     unpack_bucket,
 )
 from storage.timeseries.bucket_id import date_outside_standard_range
+from storage.timeseries.pending_writes import DeferredBucketWrites, LostWrites, write_buckets
 from storage.timeseries.row_filter import compile_row_filter, select_measurements
+from storage.timeseries.stored_buckets import StoredBuckets
 
-from .bucket_writes import DeferredBucketWrites, write_buckets
 from .cursors import first_batch_limit, take_batch
-from .reopening_source import BucketsSource
+from .log import LOG
 
 if TYPE_CHECKING:
     from .context import CommandRequest, ServerState
@@ -90,12 +91,12 @@ class TimeseriesService:
                 "timeseriesIdleBucketExpiryMaxCountPerAttempt"),
         ))
         self.state = state
-        self.deferred = DeferredBucketWrites()
+        self.deferred = DeferredBucketWrites(on_lost=_log_lost_writes)
         self._timer_armed = False
         # buckets collection uuid -> it may hold dates outside the standard range
         self._extended: dict[bytes, bool] = {}
 
-    # -- group commit of bucket writes (server.bucket_writes) --------------------------------
+    # -- group commit of bucket writes (storage.timeseries.pending_writes) --------------------
 
     def flush_deferred(self, *, durable: bool = False) -> None:
         """Write every acknowledged bucket write still pending (storage thread)."""
@@ -255,6 +256,14 @@ def _ignore_result(task: asyncio.Future[Any]) -> None:
         task.exception()  # logged where it happened
 
 
+def _log_lost_writes(lost: LostWrites) -> None:
+    LOG.error("STORAGE", 22435, "timeseries",
+              "Writing acknowledged time-series buckets failed; they are lost",
+              error=f"{type(lost.error).__name__}: {lost.error}",
+              namespaces=[f"{db}.{name}" for db, name in lost.namespaces],
+              buckets=lost.buckets)
+
+
 # --- create / drop / collMod ------------------------------------------------------------------
 
 async def create_timeseries(req: CommandRequest, name: str) -> None:
@@ -339,8 +348,8 @@ async def insert_measurements(req: CommandRequest, name: str, docs: list[Any], *
         buckets = catalog.get_or_create_collection(db, buckets_name(name))
         service = _service(req)
         service.sync_parameters()
-        result = service.catalog.insert_batch(ns, opts, docs, BucketsSource(buckets, opts, service),
-                                              ordered=ordered)
+        source = StoredBuckets(buckets, opts, service.deferred, service.flush_deferred)
+        result = service.catalog.insert_batch(ns, opts, docs, source, ordered=ordered)
         service.note_bucket_inserts(buckets, opts.time_field, result.writes)
         service.deferred.add(db, buckets_name(name), result.writes)
         service.catalog.commit(result)

@@ -12,9 +12,11 @@ remembers (fetched by `_id`), else a query on the buckets collection:
     then $bsonSize of the bucket < the (cache-derived) bucket max size, first match.
 
 It runs only when the collection has an index starting with {meta, control.min.<time>}
-(without metaField: control.min.<time>) that is not partial. The caller implements
-`BucketSource` over its storage engine; `ReopeningQuery.matches` evaluates the same
-predicate on a decoded bucket for callers without a query engine at hand.
+(without metaField: control.min.<time>) that is not partial. `stored_buckets.StoredBuckets`
+implements `BucketSource` over the storage engine and the pending writes: it scans the
+reopening index with the query's bounds and keeps what `ReopeningQuery.matches` (the same
+predicate, evaluated on a decoded bucket) keeps; `ReopeningQuery.filter` is the query as
+MongoDB writes it.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from storage.bson_order import values_equal
 from .constants import CONTROL, CONTROL_CLOSED, CONTROL_MIN, DATA, META
 from .metadata import MISSING
 
-__all__ = ["BucketSource", "ReopeningQuery"]
+__all__ = ["BucketSource", "ReopeningQuery", "StoredBucket"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,13 +91,14 @@ class BucketSource(Protocol):
     """What the catalog needs from storage to reopen buckets (all calls are synchronous).
 
     Both return a bucket document (decoded with CODEC_OPTIONS, raw BSON bytes, or both
-    as a (decoded, raw) pair when the source has decoded it already), or None. Query-based reopening should return None when the collection has no index
-    supporting it (see index_schema.supports_reopening_query), as MongoDB skips it then.
+    as a (decoded, raw) pair when the source has decoded it already), or None.
+    Query-based reopening should return None when the collection has no index supporting
+    it (see index_schema.supports_reopening_query), as MongoDB skips it then.
     """
 
-    def fetch_bucket(self, coll: Any, bucket_id: ObjectId) -> Mapping[str, Any] | bytes | None:
+    def fetch_bucket(self, coll: str, bucket_id: ObjectId) -> Mapping[str, Any] | bytes | None:
         ...
 
-    def find_reopening_candidate(self, coll: Any, query: ReopeningQuery
+    def find_reopening_candidate(self, coll: str, query: ReopeningQuery
                                  ) -> Mapping[str, Any] | bytes | StoredBucket | None:
         ...

@@ -1,4 +1,4 @@
-"""Group commit of bucket writes (`server.bucket_writes.DeferredBucketWrites`) against a
+"""Group commit of bucket writes (`storage.timeseries.pending_writes.DeferredBucketWrites`) against a
 real storage catalog and bucket catalog: what a flush writes equals writing every batch
 as it came, and a failed flush loses only what was pending and says so."""
 
@@ -8,12 +8,12 @@ import pytest
 from bson import Int64
 from bson.datetime_ms import DatetimeMS
 
-from server.bucket_writes import DeferredBucketWrites, write_buckets
 from storage.bsonutil import decode
 from storage.catalog import Catalog
 from storage.errors import MongoError
 from storage.timeseries import default_index_spec, parse_timeseries_options
 from storage.timeseries.bucket_catalog import BucketCatalog
+from storage.timeseries.pending_writes import DeferredBucketWrites, write_buckets
 
 OPTS = parse_timeseries_options({"timeField": "t", "metaField": "m"})
 T0 = 1_700_000_000_000
