@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from storage.catalog import Catalog, CollectionEntry
     from storage.collection import Collection
 
-    from .bucket_catalog import BucketWrite
+    from .write_batch import BucketWrite
 
 __all__ = ["DeferredBucketWrites", "LostWrites", "write_buckets"]
 
@@ -52,7 +52,8 @@ _MAX_PENDING_BYTES: Final = 32 * 1024 * 1024
 
 @dataclass(frozen=True, slots=True)
 class LostWrites:
-    """What a failed flush lost: acknowledged bucket writes that will never be written."""
+    """What a failed flush lost: bucket writes committed (and acknowledged) that will
+    never be written."""
 
     error: BaseException
     namespaces: tuple[tuple[str, str], ...]  # (db, buckets collection)
@@ -60,7 +61,7 @@ class LostWrites:
 
 
 class DeferredBucketWrites:
-    """Bucket writes acknowledged but not yet written, per buckets collection."""
+    """Bucket writes committed in the catalog but not yet written, per buckets collection."""
 
     def __init__(self, on_lost: Callable[[LostWrites], None] | None = None) -> None:
         # (db, buckets collection) -> bucket _id -> its latest BucketWrite

@@ -1,4 +1,5 @@
-"""Reopening stored buckets: the query the catalog asks its caller to run.
+"""Reopening stored buckets: what the catalog asks its `BucketSource` for, and how a
+stored bucket becomes an open one again (`rehydrate`).
 
 When a measurement finds no usable open bucket, MongoDB looks for a stored bucket it can
 extend (reopening.cpp / generateReopeningPipeline): first an archived bucket it still
@@ -21,19 +22,41 @@ MongoDB writes it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bson import ObjectId
 from bson.datetime_ms import DatetimeMS
 
 from storage.bson_order import values_equal
+from storage.bsoncolumn import BSONColumnError
+from storage.bsoncolumn.decoder import decode_elements
+from storage.bsonutil import encode
+from storage.errors import MongoError
 
-from .constants import CONTROL, CONTROL_CLOSED, CONTROL_MIN, DATA, META
-from .metadata import MISSING
+from .bucket import Bucket
+from .bucket_document import compress_bucket, parse_bucket
+from .columns import Columns
+from .constants import (
+    CONTROL,
+    CONTROL_CLOSED,
+    CONTROL_MIN,
+    DATA,
+    META,
+    VERSION_COMPRESSED_SORTED,
+    VERSION_COMPRESSED_UNSORTED,
+    VERSION_UNCOMPRESSED,
+)
+from .metadata import MISSING, normalize_meta, series_key
+from .minmax import MinMax, Schema, SchemaChange
+from .write_batch import BucketWrite
 
-__all__ = ["BucketSource", "ReopeningQuery", "StoredBucket"]
+if TYPE_CHECKING:
+    from .bucket_registry import WarmColumns
+    from .write_batch import BatchContext
+
+__all__ = ["BucketSource", "ReopenFailed", "ReopeningQuery", "StoredBucket", "rehydrate"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,3 +125,88 @@ class BucketSource(Protocol):
     def find_reopening_candidate(self, coll: str, query: ReopeningQuery
                                  ) -> Mapping[str, Any] | bytes | StoredBucket | None:
         ...
+
+
+class ReopenFailed(Exception):
+    """A stored bucket that cannot be reopened (the catalog counts a failed reopening)."""
+
+
+def rehydrate(ctx: BatchContext, key: bytes, doc: Mapping[str, Any], raw: bytes | None,
+              take_warm: Callable[[ObjectId], WarmColumns | None]) -> Bucket:
+    """rehydrateBucket: the in-memory state of a stored bucket of series `key` (a v1
+    bucket is compressed, its v2 bytes recorded in `ctx.rewrites`); `raw` is `doc`
+    encoded, when the caller has it. The column builders come from `take_warm` when it
+    kept them for exactly the stored columns, else from the stored bytes. Raises
+    ReopenFailed when the bucket cannot be reopened."""
+    opts = ctx.options
+    oid = doc.get("_id")
+    if not isinstance(oid, ObjectId):
+        raise ReopenFailed("_id is missing or not an ObjectId")
+    try:
+        parsed = parse_bucket(doc)
+    except MongoError as e:
+        raise ReopenFailed(str(e)) from None
+    if parsed.closed:
+        raise ReopenFailed("closed")
+    meta = parsed.meta
+    if opts.meta_field is None:
+        meta = MISSING if meta is MISSING else meta
+    series = series_key(normalize_meta(meta) if meta is not MISSING else MISSING)
+    if series != key:
+        raise ReopenFailed("Bucket metadata does not match (hash collision)")
+    min_time = parsed.min_doc.get(opts.time_field)
+    if type(min_time) is not DatetimeMS:
+        raise ReopenFailed("control.min time is not a date")
+    if parsed.version == VERSION_UNCOMPRESSED:
+        try:
+            compressed = compress_bucket(doc, opts.time_field)
+        except (MongoError, BSONColumnError, ValueError, TypeError):
+            raise ReopenFailed("bucket could not be compressed") from None
+        raw = encode(compressed)
+        ctx.rewrites[oid] = (raw, int(compressed["control"]["count"]))
+        doc = compressed
+        parsed = parse_bucket(compressed)
+    elif raw is None:
+        raw = encode(doc)
+    time_col = parsed.data.get(opts.time_field)
+    if not isinstance(time_col, bytes):
+        raise ReopenFailed("missing a valid time column")
+    warm = take_warm(oid)
+    last_time_ms: int | None = None
+    if warm is not None and warm.coll == ctx.coll and \
+            warm.columns.column_bytes() == [(n, bytes(c)) for n, c in parsed.data.items()]:
+        columns, count, last_time_ms = warm.columns, warm.columns.count, warm.last_time_ms
+    else:
+        columns = None
+        try:
+            times = decode_elements(time_col)
+        except BSONColumnError:
+            raise ReopenFailed("time column could not be decompressed") from None
+        count = len(times)
+        if times and times[-1] is not None and times[-1][0] == 0x09:
+            last_time_ms = int.from_bytes(times[-1][1], "little", signed=True)
+    try:
+        if columns is None:
+            columns = Columns.from_data(parsed.data.items(), count)
+        minmax = MinMax.from_control(parsed.min_doc, parsed.max_doc)
+        schema = Schema.from_control(parsed.min_doc, parsed.max_doc)
+    except (BSONColumnError, SchemaChange, TypeError, ValueError):
+        raise ReopenFailed("summaries or columns unusable") from None
+    b = Bucket(oid, ctx.coll, series, normalize_meta(meta) if meta is not MISSING else MISSING,
+               opts.time_field, int(min_time))
+    b.columns = columns
+    b.minmax = minmax
+    b.schema = schema
+    b.num_measurements = b.num_committed = count
+    b.size = len(raw)
+    b.field_names = set(parsed.data)
+    b.sorted_by_time = parsed.version != VERSION_COMPRESSED_UNSORTED
+    b.version = VERSION_COMPRESSED_SORTED if b.sorted_by_time else VERSION_COMPRESSED_UNSORTED
+    b.reopened = True
+    b.committed_write = BucketWrite("update", oid, raw, count, [])
+    if oid not in ctx.rewrites:
+        b.index_doc = {k: v for k, v in doc.items() if k != DATA}
+    b.uncompressed_size = len(raw)
+    b.last_time_ms = last_time_ms
+    b.memory_usage = 0
+    return b

@@ -46,8 +46,8 @@ from .reopening import ReopeningQuery, StoredBucket
 if TYPE_CHECKING:
     from storage.collection import Collection
 
-    from .bucket_catalog import BucketWrite
     from .pending_writes import DeferredBucketWrites
+    from .write_batch import BucketWrite
 
 __all__ = ["StoredBuckets"]
 
