@@ -95,10 +95,17 @@ class BucketCatalog:
                 g.append(pm)
         result = BatchResult(coll, [], errors, 0)
         try:
-            stage_group = self._stager.stage_group
+            stage, stage_run = self._stager.stage, self._stager.stage_run
             for group in groups.values():
+                # one series, by time: each measurement staged, and the run after it
+                # that its bucket takes with nothing else happening staged in bulk
                 group.sort(key=time_of)
-                stage_group(ctx, group)
+                i, n = 0, len(group)
+                while i < n:
+                    stage(ctx, group[i])
+                    i += 1
+                    if i < n:
+                        i += stage_run(ctx, group, i)
             result.writes, too_large = prepare_writes(ctx, self._registry, self._stats)
         except BaseException:
             self._registry.drop(ctx.touched)

@@ -116,8 +116,10 @@ class BucketRegistry:
 
     def account_commit(self, b: Bucket) -> None:
         """`b`'s memory after a commit (its committed fields' min/max included)."""
-        self._set_memory(b, _BUCKET_OVERHEAD + len(b.key) + b.columns.compressed_size
-                         + 2 * 48 * len(b.field_names))
+        usage = (_BUCKET_OVERHEAD + len(b.key) + b.columns.compressed_size
+                 + 2 * 48 * len(b.field_names))
+        self.memory += usage - b.memory_usage
+        b.memory_usage = usage
 
     def remove_open(self, b: Bucket) -> None:
         if self.open_by_id.get(b.bucket_id) is not b:

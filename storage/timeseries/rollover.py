@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Final
 from .constants import LARGE_MEASUREMENTS_MAX_BUCKET_SIZE, TimeseriesParameters
 
 if TYPE_CHECKING:
-    from .bucket import Bucket, SizeChange
+    from .bucket import Bucket
     from .measurements import Measurement
 
 __all__ = ["RolloverAction", "RolloverReason", "cache_derived_max_size", "determine_rollover",
@@ -89,13 +89,13 @@ def cache_derived_max_size(params: TimeseriesParameters, num_active_buckets: int
     return min(params.timeseriesBucketMaxSize, derived), derived
 
 
-def determine_rollover(bucket: Bucket, m: Measurement, sizes: SizeChange, span_ms: int,
+def determine_rollover(bucket: Bucket, m: Measurement, new_size: int, span_ms: int,
                        meta_field: str | None, params: TimeseriesParameters,
                        max_sizes: tuple[int, int]) -> RolloverReason:
     """determineRolloverReason: why `bucket` (not new) cannot take `m`, or kNone.
 
-    `sizes` is what `m` adds to the bucket's size (`size_change`), `max_sizes` what
-    `cache_derived_max_size` gives now. A bucket over the effective size that holds
+    `new_size` is the bucket's size with `m` (`bucket.size` plus `size_change`'s total),
+    `max_sizes` what `cache_derived_max_size` gives now. A bucket over the effective size that holds
     fewer than timeseriesBucketMinCount measurements stays open up to 12 MiB (or the
     cache-derived size): the caller counts it as kept open for large measurements.
 
@@ -112,7 +112,6 @@ def determine_rollover(bucket: Bucket, m: Measurement, sizes: SizeChange, span_m
     if bucket.num_measurements >= params.timeseriesBucketMaxCount:
         return RolloverReason.kCount
     effective, cache_derived = max_sizes
-    new_size = bucket.size + sizes.total
     if new_size > effective:
         if bucket.num_measurements < params.timeseriesBucketMinCount:
             absolute = min(LARGE_MEASUREMENTS_MAX_BUCKET_SIZE, cache_derived)

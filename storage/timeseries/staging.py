@@ -58,17 +58,8 @@ class Stager:
         self._stats = stats
         self._ids = ids
 
-    def stage_group(self, ctx: BatchContext, group: list[Measurement]) -> None:
-        """Stage one series' measurements, sorted by time."""
-        stage, stage_run = self.stage, self.stage_run
-        i, n = 0, len(group)
-        while i < n:
-            stage(ctx, group[i])
-            i += 1
-            if i < n:
-                i += stage_run(ctx, group, i)
-
     def stage(self, ctx: BatchContext, m: Measurement) -> None:
+        """tryInsert / insertWithReopeningContext: put `m` into a bucket of its series."""
         kb = (ctx.coll, m.key)
         registry = self._registry
         bucket = registry.use_bucket(kb)
@@ -142,10 +133,11 @@ class Stager:
         sizes: SizeChange | None = None
         if not newly_opened:
             sizes = size_change(bucket, m, p.timeseriesLargeMeasurementThreshold)
+            new_size = bucket.size + sizes.total
             max_sizes = cache_derived_max_size(p, self._registry.num_active)
-            reason = determine_rollover(bucket, m, sizes, ctx.options.max_span_ms,
+            reason = determine_rollover(bucket, m, new_size, ctx.options.max_span_ms,
                                         ctx.options.meta_field, p, max_sizes)
-            if (bucket.size + sizes.total > max_sizes[0] and reason in _KEPT_OPEN
+            if (new_size > max_sizes[0] and reason in _KEPT_OPEN
                     and not bucket.kept_open_large):
                 # over the size limit but under timeseriesBucketMinCount: stays open
                 bucket.kept_open_large = True
