@@ -4,30 +4,33 @@ memory accounting, without the stripes).
 
 A bucket's life::
 
-                      allocate / reopen
-                             |
-                             v
-        +-------------->  OPEN  (open_by_id, open_by_key; takes measurements while
-        |              |    ^     its rollover action is kNone)
-        |   commit     |    |  staged into
-        |  (action     v    |
-        |   kNone)    IDLE  (idle: LRU of open buckets with nothing staged)
-        |              |
-        |              |  memory over the threshold (expire_idle)
-        |              v
-        |   reopen  ARCHIVED  (archived: id and min time per series, no bucket state;
-        +---------- fetched    its column builders may stay WARM, bounded by bytes)
-                    by _id     |
-                               |  memory still over the threshold, a direct write,
-                               v  clear, drop
-                           forgotten (storage holds it; a query may reopen it)
+      allocate (a new bucket)          reopen (an archived one by _id, or a stored
+              |                        one found by the reopening query: rehydrate)
+              v                                  |
+      +-----------------+  <---------------------+
+      |      OPEN       |  open_by_id / open_by_key; takes measurements while its
+      |                 |  rollover action is kNone
+      +-----------------+
+        |   ^       |
+ commit |   | staged | rollover (rollover.rollover_action; at once when nothing is
+ (kNone)|   | into   |   staged in it, else when its batch commits: `retire`)
+        v   |        +--> kHardClose: closed
+      +-----------------+ kSoftClose: closed, builders kept WARM (a query may reopen it)
+      |      IDLE       | kArchive:   ARCHIVED, builders kept WARM
+      | (open, LRU list)|
+      +-----------------+
+        | memory over the threshold (expire_idle)
+        v
+      +-----------------+
+      |    ARCHIVED     |  id + min time per series, no bucket state; its column
+      |                 |  builders may stay WARM (bounded by bytes)
+      +-----------------+
+        | memory still over the threshold (expire_idle), a direct write, clear, drop
+        v
+      forgotten: storage holds it, a reopening query may find it again
 
-    Rollover of an OPEN bucket (rollover.rollover_action), at once when nothing is
-    staged in it, else when its batch commits (`retire`):
-      kArchive    -> ARCHIVED (its builders kept WARM)
-      kSoftClose  -> closed, builders kept WARM (a query may reopen it)
-      kHardClose  -> closed
-    A failed batch drops the buckets it touched (`drop`); they are reopened from storage.
+    An OPEN bucket is forgotten too by a failed batch that touched it (`drop`), a
+    direct write of it, clear and drop; a too-large write drops it (`remove_open`).
 
 Memory: an open bucket counts a fixed overhead, its series key and its compressed
 columns (and its fields' min/max once committed); an archived entry a fixed overhead.
