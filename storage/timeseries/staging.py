@@ -45,6 +45,8 @@ from .write_batch import BatchContext
 __all__ = ["Stager"]
 
 _DATE_MIN: Final = -(2**63)
+# A bucket over the effective size that still gets one of these (the checks after the
+# size rule's) was let stay open by timeseriesBucketMinCount: kept open for large ones.
 _KEPT_OPEN: Final = (RolloverReason.kNone, RolloverReason.kSchemaChange)
 
 
