@@ -23,8 +23,9 @@ from storage.collection import Collection
 from storage.keystring import KS_OID
 from storage.timeseries import BucketCatalog, BucketWrite, TimeseriesParameters
 from storage.timeseries.bucket_id import date_outside_standard_range
+from storage.timeseries.pending_writes import DeferredBucketWrites, LostWrites
 
-from ..bucket_writes import DeferredBucketWrites
+from ..log import LOG
 from ..namespaces import BUCKETS_PREFIX, TimeseriesTarget, view_name_of
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ class TimeseriesService:
         ))
         self.state = state
         self.storage = storage
-        self.deferred = DeferredBucketWrites()
+        self.deferred = DeferredBucketWrites(on_lost=_log_lost_writes)
         self.read_paths = TimeseriesReadPaths()
         self._timer_armed = False
         # buckets collection uuid -> it may hold dates outside the standard range
@@ -64,7 +65,7 @@ class TimeseriesService:
     def storage_catalog(self) -> Catalog:
         return self.storage.catalog
 
-    # -- group commit of bucket writes (server.bucket_writes) --------------------------------
+    # -- group commit of bucket writes (storage.timeseries.pending_writes) --------------------
 
     def flush_deferred(self, *, durable: bool = False) -> None:
         """Write every acknowledged bucket write still pending (storage thread)."""
@@ -213,3 +214,11 @@ def _no_bounds() -> bool:
 def _ignore_result(task: asyncio.Future[Any]) -> None:
     if not task.cancelled():
         task.exception()  # logged where it happened
+
+
+def _log_lost_writes(lost: LostWrites) -> None:
+    LOG.error("STORAGE", 22435, "timeseries",
+              "Writing acknowledged time-series buckets failed; they are lost",
+              error=f"{type(lost.error).__name__}: {lost.error}",
+              namespaces=[f"{db}.{name}" for db, name in lost.namespaces],
+              buckets=lost.buckets)

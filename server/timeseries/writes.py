@@ -19,12 +19,12 @@ from storage.timeseries import (
     rebuild_bucket,
     unpack_bucket,
 )
+from storage.timeseries.pending_writes import write_buckets
+from storage.timeseries.stored_buckets import StoredBuckets
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 
-from ..bucket_writes import write_buckets
 from ..parsing.write_statements import parse_delete_statement, parse_update_statement
-from ..reopening_source import BucketsSource
 from .service import timeseries_service
 
 if TYPE_CHECKING:
@@ -51,9 +51,8 @@ async def insert_measurements(req: CommandRequest, target: TimeseriesTarget,
         opts = target.options
         buckets = catalog.get_or_create_collection(target.db, target.buckets_name)
         service.sync_parameters()
-        result = service.catalog.insert_batch(target.ns, opts, docs,
-                                              BucketsSource(buckets, opts, service),
-                                              ordered=ordered)
+        source = StoredBuckets(buckets, opts, service.deferred, service.flush_deferred)
+        result = service.catalog.insert_batch(target.ns, opts, docs, source, ordered=ordered)
         service.note_bucket_inserts(buckets, opts.time_field, result.writes)
         service.deferred.add(target.db, target.buckets_name, result.writes)
         service.catalog.commit(result)

@@ -1,7 +1,7 @@
 """Time-series collections: options, bucket documents, the bucket catalog, unpacking,
 bucket-level predicates and index translation. See README.md."""
 
-from .bucket_catalog import BatchResult, BucketCatalog, BucketWrite
+from .bucket_catalog import BucketCatalog
 from .bucket_predicates import bucket_filter, meta_only_filter, ttl_expired_filter
 from .bucket_rewrite import rebuild_bucket
 from .constants import TimeseriesParameters
@@ -27,6 +27,7 @@ from .reopening import BucketSource, ReopeningQuery
 from .rollover import RolloverAction, RolloverReason
 from .stats import ExecutionStats
 from .unpack import BucketSpec, count_measurements, unpack_bucket, unpack_columns
+from .write_batch import BatchResult, BucketWrite
 
 __all__ = [
     "BatchResult",

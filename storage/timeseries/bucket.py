@@ -1,10 +1,4 @@
-"""An open bucket and the measurements headed for it.
-
-`Measurement` is one validated insert: its time, series key, decoded document (for
-min/max and schema) and raw elements (for the columns). A measurement whose `Shape` is
-known (field names and types seen before, all fixed-width scalars) leaves its raw
-elements unbuilt: the catalog packs its values column by column instead, and
-`elements()` builds them only where one measurement must be looked at alone.
+"""An open bucket's in-memory state, and what a measurement adds to its size.
 
 `Bucket` is the in-memory state of an open bucket: identity, min time, `MinMax`,
 `Schema`, `Columns`, counts, the size MongoDB tracks against `timeseriesBucketMaxSize`,
@@ -21,59 +15,20 @@ is replaced by the actual growth of the compressed columns.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bson import ObjectId
 
-from .columns import Columns, RawElement
-from .elements import int_value_size, to_element
+from .columns import Columns
+from .elements import int_value_size
+from .measurements import Measurement, elements
 from .minmax import MinMax, Schema
 from .rollover import RolloverAction
 
-__all__ = ["Bucket", "Measurement", "Shape", "SizeChange", "elements", "size_change"]
+if TYPE_CHECKING:
+    from .write_batch import BucketWrite
 
-
-@dataclass(frozen=True, slots=True)
-class Shape:
-    """What measurements with one (field names, value types) signature have in common,
-    when every field but the meta is a fixed-width scalar (int64, int32, double, date,
-    ObjectId, bool, null) and the time is a BSON date."""
-
-    names: tuple[str, ...]        # fields other than the meta, in document order
-    type_bytes: tuple[int | None, ...]  # BSON type per name; None: Python int (by value)
-    py_types: tuple[type, ...]    # Python type per name
-    signature: tuple              # (names with the meta, types): Measurement.signature
-    max_value_len: int
-    fixed_bytes: int              # value bytes of the fields other than Python ints
-    int_fields: tuple[str, ...]   # Python int fields: 4 bytes (int32) or 8 (int64) each
-    value_lens: tuple[int | None, ...] = ()  # value bytes per name; None: a Python int
-
-
-@dataclass(slots=True)
-class Measurement:
-    """One measurement of an insert batch, validated and split for the catalog."""
-
-    index: int                 # position in the user's batch
-    time_ms: int
-    doc: dict[str, Any]        # decoded document (meta included; min/max skip it)
-    elems: list[RawElement] | None  # raw elements without the meta field, in document
-                                    # order (None until `elements()` when `shape` is set)
-    key: bytes                 # series key of the normalized meta value
-    meta: Any                  # normalized meta value, or metadata.MISSING
-    meta_value_size: int = 0   # bytes of the meta value (type byte + value)
-    names: tuple[str, ...] = ()  # names of `elems`
-    max_value_len: int = 0     # longest value in `elems`
-    signature: tuple | None = None  # ((name, type), ...) when no value is an object/array
-    value_bytes: int = 0       # total bytes of the values of `elems`
-    shape: Shape | None = None
-
-
-def elements(m: Measurement) -> list[RawElement]:
-    """The raw elements of `m` (built on first use for a measurement with a shape)."""
-    if m.elems is None:
-        d = m.doc
-        m.elems = [(n, *to_element(d[n])) for n in m.names]
-    return m.elems
+__all__ = ["Bucket", "SizeChange", "num_digits", "size_change"]
 
 
 @dataclass(slots=True)
@@ -89,7 +44,8 @@ class SizeChange:
         return self.verified + self.estimate
 
 
-def _num_digits(n: int) -> int:
+def num_digits(n: int) -> int:
+    """Decimal digits of `n` (0 for 0): the length of a row's field name in a v1 bucket."""
     d = 0
     while n:
         n //= 10
@@ -102,7 +58,7 @@ def size_change(bucket: Bucket, m: Measurement, large_threshold: int) -> SizeCha
     sc = SizeChange()
     if m.meta_value_size and bucket.size == 0:
         sc.verified += 4 + m.meta_value_size  # "meta" + type byte + value
-    digits = _num_digits(bucket.num_measurements)
+    digits = num_digits(bucket.num_measurements)
     committed = bucket.field_names
     if committed.issuperset(m.names) and m.max_value_len + digits + 2 <= large_threshold:
         return sc  # the common case: known fields, small values
@@ -144,7 +100,7 @@ class Bucket:
         "time_field", "uncommitted_field_names", "uncompressed_size", "version",
     )
 
-    def __init__(self, bucket_id: ObjectId, coll: Any, key: bytes, meta: Any,
+    def __init__(self, bucket_id: ObjectId, coll: str, key: bytes, meta: Any,
                  time_field: str, min_time_ms: int) -> None:
         self.bucket_id = bucket_id
         self.coll = coll
@@ -172,7 +128,7 @@ class Bucket:
         self.opened_due_to_metadata = False
         self.last_time_ms: int | None = None
         # the last BucketWrite committed, or the stored document of a reopened bucket
-        self.committed_write: Any = None
+        self.committed_write: BucketWrite | None = None
         # the stored document without `data` (see BucketWrite.index_doc), when known
         self.index_doc: dict[str, Any] | None = None
         self.uncompressed_size = 0

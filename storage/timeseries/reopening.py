@@ -1,4 +1,5 @@
-"""Reopening stored buckets: the query the catalog asks its caller to run.
+"""Reopening stored buckets: what the catalog asks its `BucketSource` for, and how a
+stored bucket becomes an open one again (`rehydrate`).
 
 When a measurement finds no usable open bucket, MongoDB looks for a stored bucket it can
 extend (reopening.cpp / generateReopeningPipeline): first an archived bucket it still
@@ -12,26 +13,54 @@ remembers (fetched by `_id`), else a query on the buckets collection:
     then $bsonSize of the bucket < the (cache-derived) bucket max size, first match.
 
 It runs only when the collection has an index starting with {meta, control.min.<time>}
-(without metaField: control.min.<time>) that is not partial. The caller implements
-`BucketSource` over its storage engine; `ReopeningQuery.matches` evaluates the same
-predicate on a decoded bucket for callers without a query engine at hand.
+(without metaField: control.min.<time>) that is not partial. `stored_buckets.StoredBuckets`
+implements `BucketSource` over the storage engine and the pending writes: it scans the
+reopening index with the query's bounds and keeps what `ReopeningQuery.matches` (the same
+predicate, evaluated on a decoded bucket) keeps; `ReopeningQuery.filter` is the query as
+MongoDB writes it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from bson import ObjectId
 from bson.datetime_ms import DatetimeMS
 
 from storage.bson_order import values_equal
+from storage.bsoncolumn import BSONColumnError
+from storage.bsoncolumn.decoder import decode_elements
+from storage.bsonutil import encode
+from storage.errors import MongoError
+from storage.vocabulary.bson_types import BsonType
 from storage.vocabulary.missing import MISSING
 
-from .constants import CONTROL, CONTROL_CLOSED, CONTROL_MIN, DATA, META
+from .bucket import Bucket
+from .bucket_document import compress_bucket, parse_bucket
+from .columns import Columns
+from .constants import (
+    CONTROL,
+    CONTROL_CLOSED,
+    CONTROL_MIN,
+    DATA,
+    META,
+    VERSION_COMPRESSED_SORTED,
+    VERSION_COMPRESSED_UNSORTED,
+    VERSION_UNCOMPRESSED,
+)
+from .metadata import normalize_meta, series_key
+from .minmax import MinMax, Schema, SchemaChange
+from .write_batch import BucketWrite
 
-__all__ = ["BucketSource", "ReopeningQuery"]
+if TYPE_CHECKING:
+    from .bucket_registry import WarmColumns
+    from .write_batch import BatchContext
+
+_DATE: Final = int(BsonType.DATE)
+
+__all__ = ["BucketSource", "ReopenFailed", "ReopeningQuery", "StoredBucket", "rehydrate"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,13 +118,99 @@ class BucketSource(Protocol):
     """What the catalog needs from storage to reopen buckets (all calls are synchronous).
 
     Both return a bucket document (decoded with CODEC_OPTIONS, raw BSON bytes, or both
-    as a (decoded, raw) pair when the source has decoded it already), or None. Query-based reopening should return None when the collection has no index
-    supporting it (see index_schema.supports_reopening_query), as MongoDB skips it then.
+    as a (decoded, raw) pair when the source has decoded it already), or None.
+    Query-based reopening should return None when the collection has no index supporting
+    it (see index_schema.supports_reopening_query), as MongoDB skips it then.
     """
 
-    def fetch_bucket(self, coll: Any, bucket_id: ObjectId) -> Mapping[str, Any] | bytes | None:
+    def fetch_bucket(self, coll: str, bucket_id: ObjectId) -> Mapping[str, Any] | bytes | None:
         ...
 
-    def find_reopening_candidate(self, coll: Any, query: ReopeningQuery
+    def find_reopening_candidate(self, coll: str, query: ReopeningQuery
                                  ) -> Mapping[str, Any] | bytes | StoredBucket | None:
         ...
+
+
+class ReopenFailed(Exception):
+    """A stored bucket that cannot be reopened (the catalog counts a failed reopening)."""
+
+
+def rehydrate(ctx: BatchContext, key: bytes, doc: Mapping[str, Any], raw: bytes | None,
+              take_warm: Callable[[ObjectId], WarmColumns | None]) -> Bucket:
+    """rehydrateBucket: the in-memory state of a stored bucket of series `key` (a v1
+    bucket is compressed, its v2 bytes recorded in `ctx.rewrites`); `raw` is `doc`
+    encoded, when the caller has it. The column builders come from `take_warm` when it
+    kept them for exactly the stored columns, else from the stored bytes. Raises
+    ReopenFailed when the bucket cannot be reopened."""
+    opts = ctx.options
+    oid = doc.get("_id")
+    if not isinstance(oid, ObjectId):
+        raise ReopenFailed("_id is missing or not an ObjectId")
+    try:
+        parsed = parse_bucket(doc)
+    except MongoError as e:
+        raise ReopenFailed(str(e)) from None
+    if parsed.closed:
+        raise ReopenFailed("closed")
+    meta = parsed.meta
+    if opts.meta_field is None:
+        meta = MISSING if meta is MISSING else meta
+    series = series_key(normalize_meta(meta) if meta is not MISSING else MISSING)
+    if series != key:
+        raise ReopenFailed("Bucket metadata does not match (hash collision)")
+    min_time = parsed.min_doc.get(opts.time_field)
+    if type(min_time) is not DatetimeMS:
+        raise ReopenFailed("control.min time is not a date")
+    if parsed.version == VERSION_UNCOMPRESSED:
+        try:
+            compressed = compress_bucket(doc, opts.time_field)
+        except (MongoError, BSONColumnError, ValueError, TypeError):
+            raise ReopenFailed("bucket could not be compressed") from None
+        raw = encode(compressed)
+        ctx.rewrites[oid] = (raw, int(compressed["control"]["count"]))
+        doc = compressed
+        parsed = parse_bucket(compressed)
+    elif raw is None:
+        raw = encode(doc)
+    time_col = parsed.data.get(opts.time_field)
+    if not isinstance(time_col, bytes):
+        raise ReopenFailed("missing a valid time column")
+    warm = take_warm(oid)
+    last_time_ms: int | None = None
+    if warm is not None and warm.coll == ctx.coll and \
+            warm.columns.column_bytes() == [(n, bytes(c)) for n, c in parsed.data.items()]:
+        columns, count, last_time_ms = warm.columns, warm.columns.count, warm.last_time_ms
+    else:
+        columns = None
+        try:
+            times = decode_elements(time_col)
+        except BSONColumnError:
+            raise ReopenFailed("time column could not be decompressed") from None
+        count = len(times)
+        if times and times[-1] is not None and times[-1][0] == _DATE:
+            last_time_ms = int.from_bytes(times[-1][1], "little", signed=True)
+    try:
+        if columns is None:
+            columns = Columns.from_data(parsed.data.items(), count)
+        minmax = MinMax.from_control(parsed.min_doc, parsed.max_doc)
+        schema = Schema.from_control(parsed.min_doc, parsed.max_doc)
+    except (BSONColumnError, SchemaChange, TypeError, ValueError):
+        raise ReopenFailed("summaries or columns unusable") from None
+    b = Bucket(oid, ctx.coll, series, normalize_meta(meta) if meta is not MISSING else MISSING,
+               opts.time_field, int(min_time))
+    b.columns = columns
+    b.minmax = minmax
+    b.schema = schema
+    b.num_measurements = b.num_committed = count
+    b.size = len(raw)
+    b.field_names = set(parsed.data)
+    b.sorted_by_time = parsed.version != VERSION_COMPRESSED_UNSORTED
+    b.version = VERSION_COMPRESSED_SORTED if b.sorted_by_time else VERSION_COMPRESSED_UNSORTED
+    b.reopened = True
+    b.committed_write = BucketWrite("update", oid, raw, count, [])
+    if oid not in ctx.rewrites:
+        b.index_doc = {k: v for k, v in doc.items() if k != DATA}
+    b.uncompressed_size = len(raw)
+    b.last_time_ms = last_time_ms
+    b.memory_usage = 0
+    return b

@@ -1,7 +1,8 @@
 """Bucket catalog execution statistics, with MongoDB's names (execution_stats.cpp).
 
 One `ExecutionStats` per collection (shown by collStats under
-`storageStats.timeseries`) and one global (shown by serverStatus.bucketCatalog).
+`storageStats.timeseries`) and one global (shown by serverStatus.bucketCatalog), both
+held by the catalog's `CatalogStats`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 
 from bson import Int64
 
-__all__ = ["ExecutionStats"]
+__all__ = ["CatalogStats", "ExecutionStats"]
 
 
 @dataclass(slots=True)
@@ -83,3 +84,26 @@ class ExecutionStats:
         return {name: Int64(getattr(self, name)) for name in
                 ("numBytesUncompressed", "numBytesCompressed", "numCompressedBuckets",
                  "numUncompressedBuckets", "numFailedDecompressBuckets")}
+
+
+class CatalogStats(dict[str, ExecutionStats]):
+    """The catalog's statistics: each collection's (by namespace, created when first
+    counted) and their sum over the server (`total`)."""
+
+    __slots__ = ("total",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.total = ExecutionStats()
+
+    def of(self, coll: str) -> ExecutionStats:
+        """The statistics of `coll` (created when first asked for)."""
+        s = self.get(coll)
+        if s is None:
+            s = self[coll] = ExecutionStats()
+        return s
+
+    def inc(self, stats: ExecutionStats, name: str, n: int = 1) -> None:
+        """Count `n` in one collection's `stats` and in the total."""
+        stats.inc(name, n)
+        self.total.inc(name, n)

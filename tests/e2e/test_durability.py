@@ -99,7 +99,7 @@ def _measurements(start: int, n: int) -> list[dict]:
 
 
 def test_time_series_inserts_survive_kill_minus_nine(tmp_path) -> None:
-    """Bucket writes are group-committed (server.bucket_writes): `j: true` writes them
+    """Bucket writes are group-committed (storage.timeseries.pending_writes): `j: true` writes them
     before the reply, and `j: false` ones are written within the commit interval even
     when no other command comes, as mongod's journal flush does."""
     proc = start_server(tmp_path, "--setParameter", "journalCommitInterval=50")

@@ -28,7 +28,7 @@ SERVER_LAYERS: list[tuple[str, tuple[str, ...]]] = [
                    "server.inspect_cli")),
     ("commands", ("server.commands",)),
     ("services", ("server.timeseries", "server.aggregation", "server.collection_stats",
-                  "server.ttl", "server.bucket_writes", "server.reopening_source")),
+                  "server.ttl")),
     ("infrastructure", ("server",)),
 ]
 LAYER_RANK = {name: i for i, (name, _) in enumerate(SERVER_LAYERS)}

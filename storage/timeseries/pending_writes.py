@@ -1,34 +1,38 @@
-"""Group commit of time-series bucket writes.
+"""The pending-write store of the group commit: bucket writes committed in the bucket
+catalog but not yet written to storage, and how they are written.
 
 An insert into a time-series collection is acknowledged once the bucket catalog has
-taken it; the bucket documents it changed are written to the buckets collection later,
-all pending ones in one storage transaction (`flush`). A bucket updated by ten batches
-in a row is then written once, not ten times, and its index entries are maintained once.
+committed it (see README.md, "Acknowledged, committed, written"); the bucket documents
+it changed are written to the buckets collection later, all pending ones in one storage
+transaction (`DeferredBucketWrites.flush`). A bucket updated by ten batches in a row is
+then written once, not ten times, and its index entries are maintained once.
 
 The window is MongoDB's journal commit interval (`journalCommitInterval`, 100 ms by
 default): with `j: false`, mongod acknowledges writes that reach its journal only at the
-next journal flush, so a crash loses up to that interval of acknowledged writes. Here
-the pending writes are flushed:
+next journal flush, so a crash loses up to that interval of acknowledged writes. The
+server flushes the pending writes:
 
-- before any other storage operation runs (`StorageService` calls `flush` first), so
-  every read, every other write and every command sees every acknowledged insert;
+- before any other storage operation runs, so every read, every other write and every
+  command sees every acknowledged insert;
 - before the bucket catalog queries stored buckets (reopening) when the query cannot be
-  answered from storage and the pending documents together (`server.reopening_source`);
+  answered from storage and the pending documents together (`stored_buckets`);
   fetching one bucket by `_id` reads its pending document instead;
 - at the end of an insert with `j: true` (durably), or when the window has passed, or
-  when the pending documents exceed `_MAX_PENDING_BYTES`;
+  when the pending documents exceed `_MAX_PENDING_BYTES` (`due`);
 - by a timer one window after the first pending write, and at shutdown.
 
 A flush that fails (disk full, an I/O error) cannot be reported to the clients whose
-writes were acknowledged: it is logged, and the bucket catalog forgets the open buckets
-of the collections concerned, so it reopens them from what storage holds.
+writes were acknowledged: the owner is told what was lost (`on_lost`, the server logs
+it), `on_failure` is called for each collection concerned so the bucket catalog forgets
+their open buckets and reopens them from what storage holds, and the error is raised.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Any, Final
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
 
 from bson import ObjectId
 
@@ -36,29 +40,44 @@ from storage.bsonutil import decode
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
-from .log import LOG
+if TYPE_CHECKING:
+    from storage.catalog import Catalog, CollectionEntry
+    from storage.collection import Collection
 
-__all__ = ["DeferredBucketWrites", "write_buckets"]
+    from .write_batch import BucketWrite
+
+__all__ = ["DeferredBucketWrites", "LostWrites", "write_buckets"]
 
 _MAX_PENDING_BYTES: Final = 32 * 1024 * 1024
 
 
-class DeferredBucketWrites:
-    """Bucket writes acknowledged but not yet written, per buckets collection."""
+@dataclass(frozen=True, slots=True)
+class LostWrites:
+    """What a failed flush lost: bucket writes committed (and acknowledged) that will
+    never be written."""
 
-    def __init__(self) -> None:
+    error: BaseException
+    namespaces: tuple[tuple[str, str], ...]  # (db, buckets collection)
+    buckets: int                             # how many bucket documents
+
+
+class DeferredBucketWrites:
+    """Bucket writes committed in the catalog but not yet written, per buckets collection."""
+
+    def __init__(self, on_lost: Callable[[LostWrites], None] | None = None) -> None:
         # (db, buckets collection) -> bucket _id -> its latest BucketWrite
-        self._pending: dict[tuple[str, str], dict[ObjectId, Any]] = {}
+        self._pending: dict[tuple[str, str], dict[ObjectId, BucketWrite]] = {}
         # (db, buckets collection) -> series key -> ids of its buckets written, in the
         # order of `_pending`; None once a write's series is not known
         self._series: dict[tuple[str, str], dict[bytes, list[ObjectId]] | None] = {}
         self._since: float | None = None
         self._bytes = 0
+        self._on_lost = on_lost
 
     def __bool__(self) -> bool:
         return bool(self._pending)
 
-    def add(self, db: str, buckets_name: str, writes: list[Any]) -> None:
+    def add(self, db: str, buckets_name: str, writes: Sequence[BucketWrite]) -> None:
         """Take a committed batch's writes; a bucket written again replaces its pending
         document (an insert stays an insert; an update keeps the index view of the
         stored version it replaces)."""
@@ -91,7 +110,7 @@ class DeferredBucketWrites:
         return None if w is None else w.document
 
     def series_writes(self, db: str, buckets_name: str, series: bytes
-                      ) -> tuple[dict[ObjectId, Any], list[Any]] | None:
+                      ) -> tuple[dict[ObjectId, BucketWrite], list[BucketWrite]] | None:
         """The pending writes of a buckets collection by bucket id, and those of the
         buckets of one series (in the order a flush writes them); None when some pending
         write's series is not known."""
@@ -109,11 +128,11 @@ class DeferredBucketWrites:
             self._bytes > _MAX_PENDING_BYTES
             or (time.monotonic() - self._since) * 1000 >= interval_ms)
 
-    def flush(self, catalog: Any, *, durable: bool = False,
+    def flush(self, catalog: Catalog, *, durable: bool = False,
               on_failure: Callable[[str, str], None] | None = None) -> None:
         """Write everything pending in one transaction (storage thread). On failure,
-        `on_failure(db, buckets_name)` is called for each collection concerned and the
-        error is logged and raised."""
+        `on_lost` (of the constructor) is told what was lost, `on_failure(db,
+        buckets_name)` is called for each collection concerned, and the error is raised."""
         if not self._pending:
             return
         pending, self._pending = self._pending, {}
@@ -130,15 +149,13 @@ class DeferredBucketWrites:
             for db, name in pending:
                 if on_failure is not None:
                     on_failure(db, name)
-            LOG.error("STORAGE", 22435, "timeseries",
-                      "Writing acknowledged time-series buckets failed; they are lost",
-                      error=f"{type(exc).__name__}: {exc}",
-                      namespaces=[f"{db}.{name}" for db, name in pending],
-                      buckets=sum(len(by_id) for by_id in pending.values()))
+            if self._on_lost is not None:
+                self._on_lost(LostWrites(exc, tuple(pending),
+                                         sum(len(by_id) for by_id in pending.values())))
             raise
 
 
-def write_buckets(buckets: Any, writes: list[Any]) -> None:
+def write_buckets(buckets: Collection, writes: Sequence[BucketWrite]) -> None:
     """Perform bucket writes on the buckets collection (inside the caller's transaction).
 
     When no index of the collection reads `data`, index maintenance uses the catalog's
@@ -165,7 +182,7 @@ def write_buckets(buckets: Any, writes: list[Any]) -> None:
         buckets.update(found[0], new, encoded=w.document, old_doc=old)
 
 
-def _indexes_read_no_data(entry: Any) -> bool:
+def _indexes_read_no_data(entry: CollectionEntry) -> bool:
     """True when no index of the buckets collection (keys or partial filter) reads
     `data`."""
     def clean(path: str) -> bool:

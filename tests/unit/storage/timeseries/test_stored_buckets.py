@@ -1,10 +1,12 @@
 """Reopening queries answered from storage plus pending bucket writes, by a direct index
-scan (`server.reopening_source.BucketsSource`), against MongoDB's query run by the query
-planner and matcher after a flush: the same bucket reopened for every measurement, so the
+scan (`storage.timeseries.stored_buckets.StoredBuckets`), against MongoDB's query run by
+the query planner and matcher after a flush: the same bucket reopened for every measurement, so the
 same bucket documents and the same catalog statistics, with fewer flushes."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import pytest
@@ -13,13 +15,19 @@ from bson.datetime_ms import DatetimeMS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from server import reopening_source
-from server.bucket_writes import DeferredBucketWrites
-from server.reopening_source import BucketsSource
+from query.executor import FindSpec, candidates, prepare_find
 from storage.bsonutil import decode
 from storage.catalog import Catalog
-from storage.timeseries import TimeseriesParameters, default_index_spec, parse_timeseries_options
+from storage.timeseries import (
+    ReopeningQuery,
+    TimeseriesParameters,
+    default_index_spec,
+    parse_timeseries_options,
+    stored_buckets,
+)
 from storage.timeseries.bucket_catalog import BucketCatalog
+from storage.timeseries.pending_writes import DeferredBucketWrites
+from storage.timeseries.stored_buckets import StoredBuckets
 
 OPTS = parse_timeseries_options({"timeField": "t", "metaField": "m"})
 T0 = 1_699_999_980_000  # on a minute: measurement times can equal a bucket's min time
@@ -29,7 +37,7 @@ METAS: list[Any] = ["a", "b", {"x": "a", "y": True}, 1, 1.0, Int64(1), None, ["a
 
 
 class _Service:
-    """What BucketsSource needs of TimeseriesService: the pending writes and a flush."""
+    """What StoredBuckets needs of TimeseriesService: the pending writes and a flush."""
 
     def __init__(self, cat: Catalog) -> None:
         self.cat = cat
@@ -40,6 +48,14 @@ class _Service:
         if self.deferred:
             self.flushes += 1
             self.deferred.flush(self.cat, durable=durable)
+
+
+def _planned_candidates(source: StoredBuckets, index: str, query: ReopeningQuery
+                        ) -> tuple[Callable[[Any], bool], Iterator[tuple[int, bytes]]]:
+    """The reference for `StoredBuckets._stored_candidates`: MongoDB's reopening query
+    run by the query planner and matcher."""
+    prepared = prepare_find(source.buckets, FindSpec(filter=query.filter(), hint=index))
+    return prepared.matcher.matches, candidates(source.buckets, prepared.plan)
 
 
 def _run(batches: list[list[dict[str, Any]]], flush_after: set[int], overlay: bool,
@@ -54,11 +70,11 @@ def _run(batches: list[list[dict[str, Any]]], flush_after: set[int], overlay: bo
     catalog = BucketCatalog(TimeseriesParameters(timeseriesBucketMaxCount=max_count),
                             id_seed=7)
     service = _Service(cat)
-    source = BucketsSource(buckets, OPTS, service)  # type: ignore[arg-type]
-    saved = reopening_source._identity_meta
+    source = StoredBuckets(buckets, OPTS, service.deferred, service.flush_deferred)
+    saved = stored_buckets._identity_meta
     if not overlay:  # the reference: flush, then the planned query
-        reopening_source._identity_meta = lambda meta: False  # type: ignore[assignment]
-        source._stored_candidates = source._planned_candidates  # type: ignore[method-assign]
+        stored_buckets._identity_meta = lambda meta: False  # type: ignore[assignment]
+        source._stored_candidates = partial(_planned_candidates, source)  # type: ignore[method-assign]
     try:
         for i, docs in enumerate(batches):
             result = catalog.insert_batch("db.c", OPTS, docs, source, ordered=False)
@@ -68,7 +84,7 @@ def _run(batches: list[list[dict[str, Any]]], flush_after: set[int], overlay: bo
             if i in flush_after:
                 service.flush_deferred()
     finally:
-        reopening_source._identity_meta = saved
+        stored_buckets._identity_meta = saved
     flushes = service.flushes
     service.flush_deferred()
     stored = sorted((decode(raw) for _rid, raw in buckets.scan()),

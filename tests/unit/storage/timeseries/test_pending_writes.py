@@ -1,4 +1,4 @@
-"""Group commit of bucket writes (`server.bucket_writes.DeferredBucketWrites`) against a
+"""Group commit of bucket writes (`storage.timeseries.pending_writes.DeferredBucketWrites`) against a
 real storage catalog and bucket catalog: what a flush writes equals writing every batch
 as it came, and a failed flush loses only what was pending and says so."""
 
@@ -8,12 +8,12 @@ import pytest
 from bson import Int64
 from bson.datetime_ms import DatetimeMS
 
-from server.bucket_writes import DeferredBucketWrites, write_buckets
 from storage.bsonutil import decode
 from storage.catalog import Catalog
 from storage.errors import MongoError
 from storage.timeseries import default_index_spec, parse_timeseries_options
 from storage.timeseries.bucket_catalog import BucketCatalog
+from storage.timeseries.pending_writes import DeferredBucketWrites, LostWrites, write_buckets
 
 OPTS = parse_timeseries_options({"timeField": "t", "metaField": "m"})
 T0 = 1_700_000_000_000
@@ -110,4 +110,23 @@ def test_a_failed_flush_reports_and_forgets(tmp_path) -> None:
     assert failed == [("db", "system.buckets.c")]
     assert not deferred and not deferred.due(0)
     assert len(_stored(cat)) == 4   # the transaction left what was there
+    cat.close()
+
+
+def test_a_failed_flush_tells_the_owner_what_was_lost(tmp_path) -> None:
+    cat = _open(str(tmp_path / "db"))
+    buckets = BucketCatalog(id_seed=5)
+    lost: list[LostWrites] = []
+    deferred = DeferredBucketWrites(on_lost=lost.append)
+    result = buckets.insert_batch("db.c", OPTS, _batches()[0], None)
+    deferred.add("db", "system.buckets.c", result.writes)
+    buckets.commit(result)
+    with cat.transaction():
+        write_buckets(cat.get_collection("db", "system.buckets.c"), result.writes)
+    with pytest.raises(MongoError) as info:
+        deferred.flush(cat)
+    [what] = lost
+    assert what.error is info.value
+    assert what.namespaces == (("db", "system.buckets.c"),)
+    assert what.buckets == len(result.writes) == 4
     cat.close()

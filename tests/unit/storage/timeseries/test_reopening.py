@@ -220,11 +220,11 @@ def _flip_flop(catalog: BucketCatalog, store: FakeStore, rounds: int) -> None:
 
 
 def test_reopening_an_archived_bucket_reuses_its_warm_builders(monkeypatch) -> None:
-    from storage.timeseries import bucket_catalog
+    from storage.timeseries import columns
 
     rebuilt: list[int] = []
-    real = bucket_catalog.Columns.from_data
-    monkeypatch.setattr(bucket_catalog.Columns, "from_data",
+    real = columns.Columns.from_data
+    monkeypatch.setattr(columns.Columns, "from_data",
                         lambda data, count: rebuilt.append(count) or real(data, count))
     warm_store, warm = FakeStore(), BucketCatalog()
     _flip_flop(warm, warm_store, 6)
@@ -233,7 +233,7 @@ def test_reopening_an_archived_bucket_reuses_its_warm_builders(monkeypatch) -> N
     assert rebuilt == []
     # The same inserts where every reopening must rebuild the builders from the bytes.
     cold_store, cold = FakeStore(), BucketCatalog()
-    cold._keep_warm = lambda b: None  # type: ignore[method-assign]
+    cold._registry.keep_warm = lambda b: None  # type: ignore[method-assign]
     _flip_flop(cold, cold_store, 6)
     assert len(rebuilt) == reopened
     strip = [{k: v for k, v in b.items() if k != "_id"} for b in cold_store.buckets("c")]
@@ -248,7 +248,7 @@ def test_warm_builders_are_not_used_for_a_bucket_changed_behind_the_catalog() ->
 
     store, cat = FakeStore(), BucketCatalog()
     _flip_flop(cat, store, 2)     # ends with the early bucket soft-closed, kept warm
-    [early] = [oid for oid in store.docs["c"] if oid in cat._warm
+    [early] = [oid for oid in store.docs["c"] if oid in cat._registry.warm
                and decode(store.docs["c"][oid])["control"]["count"] == 20]
     # Rewrite that bucket without field "w", as a rawData update would, but without
     # telling the catalog: the byte check must refuse the warm builders.

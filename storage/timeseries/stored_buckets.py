@@ -1,20 +1,28 @@
-"""What the bucket catalog reads when it reopens a stored bucket (its `BucketSource`).
+"""The stored buckets of one time-series collection as the bucket catalog reads them when
+it reopens a bucket: `StoredBuckets`, the storage implementation of `BucketSource`.
 
-Acknowledged inserts whose bucket documents are still pending (`server.bucket_writes`)
-count as stored. A bucket fetched by `_id` comes from its pending document when it has
-one. A reopening query returns what it would return after a flush, without flushing: the
-first match in index order among the stored buckets that have no pending document and
-the pending documents of the queried series. A writer that backfills older times beside
-a live one reopens a bucket by query on nearly every batch, and flushing for each would
+Acknowledged inserts whose bucket documents are still pending (`pending_writes`) count
+as stored. A bucket fetched by `_id` comes from its pending document when it has one. A
+reopening query returns what it would return after a flush, without flushing: the first
+match in index order among the stored buckets that have no pending document and the
+pending documents of the queried series. A writer that backfills older times beside a
+live one reopens a bucket by query on nearly every batch, and flushing for each would
 undo the group commit.
+
+The stored buckets are found by a direct scan of the reopening index with the query's
+bounds: the meta value and the range of `control.min.<time>`. An array meta value is
+equal to arrays and to arrays holding it, and has one index key per element, so its scan
+takes every meta key within the time range; a bucket's keys all share its
+`control.min.<time>`, so the buckets `ReopeningQuery.matches` keeps come in the order
+MongoDB's planned query (meta unbounded, the time bounded) gives them.
 
 Looking pending documents up by series key finds every one the query matches only when
 meta values that compare equal are the same series. The reopening query keeps buckets
 whose meta equals the query's as BSON values compare, so the query meta must hold no
 numbers (1, 1.0 and Int64(1) are equal but are three series); a pending write whose
 series is not known (a v1 bucket rewritten) is not looked up either. Otherwise, and when
-a bucket has several keys in the index, the pending writes are flushed first and storage
-answers alone.
+a bucket has several keys in the index, the pending writes are flushed first (by the
+`flush` the owner of the pending writes gives) and storage answers alone.
 """
 
 from __future__ import annotations
@@ -26,58 +34,67 @@ from typing import TYPE_CHECKING, Any, Final
 from bson import Binary, ObjectId, Timestamp
 from bson.datetime_ms import DatetimeMS
 
-from query.executor import FindSpec, candidates, prepare_find
 from storage.bounds import Interval
 from storage.bsonutil import decode
-from storage.timeseries import ReopeningQuery, TimeseriesOptions, supports_reopening_query
-from storage.timeseries.constants import CONTROL, CONTROL_MIN, META
-from storage.timeseries.metadata import series_key
 from storage.vocabulary.missing import MISSING
 
-if TYPE_CHECKING:
-    from .timeseries_service import TimeseriesService
+from .constants import CONTROL, CONTROL_MIN, META
+from .index_schema import supports_reopening_query
+from .metadata import series_key
+from .options import TimeseriesOptions
+from .reopening import ReopeningQuery, StoredBucket
 
-__all__ = ["BucketsSource"]
+if TYPE_CHECKING:
+    from storage.collection import Collection
+
+    from .pending_writes import DeferredBucketWrites
+    from .write_batch import BucketWrite
+
+__all__ = ["StoredBuckets"]
 
 # types whose BSON equality is identity (no numbers: they compare across types by value)
 _IDENTITY_TYPES: Final = frozenset((str, bool, type(None), DatetimeMS, datetime.datetime,
                                     ObjectId, bytes, Binary, Timestamp))
 
 
-class BucketsSource:
-    """The stored buckets of one time-series collection, acknowledged inserts included."""
+class StoredBuckets:
+    """The stored buckets of one time-series collection, acknowledged inserts included
+    (a `BucketSource`). `flush` writes the pending writes (the owner's group commit)."""
 
-    def __init__(self, buckets: Any, options: TimeseriesOptions,
-                 service: TimeseriesService) -> None:
+    def __init__(self, buckets: Collection, options: TimeseriesOptions,
+                 pending: DeferredBucketWrites, flush: Callable[[], None]) -> None:
         self.buckets = buckets
         self.options = options
-        self.service = service
+        self.pending = pending
+        self.flush = flush
         self._reopen_index: str | bool | None = False
 
-    def fetch_bucket(self, coll: Any, bucket_id: ObjectId) -> bytes | None:
+    def fetch_bucket(self, coll: str, bucket_id: ObjectId) -> bytes | None:
         entry = self.buckets.entry
-        pending = self.service.deferred.document(entry.db, entry.name, bucket_id)
+        pending = self.pending.document(entry.db, entry.name, bucket_id)
         if pending is not None:
             return pending
         found = self.buckets.find_id(bucket_id)
         return None if found is None else found[1]
 
-    def find_reopening_candidate(self, coll: Any, query: ReopeningQuery) -> Any:
+    def find_reopening_candidate(self, coll: str, query: ReopeningQuery
+                                 ) -> StoredBucket | None:
         index = self._index()
         if index is None:
             return None
         entry = self.buckets.entry
-        pending = self.service.deferred.series_writes(
+        pending = self.pending.series_writes(
             entry.db, entry.name, series_key(query.meta)) if _identity_meta(query.meta) else None
         if pending is not None:
             found = self._first_match(index, query, *pending)
             if found is not _UNORDERED:
-                return found
-        self.service.flush_deferred()
-        return self._first_match(index, query, {}, [])
+                return found  # type: ignore[return-value]
+        self.flush()
+        return self._first_match(index, query, {}, [])  # type: ignore[return-value]
 
-    def _first_match(self, index: str, query: ReopeningQuery, pending: dict[ObjectId, Any],
-                     series: list[Any]) -> Any:
+    def _first_match(self, index: str, query: ReopeningQuery,
+                     pending: dict[ObjectId, BucketWrite], series: list[BucketWrite]
+                     ) -> StoredBucket | object | None:
         """The first bucket in `index` order that the query matches, among the stored
         buckets without a pending write and the pending writes `series`, as (decoded, raw)
         (_UNORDERED when a match has several keys in the index, so the order is not one
@@ -98,7 +115,8 @@ class BucketsSource:
             ranked.append(best)
         for i, w in enumerate(series):
             # the index view lacks `data`, which can only make the filter fail more
-            if not (matches(w.index_doc) and query.matches(w.index_doc)):
+            if not (w.index_doc is not None and matches(w.index_doc)
+                    and query.matches(w.index_doc)):
                 continue
             raw = w.document
             doc = decode(raw)
@@ -125,27 +143,25 @@ class BucketsSource:
                            ) -> tuple[Callable[[Any], bool], Iterator[tuple[int, bytes]]]:
         """The stored buckets the query can match, in index order, and what besides
         `query.matches` they must pass. The index bounds are the query's: the meta value
-        and the range of `control.min.<time>`. An array meta value (equal to arrays and
-        to arrays holding it) goes through the query planner and matcher instead."""
-        if type(query.meta) is list:
-            return self._planned_candidates(index, query)
+        (every meta key for an array, see the module docstring) and the range of
+        `control.min.<time>`."""
         min_path = f"{CONTROL}.{CONTROL_MIN}.{query.time_field}"
+        if type(query.meta) is list:
+            meta = Interval.all()
+        else:
+            meta = Interval.point(None if query.meta is MISSING else query.meta)
+        ix = self.buckets.entry.index(index)
+        assert ix is not None
         bounds = []
-        for name in self.buckets.entry.index(index).spec.fields:
+        for name in ix.spec.fields:
             if name == META:
-                bounds.append([Interval.point(None if query.meta is MISSING else query.meta)])
+                bounds.append([meta])
             elif name == min_path:
                 bounds.append([Interval(DatetimeMS(query.min_time_gt_ms), False,
                                         DatetimeMS(query.time_ms), True)])
             else:
                 bounds.append([Interval.all()])
         return _always, self.buckets.index_scan(index, bounds)
-
-    def _planned_candidates(self, index: str, query: ReopeningQuery
-                            ) -> tuple[Callable[[Any], bool], Iterator[tuple[int, bytes]]]:
-        """`_stored_candidates` by the query planner and matcher (MongoDB's query)."""
-        prepared = prepare_find(self.buckets, FindSpec(filter=query.filter(), hint=index))
-        return prepared.matcher.matches, candidates(self.buckets, prepared.plan)
 
     def _index(self) -> str | None:
         """The index MongoDB's reopening query needs (None: none, so no query)."""
@@ -154,7 +170,7 @@ class BucketsSource:
             for ix in self.buckets.entry.indexes:
                 doc = ix.spec.document
                 if supports_reopening_query(self.options, doc["key"],
-                                            doc.get("partialFilterExpression")):
+                                            bool(doc.get("partialFilterExpression"))):
                     self._reopen_index = ix.name
                     break
         return self._reopen_index  # type: ignore[return-value]

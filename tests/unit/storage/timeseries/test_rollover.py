@@ -1,16 +1,27 @@
-"""Each RolloverReason, its action and its statistics; idle-bucket expiry."""
+"""Each RolloverReason: the pure decision, its action and its statistics, and the
+catalog following the one table of rollover.py."""
 
 from __future__ import annotations
 
 import random
 
 import pytest
+from bson import ObjectId
 from bson.datetime_ms import DatetimeMS
 
+from storage.timeseries import rollover
+from storage.timeseries.bucket import Bucket, size_change
 from storage.timeseries.bucket_catalog import BucketCatalog
 from storage.timeseries.constants import LARGE_MEASUREMENTS_MAX_BUCKET_SIZE, TimeseriesParameters
+from storage.timeseries.measurements import Measurement, MeasurementPreparer
 from storage.timeseries.options import parse_timeseries_options
-from storage.timeseries.rollover import RolloverAction, RolloverReason, rollover_action
+from storage.timeseries.rollover import (
+    RolloverAction,
+    RolloverReason,
+    cache_derived_max_size,
+    determine_rollover,
+    rollover_action,
+)
 
 from .helpers import FakeStore
 
@@ -149,20 +160,108 @@ def test_cache_pressure() -> None:
     assert sum(_counts(store)) == 4 * 20 * 40
 
 
-def test_idle_buckets_expire_under_memory_pressure() -> None:
-    # > 100 means bytes: a 2 kB threshold for the catalog's memory.
-    params = TimeseriesParameters(timeseriesIdleBucketExpiryMemoryUsageThreshold=2_000)
-    cat, store = BucketCatalog(params), FakeStore()
-    for h in range(60):
-        _ins(cat, store, [{"t": DatetimeMS(T0 + i), "m": h, "v": i} for i in range(3)])
+# -- the pure decision, one reason at a time ----------------------------------------------
+
+
+def _measurement(minutes_ms: int, **fields: object) -> Measurement:
+    doc = {"_id": 0, "t": DatetimeMS(T0 + minutes_ms), "m": 1, "v": 1, **fields}
+    [m], errors = MeasurementPreparer().prepare_all([doc], OPTS, True)
+    assert not errors
+    return m
+
+
+def _open_bucket(n: int = 1, size: int = 200, **fields: object) -> Bucket:
+    b = Bucket(ObjectId(), "c", b"k", 1, "t", T0)
+    b.schema.update({"t": DatetimeMS(T0), "m": 1, "v": 1, **fields}, "m")
+    b.num_measurements = n
+    b.size = size
+    return b
+
+
+def _decide(b: Bucket, m: Measurement, params: TimeseriesParameters | None = None,
+            active: int = 1) -> RolloverReason:
+    params = params or TimeseriesParameters()
+    new_size = b.size + size_change(b, m, params.timeseriesLargeMeasurementThreshold).total
+    return determine_rollover(b, m, new_size, OPTS.max_span_ms, OPTS.meta_field, params,
+                              cache_derived_max_size(params, active))
+
+
+def test_decision_none() -> None:
+    assert _decide(_open_bucket(), _measurement(1)) is RolloverReason.kNone
+
+
+def test_decision_time_forward_and_backward() -> None:
+    assert _decide(_open_bucket(), _measurement(OPTS.max_span_ms)) \
+        is RolloverReason.kTimeForward
+    assert _decide(_open_bucket(), _measurement(OPTS.max_span_ms - 1)) is RolloverReason.kNone
+    assert _decide(_open_bucket(), _measurement(-1)) is RolloverReason.kTimeBackward
+
+
+def test_decision_count() -> None:
+    params = TimeseriesParameters(timeseriesBucketMaxCount=5)
+    assert _decide(_open_bucket(n=5), _measurement(1), params) is RolloverReason.kCount
+    assert _decide(_open_bucket(n=4), _measurement(1), params) is RolloverReason.kNone
+
+
+def test_decision_schema_change() -> None:
+    b = _open_bucket(v={"a": 1})
+    assert _decide(b, _measurement(1, v=[1])) is RolloverReason.kSchemaChange
+
+
+def test_decision_size() -> None:
+    params = TimeseriesParameters(timeseriesBucketMaxSize=1000, timeseriesBucketMinCount=10)
+    assert _decide(_open_bucket(n=10, size=1000), _measurement(1), params) \
+        is RolloverReason.kSize
+    # under timeseriesBucketMinCount: open up to 12 MiB, then kSize
+    assert _decide(_open_bucket(n=9, size=1000), _measurement(1), params) \
+        is RolloverReason.kNone
+    assert _decide(_open_bucket(n=9, size=LARGE_MEASUREMENTS_MAX_BUCKET_SIZE),
+                   _measurement(1), params) is RolloverReason.kSize
+
+
+def test_decision_cache_pressure() -> None:
+    # 64 KiB of cache over 8 active buckets: 4 KiB, raised to timeseriesBucketMinSize
+    params = TimeseriesParameters(storage_cache_size_bytes=64 * 1024,
+                                  timeseriesBucketMinCount=10)
+    effective, derived = cache_derived_max_size(params, 8)
+    assert effective == derived == params.timeseriesBucketMinSize
+    assert _decide(_open_bucket(n=10, size=effective), _measurement(1), params, 8) \
+        is RolloverReason.kCachePressure
+    # under timeseriesBucketMinCount the cache-derived size is the absolute limit too
+    assert _decide(_open_bucket(n=9, size=effective), _measurement(1), params, 8) \
+        is RolloverReason.kCachePressure
+
+
+def test_decision_counts_nothing_and_leaves_a_rolled_over_bucket_alone() -> None:
+    b = _open_bucket()
+    before = (b.size, b.num_measurements, set(b.schema_signatures), b.kept_open_large,
+              b.rollover_action, b.staged)
+    for m in (_measurement(OPTS.max_span_ms), _measurement(-1)):
+        assert _decide(b, m) is not RolloverReason.kNone
+    assert (b.size, b.num_measurements, set(b.schema_signatures), b.kept_open_large,
+            b.rollover_action, b.staged) == before
+
+
+# -- the catalog follows the table --------------------------------------------------------
+
+
+@pytest.mark.parametrize("action", [RolloverAction.kArchive, RolloverAction.kSoftClose,
+                                    RolloverAction.kHardClose])
+def test_the_catalog_takes_the_action_and_counter_from_the_table(monkeypatch, action) -> None:
+    monkeypatch.setitem(rollover._TABLE, RolloverReason.kCount,
+                        (action, "numBucketsClosedDueToSize"))
+    cat = BucketCatalog(TimeseriesParameters(timeseriesBucketMaxCount=5))
+    store = FakeStore()
+    _ins(cat, store, [{"t": DatetimeMS(T0 + i), "m": 1} for i in range(5)])
+    _ins(cat, store, [{"t": DatetimeMS(T0 + 5), "m": 1}])
+    assert _counts(store) == [5, 1]
     stats = cat.execution_stats("c")
-    assert stats.numBucketsArchivedDueToMemoryThreshold > 0
-    assert stats.numBucketsClosedDueToMemoryThreshold > 0
-    assert cat.memory_usage < 5_000
-    # Series whose bucket was expired continue in it (reopened from storage).
-    _ins(cat, store, [{"t": DatetimeMS(T0 + 10), "m": h, "v": 10} for h in range(60)])
-    assert len(store.buckets("c")) == 60
-    assert sorted(_counts(store)) == [4] * 60
-    status = cat.server_status()
-    assert status["numBuckets"] == status["numOpenBuckets"] + status["numArchivedBuckets"]
-    assert status["numBucketsArchivedDueToMemoryThreshold"] > 0
+    assert (stats.numBucketsClosedDueToCount, stats.numBucketsClosedDueToSize) == (0, 1)
+    [first] = [oid for oid in store.docs["c"] if oid not in
+               {b.bucket_id for b in cat.open_buckets("c")}]
+    archived = [oid for _k, _t, oid in cat.archived_buckets("c")]
+    warm = first in cat._registry.warm
+    assert (archived == [first], warm) == {
+        RolloverAction.kArchive: (True, True),
+        RolloverAction.kSoftClose: (False, True),
+        RolloverAction.kHardClose: (False, False)}[action]

@@ -1,4 +1,4 @@
-"""Staging a series' run of measurements in bulk (`BucketCatalog._stage_run`) ends in
+"""Staging a series' run of measurements in bulk (`Stager.stage_run`) ends in
 exactly the buckets, documents and statistics that staging them one by one gives."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def _run(batches: list[list[dict]], bulk: bool, max_count: int, max_size: int
                                   timeseriesBucketMaxSize=max_size)
     cat = BucketCatalog(params, id_seed=7)
     if not bulk:
-        cat._stage_run = lambda ctx, group, start: 0  # type: ignore[method-assign]
+        cat._stager.stage_run = lambda ctx, group, start: 0  # type: ignore[method-assign]
     store = FakeStore()
     for i, batch in enumerate(batches):
         docs = [{"_id": i * 1000 + j, **d} for j, d in enumerate(batch)]
@@ -55,14 +55,14 @@ def test_bulk_staging_takes_the_common_case() -> None:
     batch."""
     calls: list[int] = []
     cat = BucketCatalog(id_seed=1)
-    real = cat._stage_run
+    real = cat._stager.stage_run
 
     def counting(ctx, group, start):  # type: ignore[no-untyped-def]
         k = real(ctx, group, start)
         calls.append(k)
         return k
 
-    cat._stage_run = counting  # type: ignore[method-assign]
+    cat._stager.stage_run = counting  # type: ignore[method-assign]
     store = FakeStore()
     for b in range(3):
         store.insert(cat, "c", OPTS, [{"_id": b * 10 + i, "m": "a", "v": Int64(i),

@@ -10,10 +10,11 @@ from bson import ObjectId
 from bson.datetime_ms import DatetimeMS
 
 from storage.bsonutil import decode, encode
-from storage.timeseries.bucket_catalog import BatchResult, BucketCatalog
+from storage.timeseries.bucket_catalog import BucketCatalog
 from storage.timeseries.options import TimeseriesOptions
 from storage.timeseries.reopening import ReopeningQuery
 from storage.timeseries.unpack import BucketSpec, unpack_bucket
+from storage.timeseries.write_batch import BatchResult
 
 
 def ms(iso: str) -> int:

@@ -12,7 +12,7 @@ from bson.datetime_ms import DatetimeMS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storage.timeseries import TimeseriesParameters, bucket, bucket_catalog
+from storage.timeseries import TimeseriesParameters, bucket, measurements
 from storage.timeseries.bucket_catalog import BucketCatalog
 from storage.timeseries.options import parse_timeseries_options
 
@@ -61,7 +61,7 @@ def _run(batches: list[list[dict]], shaped: bool, coll: str,
          params: TimeseriesParameters | None = None) -> tuple[dict, dict]:
     cat = BucketCatalog(params, id_seed=3)
     if not shaped:
-        cat._shapes = None
+        cat._measurements.shapes = None
     store = FakeStore()
     for i, batch in enumerate(batches):
         docs = [{"_id": i * 1000 + j, **d} for j, d in enumerate(batch)]
@@ -76,13 +76,13 @@ def _run(batches: list[list[dict]], shaped: bool, coll: str,
        st.sampled_from(sorted(OPTS)), st.booleans(), st.sampled_from([None, SMALL]))
 def test_shaped_preparation_equals_the_general_path(batches, coll, packed, params) -> None:
     """Also without the native value packing (`_gather` then lists every field)."""
-    saved = bucket_catalog._PACK_VALUES
+    saved = measurements._PACK_VALUES
     try:
         if not packed:
-            bucket_catalog._PACK_VALUES = None
+            measurements._PACK_VALUES = None
         shaped = _run(batches, True, coll, params)
     finally:
-        bucket_catalog._PACK_VALUES = saved
+        measurements._PACK_VALUES = saved
     assert shaped == _run(batches, False, coll, params)
 
 
@@ -93,7 +93,7 @@ def test_steady_measurements_take_the_shaped_path() -> None:
     store = FakeStore()
     docs = [{"_id": i, "m": "a", "v": Int64(i), "f": i / 4, "i": i,
              "t": DatetimeMS(T0 + 1000 * i)} for i in range(5)]
-    prepared, _ = cat._prepare_all(docs, OPTS["m"], True)
+    prepared, _ = cat._measurements.prepare_all(docs, OPTS["m"], True)
     assert prepared[0].shape is not None and prepared[0].elems is not None
     assert all(p.shape is prepared[0].shape and p.elems is None for p in prepared[1:])
     assert [p.value_bytes for p in prepared] == [len(b"".join(e[2] for e in prepared[0].elems))
@@ -108,7 +108,7 @@ def test_measurements_with_variable_width_fields_take_the_general_path() -> None
     cat = BucketCatalog(id_seed=1)
     docs = [{"_id": i, "m": "a", "s": "x" * i, "t": DatetimeMS(T0 + 1000 * i)}
             for i in range(3)]
-    prepared, _ = cat._prepare_all(docs, OPTS["m"], True)
+    prepared, _ = cat._measurements.prepare_all(docs, OPTS["m"], True)
     assert all(p.shape is None and p.elems is not None for p in prepared)
     # int32 _id, the date, then the string (length prefix, bytes, NUL)
     assert [p.value_bytes for p in prepared] == [4 + 8 + (4 + i + 1) for i in range(3)]
@@ -123,6 +123,6 @@ def test_value_sizes_from_the_shape_are_the_elements_sizes(docs) -> None:
     """What `size_change` reads of a shaped measurement without building its elements."""
     cat = BucketCatalog(id_seed=1)
     for i, d in enumerate(docs):
-        [m], _ = cat._prepare_all([{"_id": i, **d}], OPTS["m"], True)
+        [m], _ = cat._measurements.prepare_all([{"_id": i, **d}], OPTS["m"], True)
         got = bucket._value_lens(m)
-        assert got == [(name, len(v)) for name, _t, v in bucket.elements(m)]
+        assert got == [(name, len(v)) for name, _t, v in measurements.elements(m)]

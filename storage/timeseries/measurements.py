@@ -1,0 +1,329 @@
+"""Measurements headed for buckets, and their preparation (validation, series, shapes).
+
+`Measurement` is one validated insert: its time, series key, decoded document (for
+min/max and schema) and raw elements (for the columns). A measurement whose `Shape` is
+known (field names and types seen before, all fixed-width scalars) leaves its raw
+elements unbuilt: the write batch packs its values column by column instead (`gather`),
+and `elements()` builds them only where one measurement must be looked at alone.
+
+`MeasurementPreparer` turns a batch's documents into measurements: a BSON date in the
+time field (else BadValue for that index), the meta value normalized and its series key
+(cached for scalar and flat meta values), the raw elements with their sizes; and it
+learns each (field names, value types) signature whose fields are fixed-width, so later
+measurements of that shape skip the per-field work.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from bson import Int64, ObjectId
+from bson.datetime_ms import DatetimeMS
+
+from storage.bsoncolumn import native
+from storage.bsonutil import decode
+from storage.errors import MongoError
+from storage.vocabulary.bson_types import BsonType
+from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.missing import MISSING
+
+from .columns import RawElement
+from .elements import _D, _PACK, _Q, int_value_size, to_element
+from .metadata import normalize_meta, series_key
+from .options import TimeseriesOptions
+
+__all__ = ["Measurement", "MeasurementPreparer", "Shape", "elements", "gather", "time_of"]
+
+# Python types a Shape takes as fixed-width values (Python int is sized by value).
+# BSON type bytes as plain ints: compared per value.
+_DATE: Final = int(BsonType.DATE)
+_DOUBLE: Final = int(BsonType.DOUBLE)
+_INT32: Final = int(BsonType.INT32)
+_INT64: Final = int(BsonType.INT64)
+_OBJECT_ID: Final = int(BsonType.OBJECT_ID)
+_SHAPE_TYPES: Final = frozenset((Int64, float, DatetimeMS, ObjectId, bool, type(None)))
+_SHAPES_MAX: Final = 4096
+_META_CACHE_MAX: Final = 65536
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """What measurements with one (field names, value types) signature have in common,
+    when every field but the meta is a fixed-width scalar (int64, int32, double, date,
+    ObjectId, bool, null) and the time is a BSON date."""
+
+    names: tuple[str, ...]        # fields other than the meta, in document order
+    type_bytes: tuple[int | None, ...]  # BSON type per name; None: Python int (by value)
+    py_types: tuple[type, ...]    # Python type per name
+    signature: tuple              # (names with the meta, types): Measurement.signature
+    max_value_len: int
+    fixed_bytes: int              # value bytes of the fields other than Python ints
+    int_fields: tuple[str, ...]   # Python int fields: 4 bytes (int32) or 8 (int64) each
+    value_lens: tuple[int | None, ...] = ()  # value bytes per name; None: a Python int
+
+
+_NOT_FIXED: Final = Shape((), (), (), (), 0, 0, ())  # a signature seen, not fixed-width
+
+
+@dataclass(slots=True)
+class Measurement:
+    """One measurement of an insert batch, validated and split for the catalog."""
+
+    index: int                 # position in the user's batch
+    time_ms: int
+    doc: dict[str, Any]        # decoded document (meta included; min/max skip it)
+    elems: list[RawElement] | None  # raw elements without the meta field, in document
+                                    # order (None until `elements()` when `shape` is set)
+    key: bytes                 # series key of the normalized meta value
+    meta: Any                  # normalized meta value, or metadata.MISSING
+    meta_value_size: int = 0   # bytes of the meta value (type byte + value)
+    names: tuple[str, ...] = ()  # names of `elems`
+    max_value_len: int = 0     # longest value in `elems`
+    signature: tuple | None = None  # ((name, type), ...) when no value is an object/array
+    value_bytes: int = 0       # total bytes of the values of `elems`
+    shape: Shape | None = None
+
+
+def elements(m: Measurement) -> list[RawElement]:
+    """The raw elements of `m` (built on first use for a measurement with a shape)."""
+    if m.elems is None:
+        d = m.doc
+        m.elems = [(n, *to_element(d[n])) for n in m.names]
+    return m.elems
+
+
+def time_of(m: Measurement) -> int:
+    """The sort key of measurements (their time)."""
+    return m.time_ms
+
+
+class MeasurementPreparer:
+    """Prepares measurements; remembers shapes and series keys across batches."""
+
+    def __init__(self) -> None:
+        self._meta_cache: dict[Any, tuple[bytes, Any, int]] = {}
+        # (time field, meta field) -> measurement signature -> its Shape; None turns the
+        # shaped path off (tests compare both paths)
+        self.shapes: dict[tuple[str, str | None], dict[tuple, Shape]] | None = {}
+
+    def prepare_all(self, measurements: Sequence[Mapping[str, Any] | bytes],
+                    options: TimeseriesOptions, ordered: bool
+                    ) -> tuple[list[Measurement], list[tuple[int, MongoError]]]:
+        """The batch's measurements prepared, and those refused (with `ordered`, the first
+        refusal ends the batch)."""
+        prepared: list[Measurement] = []
+        errors: list[tuple[int, MongoError]] = []
+        shapes = self.shapes.setdefault((options.time_field, options.meta_field), {}) \
+            if self.shapes is not None else None
+        append = prepared.append
+        shaped = self._prepare_shaped
+        for i, m in enumerate(measurements):
+            try:
+                doc = m if type(m) is dict and "_id" in m else _as_document(m)
+                shape = None if shapes is None else \
+                    shapes.get((tuple(doc), tuple(map(type, doc.values()))))
+                if shape is not None and shape is not _NOT_FIXED:
+                    fast = shaped(i, doc, shape, options)
+                    if fast is not None:
+                        append(fast)
+                        continue
+                append(self._prepare_general(i, doc, options,
+                                             shapes is not None and shape is not _NOT_FIXED))
+            except MongoError as e:
+                errors.append((i, e))
+                if ordered:
+                    break
+        return prepared, errors
+    def _prepare_shaped(self, index: int, doc: dict[str, Any], shape: Shape,
+                        options: TimeseriesOptions) -> Measurement | None:
+        """A measurement of a known shape: no per-field work beyond sizing Python ints
+        (None when one is beyond int64, which the general path reports)."""
+        value_bytes = shape.fixed_bytes
+        for f in shape.int_fields:
+            size = int_value_size(doc[f])
+            if size is None:
+                return None
+            value_bytes += size
+        mf = options.meta_field
+        key, meta, meta_size = (b"", MISSING, 0) if mf is None or mf not in doc \
+            else self._series_of(doc[mf])
+        return Measurement(index, int(doc[options.time_field]), doc, None, key, meta,
+                           meta_size, shape.names, shape.max_value_len, shape.signature,
+                           value_bytes, shape)
+
+    def _prepare_general(self, index: int, doc: dict[str, Any],
+                         options: TimeseriesOptions, learn: bool) -> Measurement:
+        tf = options.time_field
+        t: Any = doc.get(tf)
+        time_is_date = type(t) is DatetimeMS
+        if not time_is_date:
+            if isinstance(t, _dt.datetime):
+                t = DatetimeMS(t)
+                doc = dict(doc)
+                doc[tf] = t
+            else:
+                raise MongoError(ErrorCode.BadValue,
+                                 f"'{tf}' must be present and contain a valid BSON UTC "
+                                 "datetime value")
+        mf = options.meta_field
+        elems: list[tuple[str, int, bytes]] = []
+        append = elems.append
+        max_len = 0
+        value_bytes = 0
+        meta_v: Any = MISSING
+        pack = _PACK
+        qpack, dpack = _Q.pack, _D.pack
+        for name, v in doc.items():
+            if name == mf:
+                meta_v = v
+                continue
+            tv = type(v)
+            if tv is Int64:
+                append((name, _INT64, qpack(v)))
+                value_bytes += 8
+            elif tv is float:
+                append((name, _DOUBLE, dpack(v)))
+                value_bytes += 8
+            elif tv is DatetimeMS:
+                append((name, _DATE, qpack(int(v))))
+                value_bytes += 8
+            elif tv is ObjectId:
+                append((name, _OBJECT_ID, v.binary))
+                value_bytes += 12
+                if max_len < 12:
+                    max_len = 12
+            else:
+                f = pack.get(tv)
+                t_, b_ = f(v) if f is not None else to_element(v)
+                append((name, t_, b_))
+                n = len(b_)
+                value_bytes += n
+                if n > max_len:
+                    max_len = n
+        if max_len < 8 and elems:
+            max_len = 8
+        types = tuple(map(type, doc.values()))
+        nested = types.count(dict) + types.count(list)
+        if meta_v is not MISSING and type(meta_v) in (dict, list):
+            nested -= 1
+        sig = (tuple(doc), types) if nested == 0 else None
+        key, meta, meta_size = (b"", MISSING, 0) if meta_v is MISSING \
+            else self._series_of(meta_v)
+        names = tuple([e[0] for e in elems])
+        shape = None
+        if sig is not None and time_is_date and learn:
+            shape = self._learn_shape(options, sig, names, elems, max_len)
+        return Measurement(index, int(t), doc, elems, key, meta, meta_size, names, max_len,
+                           sig, value_bytes, shape)
+
+    def _learn_shape(self, options: TimeseriesOptions, sig: tuple, names: tuple[str, ...],
+                     elems: list[tuple[str, int, bytes]], max_len: int) -> Shape | None:
+        """Remember `sig` as a shape when all its fields (meta aside) are fixed-width."""
+        assert self.shapes is not None
+        shapes = self.shapes.setdefault((options.time_field, options.meta_field), {})
+        if len(shapes) >= _SHAPES_MAX:
+            shapes.clear()
+        keys, types = sig
+        by_name = dict(zip(keys, types))
+        type_bytes: list[int | None] = []
+        py_types: list[type] = []
+        lens: list[int | None] = []
+        fixed = 0
+        ints = []
+        for name, t, v in elems:
+            tv = by_name[name]
+            py_types.append(tv)
+            if tv is int:
+                type_bytes.append(None)
+                lens.append(None)
+                ints.append(name)
+            elif tv in _SHAPE_TYPES:
+                type_bytes.append(t)
+                lens.append(len(v))
+                fixed += len(v)
+            else:
+                shapes[sig] = _NOT_FIXED
+                return None
+        shape = shapes[sig] = Shape(names, tuple(type_bytes), tuple(py_types), sig, max_len,
+                                    fixed, tuple(ints), tuple(lens))
+        return shape
+
+    def _series_of(self, meta_v: Any) -> tuple[bytes, Any, int]:
+        """(series key, normalized meta, meta element size) of a meta value (cached)."""
+        ck = _meta_cache_key(meta_v)
+        cached = self._meta_cache.get(ck) if ck is not None else None
+        if cached is None:
+            meta = normalize_meta(meta_v)
+            cached = (series_key(meta), meta, 1 + len(to_element(meta_v)[1]))
+            if ck is not None:
+                if len(self._meta_cache) >= _META_CACHE_MAX:
+                    self._meta_cache.clear()
+                self._meta_cache[ck] = cached
+        return cached
+
+
+def _as_document(m: Mapping[str, Any] | bytes) -> dict[str, Any]:
+    """A measurement as a dict with an `_id` (decoded from BSON or copied, and given a new
+    ObjectId when it has none)."""
+    doc = decode(bytes(m)) if isinstance(m, bytes | bytearray | memoryview) else dict(m)
+    return doc if "_id" in doc else {"_id": ObjectId(), **doc}
+
+
+# module globals read at each call (tests turn the native packing off)
+_PACK_VALUES: Final = native.pack_values
+_NATIVE_TYPES: Final = native.SUPPORTED_TYPES
+
+
+def gather(shape: Shape, docs: list[dict[str, Any]]
+            ) -> tuple[dict[str, bytes | list[Any]], dict[str, list[Any]],
+                       dict[str, tuple[Any, Any]]]:
+    """Each field of same-shape measurements, for the columns and for min/max: the
+    values packed by the native extension with their first minimum and maximum, or (a
+    bool or null field, a Python int beyond int32, a NaN, no extension) as a list."""
+    columns: dict[str, bytes | list[Any]] = {}
+    values: dict[str, list[Any]] = {}
+    extremes: dict[str, tuple[Any, Any]] = {}
+    pack = _PACK_VALUES
+    for name, t, pt in zip(shape.names, shape.type_bytes, shape.py_types):
+        got = None
+        if pack is not None and (t is None or t in _NATIVE_TYPES):
+            got = pack(docs, name, _INT32 if t is None else t, pt)
+        if got is None:
+            columns[name] = values[name] = [d[name] for d in docs]
+            continue
+        columns[name], lo, hi = got
+        if lo < 0:
+            values[name] = [d[name] for d in docs]
+        else:
+            extremes[name] = (docs[lo][name], docs[hi][name])
+    return columns, values, extremes
+
+
+_SCALAR_META: Final = frozenset((str, int, float, Int64, bool, type(None), DatetimeMS, ObjectId))
+
+
+def _meta_cache_key(v: Any) -> Any:
+    """A hashable key that tells apart every meta value the cache may see (types included,
+    so 1 and 1.0 differ), or None to skip the cache (nested values)."""
+    tv = type(v)
+    if tv in _SCALAR_META:
+        return (tv, _D.pack(v)) if tv is float else (tv, v)   # -0.0 is not 0.0 here
+    if tv is dict:
+        types = tuple(map(type, v.values()))
+        if float in types:
+            items = []
+            for k, x in v.items():
+                tx = type(x)
+                if tx not in _SCALAR_META:
+                    return None
+                items.append((k, tx, _D.pack(x) if tx is float else x))
+            return (dict, tuple(items))
+        if not _SCALAR_META.issuperset(types):
+            return None
+        return (dict, tuple(v.items()), types)
+    return None
+
+

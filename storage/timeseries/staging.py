@@ -1,0 +1,276 @@
+"""Staging: which bucket each measurement of a batch goes into (MongoDB's tryInsert,
+insertWithReopeningContext, insertIntoBucket, rollover and allocateBucket).
+
+A measurement goes into the open bucket of its series unless `rollover.determine_rollover`
+gives a reason. On time forward or backward it first tries an *alternate* bucket of the
+series that is still pending a close and covers its time, then *reopening*: an archived
+bucket covering the time (fetched by `_id`), or, for time backward and when the series
+has no open bucket, a stored bucket found by a `ReopeningQuery`. Otherwise the bucket
+rolls over (its action from `rollover.rollover_action`: at once when it has nothing
+staged, else when the batch commits) and a new bucket takes the measurement.
+
+A series' run of measurements that its bucket takes with nothing else happening (no
+rollover, known fields, small values) is staged in bulk (`stage_run`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from bson import ObjectId
+from bson.datetime_ms import DatetimeMS
+
+from storage.bsonutil import decode
+from storage.errors import MongoError
+from storage.vocabulary.missing import MISSING
+
+from .bucket import Bucket, SizeChange, num_digits, size_change
+from .bucket_id import BucketIdGenerator
+from .bucket_registry import BucketRegistry
+from .constants import META, TimeseriesParameters
+from .measurements import Measurement
+from .metadata import normalize_meta, series_key
+from .options import round_timestamp_ms
+from .reopening import ReopenFailed, ReopeningQuery, rehydrate
+from .rollover import (
+    RolloverAction,
+    RolloverReason,
+    cache_derived_max_size,
+    determine_rollover,
+    rollover_action,
+    rollover_counter,
+)
+from .stats import CatalogStats
+from .write_batch import BatchContext
+
+__all__ = ["Stager"]
+
+_DATE_MIN: Final = -(2**63)
+# A bucket over the effective size that still gets one of these (the checks after the
+# size rule's) was let stay open by timeseriesBucketMinCount: kept open for large ones.
+_KEPT_OPEN: Final = (RolloverReason.kNone, RolloverReason.kSchemaChange)
+
+
+class Stager:
+    """Stages measurements into the buckets of the registry (one per catalog)."""
+
+    def __init__(self, params: TimeseriesParameters, registry: BucketRegistry,
+                 stats: CatalogStats, ids: BucketIdGenerator) -> None:
+        self.params = params
+        self._registry = registry
+        self._stats = stats
+        self._ids = ids
+
+    def stage(self, ctx: BatchContext, m: Measurement) -> None:
+        """tryInsert / insertWithReopeningContext: put `m` into a bucket of its series."""
+        kb = (ctx.coll, m.key)
+        registry = self._registry
+        bucket = registry.use_bucket(kb)
+        if bucket is None:
+            reopened = self._try_reopen(ctx, m, allow_query=True)
+            if reopened is not None:
+                self._insert_into(ctx, reopened, m, allow_create=True, due_to_meta=False)
+                return
+            new = self._allocate(ctx, m)
+            self._insert_into(ctx, new, m, allow_create=True, due_to_meta=True)
+            return
+        reason = self._insert_into(ctx, bucket, m, allow_create=False, due_to_meta=False)
+        if reason is None:
+            return
+        alternate = registry.use_alternate(kb, m.time_ms, ctx.options.max_span_ms)
+        if alternate is not None and self._insert_into(
+                ctx, alternate, m, allow_create=False, due_to_meta=False) is None:
+            return
+        reopened = self._try_reopen(ctx, m,
+                                    allow_query=reason == RolloverReason.kTimeBackward)
+        if reopened is not None:
+            self._insert_into(ctx, reopened, m, allow_create=True, due_to_meta=False)
+            return
+        bucket = registry.use_bucket(kb)
+        if bucket is None:
+            bucket = self._allocate(ctx, m)
+            self._insert_into(ctx, bucket, m, allow_create=True, due_to_meta=True)
+        else:
+            self._insert_into(ctx, bucket, m, allow_create=True, due_to_meta=False)
+
+    def stage_run(self, ctx: BatchContext, group: list[Measurement], start: int) -> int:
+        """Stage group[start:] (one series, sorted by time) in bulk into the bucket that
+        took group[start - 1], as far as `stage` would put each one there with nothing
+        else happening (no rollover, no size or schema change, no counter moved); returns
+        how many were staged. The rest go through `stage` one by one."""
+        prev = group[start - 1]
+        registry = self._registry
+        b = registry.use_bucket((ctx.coll, prev.key))
+        if b is None or b.size == 0 or not b.staged or b.staged[-1] is not prev:
+            return 0
+        p = self.params
+        room = p.timeseriesBucketMaxCount - b.num_measurements
+        effective, _ = cache_derived_max_size(p, registry.num_active)
+        if room <= 0 or b.size > effective:
+            return 0
+        end_time = b.min_time_ms + ctx.options.max_span_ms
+        digits = num_digits(b.num_measurements + room)
+        large = p.timeseriesLargeMeasurementThreshold
+        committed, sigs = b.field_names, b.schema_signatures
+        k = 0
+        for m in group[start:start + room]:
+            if (m.time_ms >= end_time or m.signature is None or m.signature not in sigs
+                    or m.max_value_len + digits + 2 > large
+                    or not committed.issuperset(m.names)):
+                break
+            k += 1
+        if k:
+            b.staged.extend(group[start:start + k])
+            b.num_measurements += k
+        return k
+
+    def _insert_into(self, ctx: BatchContext, bucket: Bucket, m: Measurement, *,
+                     allow_create: bool, due_to_meta: bool) -> RolloverReason | None:
+        """insertIntoBucket: stage `m` in `bucket` or (allowed) in the bucket replacing it.
+
+        Returns the rollover reason instead when the bucket would be soft-closed or
+        archived and `allow_create` is False.
+        """
+        newly_opened = bucket.size == 0
+        p = self.params
+        sizes: SizeChange | None = None
+        if not newly_opened:
+            sizes = size_change(bucket, m, p.timeseriesLargeMeasurementThreshold)
+            new_size = bucket.size + sizes.total
+            max_sizes = cache_derived_max_size(p, self._registry.num_active)
+            reason = determine_rollover(bucket, m, new_size, ctx.options.max_span_ms,
+                                        ctx.options.meta_field, p, max_sizes)
+            if (new_size > max_sizes[0] and reason in _KEPT_OPEN
+                    and not bucket.kept_open_large):
+                # over the size limit but under timeseriesBucketMinCount: stays open
+                bucket.kept_open_large = True
+                self._stats.inc(ctx.stats, "numBucketsKeptOpenDueToLargeMeasurements")
+            if reason != RolloverReason.kNone:
+                action = rollover_action(reason)
+                if not allow_create and action in (RolloverAction.kSoftClose,
+                                                   RolloverAction.kArchive):
+                    return reason
+                self._stats.inc(ctx.stats, rollover_counter(reason))
+                due_to_meta = False
+                bucket = self._rollover(ctx, bucket, action, m)
+                newly_opened = True
+        if newly_opened:
+            sizes = size_change(bucket, m, p.timeseriesLargeMeasurementThreshold)
+            bucket.schema.update(m.doc, ctx.options.meta_field)
+            if m.signature is not None:
+                bucket.schema_signatures.add(m.signature)
+            if due_to_meta:
+                bucket.opened_due_to_metadata = True
+        assert sizes is not None
+        if id(bucket) not in ctx.touched_ids:
+            ctx.touched_ids.add(id(bucket))
+            ctx.touched.append(bucket)
+        bucket.staged.append(m)
+        bucket.uncommitted_field_names.update(sizes.new_fields)
+        bucket.num_measurements += 1
+        bucket.staged_estimate += sizes.estimate
+        bucket.size += sizes.total
+        self._registry.mark_not_idle(bucket)
+        return None
+
+    def _rollover(self, ctx: BatchContext, bucket: Bucket, action: RolloverAction,
+                  m: Measurement) -> Bucket:
+        if bucket.all_committed:
+            self._registry.retire(bucket, action)
+        else:
+            bucket.rollover_action = action
+        return self._allocate(ctx, m)
+
+    def _allocate(self, ctx: BatchContext, m: Measurement) -> Bucket:
+        registry = self._registry
+        registry.expire_idle(ctx.threshold,
+                             self.params.timeseriesIdleBucketExpiryMaxCountPerAttempt)
+        rounded = max(round_timestamp_ms(m.time_ms, ctx.options.rounding_seconds), _DATE_MIN)
+        for _ in range(max(1, self.params.timeseriesInsertMaxRetriesOnDuplicates)):
+            oid = self._ids.next(rounded)
+            if oid not in registry.open_by_id:
+                break
+            self._ids.reset()
+        else:
+            raise MongoError(6130900, "Unable to insert documents due to internal OID "
+                             "generation collision. Increase the value of server parameter "
+                             "'timeseriesInsertMaxRetriesOnDuplicates' and try again")
+        b = Bucket(oid, ctx.coll, m.key, m.meta, ctx.options.time_field, rounded)
+        b.minmax.update({ctx.options.time_field: DatetimeMS(rounded)})
+        registry.add_open(b)
+        return b
+
+    def _try_reopen(self, ctx: BatchContext, m: Measurement, *, allow_query: bool
+                    ) -> Bucket | None:
+        """The archived or (`allow_query`) stored bucket that can take `m`, open again,
+        or None."""
+        kb = (ctx.coll, m.key)
+        opts = ctx.options
+        registry, stats = self._registry, self._stats
+        archived = registry.find_archived(kb, m.time_ms, opts.max_span_ms)
+        doc: Any = None
+        if archived is not None:
+            if ctx.source is not None:
+                doc = ctx.source.fetch_bucket(ctx.coll, archived)
+            stats.inc(ctx.stats, "numBucketsFetched" if doc is not None
+                      else "numBucketFetchesFailed")
+            if doc is None:
+                registry.remove_archived(kb, archived)
+                return None
+        elif allow_query and ctx.source is not None:
+            effective, _ = cache_derived_max_size(self.params, registry.num_active)
+            query = ReopeningQuery(opts.time_field, m.meta, m.time_ms,
+                                   opts.bucket_max_span_seconds,
+                                   self.params.timeseriesBucketMaxCount, effective)
+            doc = ctx.source.find_reopening_candidate(ctx.coll, query)
+            stats.inc(ctx.stats, "numBucketsQueried" if doc is not None
+                      else "numBucketQueriesFailed")
+            if doc is None:
+                return None
+        else:
+            return None
+        raw: bytes | None = None
+        if isinstance(doc, tuple):  # StoredBucket: decoded and raw
+            doc, raw = doc
+        elif isinstance(doc, bytes | bytearray | memoryview):
+            raw = bytes(doc)
+            doc = decode(raw)
+        oid = doc.get("_id")
+        meta = doc.get(META, MISSING)
+        if series_key(normalize_meta(meta) if meta is not MISSING else MISSING) != m.key:
+            # Equal under query semantics (1 == 1.0) but another series: MongoDB's
+            # "hash collision" check refuses it.
+            stats.inc(ctx.stats, "numBucketReopeningsFailed")
+            if archived is not None:
+                registry.remove_archived(kb, archived)
+            return None
+        existing = registry.open_by_id.get(oid) if isinstance(oid, ObjectId) else None
+        if existing is not None:
+            if existing.coll != ctx.coll:
+                stats.inc(ctx.stats, "numBucketReopeningsFailed")
+                return None
+            stats.inc(ctx.stats, "numDuplicateBucketsReopened")
+            registry.mark_not_idle(existing)
+            return existing
+        try:
+            bucket = rehydrate(ctx, m.key, doc, raw, registry.take_warm)
+        except ReopenFailed:
+            stats.inc(ctx.stats, "numBucketReopeningsFailed")
+            if archived is not None:
+                registry.remove_archived(kb, archived)
+            return None
+        registry.expire_idle(ctx.threshold,
+                             self.params.timeseriesIdleBucketExpiryMaxCountPerAttempt)
+        registry.remove_archived(kb, bucket.bucket_id)
+        for other in list(registry.open_by_key.get(kb, ())):
+            if other.rollover_action == RolloverAction.kNone:
+                stats.inc(ctx.stats, "numBucketsClosedDueToReopening")
+                if other.all_committed:
+                    registry.retire(other, RolloverAction.kSoftClose)  # as at commit
+                else:
+                    other.rollover_action = RolloverAction.kSoftClose
+                break
+        registry.add_open(bucket)
+        stats.inc(ctx.stats, "numBucketsReopened")
+        return bucket
+

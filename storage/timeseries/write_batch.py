@@ -1,0 +1,195 @@
+"""The write batch: the state of one `insert_batch` call, the bucket writes it asks the
+caller to perform, and the preparation of each touched bucket's document (MongoDB's
+WriteBatch and prepareCommit).
+
+Preparing a bucket folds its staged measurements into `control.min/max`, appends them
+to the column builders (a v2 bucket becomes v3 when the batch starts before its last
+time), and describes the new document: whole (`BucketWrite.document`), as a DocDiff for
+engines that patch in place (`column_changes`, `control_changes`), and without `data`
+for index maintenance (`index_doc`). A bucket of fixed-width fields, far below the size
+limit, keeps what its document is made of and builds the bytes only when `document` is
+first read: the group commit writes only the last of several writes of one bucket.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from bson import ObjectId
+
+from storage.errors import MongoError
+from storage.vocabulary.missing import MISSING
+
+from .bucket import Bucket
+from .bucket_document import BucketDocumentParts
+from .bucket_registry import BucketRegistry
+from .columns import ColumnChange
+from .constants import MAX_BUCKET_DOCUMENT_SIZE, VERSION_COMPRESSED_UNSORTED
+from .measurements import elements, gather, time_of
+from .options import TimeseriesOptions
+from .stats import CatalogStats, ExecutionStats
+
+if TYPE_CHECKING:
+    from .reopening import BucketSource
+
+__all__ = ["BatchContext", "BatchResult", "BucketWrite", "prepare_bucket", "prepare_writes"]
+
+_LAZY_DOCUMENT_MAX_COLUMNS: Final = 8 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class BucketWrite:
+    """One bucket document to write.
+
+    `kind` is "insert" for a new bucket, "update" to replace an existing one with
+    `document`. For updates, `column_changes` and `control_changes` describe the same
+    change as MongoDB's DocDiff (binary column diffs `{o: offset, d: bytes}`, new columns,
+    `control.count`/`control.version`); engines may store `document` whole instead.
+    """
+
+    kind: Literal["insert", "update"]
+    bucket_id: ObjectId
+    _document: bytes | None  # None until `document` builds it from `_parts`
+    previous_count: int
+    measurement_indexes: list[int]
+    column_changes: list[ColumnChange] = field(default_factory=list)
+    control_changes: dict[str, Any] = field(default_factory=dict)
+    # `document` decoded without `data` (all an index on a buckets collection reads),
+    # and the same of the stored version it replaces (None: decode the stored bytes)
+    index_doc: dict[str, Any] | None = None
+    previous_index_doc: dict[str, Any] | None = None
+    # set by the catalog for its own bookkeeping at commit
+    _compressed_delta: int = 0
+    _new_fields: list[str] = field(default_factory=list)
+    _estimate: int = 0
+    _last_time_ms: int | None = None
+    # what the document is built from, kept instead of the bytes until they are asked for
+    # (a group commit writes only the last of several writes of one bucket)
+    _parts: BucketDocumentParts | None = None
+    # the bucket's series key (metadata.series_key of its meta); None when not known
+    series: bytes | None = None
+
+    @property
+    def document(self) -> bytes:
+        """The bucket document to store (built on first use)."""
+        if self._document is None:
+            assert self._parts is not None
+            self._document = self._parts.build()
+            self._parts = None
+        return self._document
+
+    @property
+    def size_hint(self) -> int:
+        """The document's size, or an estimate (columns plus 1 KiB) while it is unbuilt."""
+        if self._document is not None:
+            return len(self._document)
+        assert self._parts is not None
+        return 1024 + sum(len(c) for _n, c in self._parts.columns)
+
+
+@dataclass(slots=True)
+class BatchResult:
+    """What `insert_batch` asks the caller to write, and the measurements it refused."""
+
+    coll: str
+    writes: list[BucketWrite]
+    errors: list[tuple[int, MongoError]]
+    num_inserted: int
+    _touched: list[Bucket] = field(default_factory=list)
+    _finished: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class BatchContext:
+    """State of one insert_batch call (its collections grow as it stages)."""
+
+    coll: str
+    options: TimeseriesOptions
+    source: BucketSource | None
+    stats: ExecutionStats     # the collection's
+    threshold: int            # timeseriesIdleBucketExpiryMemoryUsageThreshold, in bytes
+    touched: list[Bucket] = field(default_factory=list)
+    touched_ids: set[int] = field(default_factory=set)
+    # v1 buckets reopened (compressed to v2): id -> (the v2 bytes, count)
+    rewrites: dict[ObjectId, tuple[bytes, int]] = field(default_factory=dict)
+
+
+def prepare_writes(ctx: BatchContext, registry: BucketRegistry, stats: CatalogStats
+                   ) -> tuple[list[BucketWrite], list[int]]:
+    """The writes of every bucket the batch touched, and the indexes of the measurements
+    refused because their bucket would be too large (that bucket is dropped)."""
+    writes: list[BucketWrite] = []
+    too_large: list[int] = []
+    touched_ids = set()
+    for b in list(ctx.touched):
+        touched_ids.add(b.bucket_id)
+        w = prepare_bucket(ctx, b, stats)
+        if w._parts is None and len(w.document) > MAX_BUCKET_DOCUMENT_SIZE:
+            too_large.extend(w.measurement_indexes)
+            ctx.touched.remove(b)
+            registry.remove_open(b)
+            continue
+        writes.append(w)
+    for oid, (raw, count) in ctx.rewrites.items():
+        if oid not in touched_ids:
+            # A v1 bucket reopened (and compressed) but then not used.
+            writes.append(BucketWrite("update", oid, raw, count, []))
+    return writes, too_large
+def prepare_bucket(ctx: BatchContext, b: Bucket, stats: CatalogStats) -> BucketWrite:
+    """prepareCommit for one bucket: its staged measurements folded in, its write."""
+    ms = b.staged
+    ms.sort(key=time_of)
+    prev = b.num_committed
+    changed_to_unsorted = False
+    if (prev and b.sorted_by_time and b.last_time_ms is not None
+            and ms[0].time_ms < b.last_time_ms):
+        b.sorted_by_time = False
+        b.version = VERSION_COMPRESSED_UNSORTED
+        changed_to_unsorted = True
+        stats.inc(ctx.stats, "numCompressedBucketsConvertedToUnsorted")
+    shape = ms[0].shape
+    mf = ctx.options.meta_field
+    lazy = False
+    if shape is not None and all([m.shape is shape for m in ms]):
+        # fixed-width fields: control.min/max stay small, so a bucket whose columns
+        # are far below the limit cannot be too large and its document can wait
+        lazy = b.columns.compressed_size < _LAZY_DOCUMENT_MAX_COLUMNS
+        docs = [m.doc for m in ms]
+        columns, values, extremes = gather(shape, docs)
+        b.minmax.update_many(docs, mf, shape.names, values, extremes)
+        changes, delta = b.columns.append_values(columns, shape.type_bytes, len(docs))
+    else:
+        names: tuple[str, ...] | None = ms[0].names
+        if not all(m.names == names for m in ms):
+            names = None
+        b.minmax.update_many([m.doc for m in ms], mf, names)
+        changes, delta = b.columns.append([elements(m) for m in ms], names)
+    new_fields = [f for f in b.columns.names() if f not in b.field_names]
+    count = prev + len(ms)
+    min_doc, max_doc = b.minmax.min(), b.minmax.max()
+    parts = BucketDocumentParts(b.bucket_id, b.version, min_doc, max_doc, count, b.meta,
+                                b.columns.column_bytes())
+    index_doc: dict[str, Any] = {"_id": b.bucket_id, "control": {
+        "version": b.version, "min": min_doc, "max": max_doc, "count": count}}
+    if b.meta is not MISSING:
+        index_doc["meta"] = b.meta
+    grown = 0
+    for row, m in enumerate(ms, prev):
+        grown += (2 + len(str(row))) * len(m.names) + m.value_bytes
+    b.uncompressed_size += grown
+    control: dict[str, Any] = {"count": count}
+    if changed_to_unsorted:
+        control["version"] = VERSION_COMPRESSED_UNSORTED
+    rewritten = b.bucket_id in ctx.rewrites
+    return BucketWrite(
+        kind="update" if prev or rewritten else "insert",
+        bucket_id=b.bucket_id, _document=None if lazy else parts.build(),
+        previous_count=prev,
+        measurement_indexes=[m.index for m in ms],
+        column_changes=[] if rewritten else changes,
+        control_changes=control, index_doc=index_doc,
+        previous_index_doc=None if rewritten or not prev else b.index_doc,
+        _compressed_delta=delta, _new_fields=new_fields,
+        _estimate=b.staged_estimate, _last_time_ms=ms[-1].time_ms,
+        _parts=parts if lazy else None, series=b.key)
