@@ -9,6 +9,7 @@ forms ``{$sum: [...]}`` etc. (`accumulator_forms`), so they live below both. `Tr
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -40,13 +41,11 @@ __all__ = [
 ]
 
 
+@dataclass(slots=True)
 class Tracker:
     """Approximate bytes held by growing accumulators (shared by one $group)."""
 
-    __slots__ = ("used",)
-
-    def __init__(self) -> None:
-        self.used = 0
+    used: int = 0
 
 
 def approx_size(v: Any) -> int:

@@ -4,6 +4,7 @@ telling the bucket catalog about direct writes to a time-series buckets collecti
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from query.match import compile_filter
@@ -19,12 +20,12 @@ __all__ = ["WriteConcern", "parse_write_concern", "make_validator", "write_reply
 MAX_WRITE_BATCH = 100_000
 
 
+@dataclass(frozen=True, slots=True)
 class WriteConcern:
-    __slots__ = ("j", "w")
+    """A command's parsed `writeConcern`: `w` (a count or a tag name) and `j` (journaled)."""
 
-    def __init__(self, w: Any = 1, j: bool = False) -> None:
-        self.w = w
-        self.j = j
+    w: int | str = 1
+    j: bool = False
 
 
 def parse_write_concern(body: dict[str, Any]) -> WriteConcern:
