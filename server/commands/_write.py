@@ -14,7 +14,7 @@ from storage.vocabulary.error_codes import ErrorCode
 from ..log import LOG
 from ..namespaces import BUCKETS_PREFIX
 
-__all__ = ["WriteConcern", "parse_write_concern", "make_validator", "write_reply",
+__all__ = ["WriteConcern", "parse_write_concern", "make_validator",
            "check_batch_size", "after_direct_write"]
 
 MAX_WRITE_BATCH = 100_000
@@ -76,14 +76,6 @@ def make_validator(options: dict[str, Any], ns: str) -> Callable[[dict[str, Any]
                                               "reason": "filter did not match"}})
 
     return check
-
-
-def write_reply(n: int, errors: list[tuple[int, MongoError]], **extra: Any) -> dict[str, Any]:
-    reply: dict[str, Any] = {"n": n, **extra}
-    if errors:
-        reply["writeErrors"] = [e.to_write_error(i) for i, e in sorted(errors,
-                                                                       key=lambda x: x[0])]
-    return reply
 
 
 def after_direct_write(req: Any, db: str, name: str) -> None:

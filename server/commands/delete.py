@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from query.executor import delete_matching
-from storage.errors import MongoError
 
 from ..context import CommandRequest
 from ..namespaces import raw_target, resolve_namespace
 from ..parsing.write_statements import parse_delete_statement
 from ..timeseries.writes import delete_measurements
+from ..write_batches import WriteTally, run_statements, write_reply
 from ._args import check_fields, get_bool, get_list, namespace_arg, require
-from ._write import after_direct_write, check_batch_size, parse_write_concern, write_reply
+from ._write import after_direct_write, check_batch_size, parse_write_concern
 
 
 async def handle(req: CommandRequest) -> dict[str, Any]:
@@ -35,24 +35,20 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
         return await delete_measurements(req, ns.timeseries, deletes, ordered=ordered,
                                          durable=wc.j)
 
+    catalog = req.storage.catalog
+
+    def apply(_i: int, raw: Any, tally: WriteTally) -> None:
+        q, limit_one, hint = parse_delete_statement(raw)
+        coll = catalog.get_collection(db, name)
+        with catalog.transaction(durable=wc.j):
+            deleted, _ = delete_matching(coll, q, limit_one=limit_one, hint=hint, let=let)
+        tally.n += deleted
+        if deleted:
+            after_direct_write(req, db, name)
+
     def write() -> dict[str, Any]:
-        catalog = req.storage.catalog
-        n = 0
-        errors: list[tuple[int, MongoError]] = []
-        for i, raw in enumerate(deletes):
-            try:
-                q, limit_one, hint = parse_delete_statement(raw)
-                coll = catalog.get_collection(db, name)
-                with catalog.transaction(durable=wc.j):
-                    deleted, _ = delete_matching(coll, q, limit_one=limit_one, hint=hint, let=let)
-                n += deleted
-                if deleted:
-                    after_direct_write(req, db, name)
-            except MongoError as exc:
-                errors.append((i, exc))
-                if ordered:
-                    break
-        return write_reply(n, errors)
+        tally = run_statements(deletes, ordered=ordered, apply=apply)
+        return write_reply(tally.n, tally.errors)
 
     reply = await req.storage.run(write)
     req.server.opcounters["delete"] += max(0, len(deletes) - 1)

@@ -12,13 +12,13 @@ from storage.vocabulary.error_codes import ErrorCode
 from ..context import CommandRequest
 from ..namespaces import raw_target, resolve_namespace
 from ..timeseries.writes import insert_measurements
+from ..write_batches import write_reply
 from ._args import check_fields, get_bool, get_list, namespace_arg, require
 from ._write import (
     after_direct_write,
     check_batch_size,
     make_validator,
     parse_write_concern,
-    write_reply,
 )
 
 

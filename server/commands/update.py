@@ -5,20 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 from query.executor import apply_update_statement
-from storage.errors import MongoError
 from storage.vocabulary.missing import MISSING
 
 from ..context import CommandRequest
 from ..namespaces import raw_target, resolve_namespace
 from ..parsing.write_statements import parse_update_statement
 from ..timeseries.writes import update_measurements
+from ..write_batches import WriteTally, run_statements
 from ._args import check_fields, get_bool, get_list, namespace_arg, require
 from ._write import (
     after_direct_write,
     check_batch_size,
     make_validator,
     parse_write_concern,
-    write_reply,
 )
 
 
@@ -48,41 +47,32 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
 
 async def run_updates(req: CommandRequest, db: str, name: str, updates: list[Any], *,
                       ordered: bool, bypass: bool, let: Any, durable: bool) -> dict[str, Any]:
+    catalog = req.storage.catalog
+
+    def apply(i: int, raw: Any, tally: WriteTally) -> None:
+        stmt = parse_update_statement(raw)
+        if let is not None:
+            stmt.let = {**let, **(stmt.let or {})}
+
+        def get_coll(upsert: bool = stmt.upsert) -> Any:
+            if upsert:
+                return catalog.get_or_create_collection(db, name)
+            return catalog.get_collection(db, name)
+
+        coll = catalog.get_collection(db, name)
+        validator = None if bypass or coll is None else make_validator(
+            coll.options, f"{db}.{name}")
+        with catalog.transaction(durable=durable):
+            out = apply_update_statement(get_coll, stmt, validator=validator)
+        tally.n += out.n
+        tally.modified += out.n_modified
+        if out.upserted_id is not MISSING:
+            tally.add_upserted(i, out.upserted_id)
+
     def write() -> dict[str, Any]:
-        catalog = req.storage.catalog
-        n = modified = 0
-        upserted: list[dict[str, Any]] = []
-        errors: list[tuple[int, MongoError]] = []
-        for i, raw in enumerate(updates):
-            try:
-                stmt = parse_update_statement(raw)
-                if let is not None:
-                    stmt.let = {**let, **(stmt.let or {})}
-
-                def get_coll(upsert: bool = stmt.upsert) -> Any:
-                    if upsert:
-                        return catalog.get_or_create_collection(db, name)
-                    return catalog.get_collection(db, name)
-
-                coll = catalog.get_collection(db, name)
-                validator = None if bypass or coll is None else make_validator(
-                    coll.options, f"{db}.{name}")
-                with catalog.transaction(durable=durable):
-                    out = apply_update_statement(get_coll, stmt, validator=validator)
-                n += out.n
-                modified += out.n_modified
-                if out.upserted_id is not MISSING:
-                    n += 1
-                    upserted.append({"index": i, "_id": out.upserted_id})
-            except MongoError as exc:
-                errors.append((i, exc))
-                if ordered:
-                    break
+        tally = run_statements(updates, ordered=ordered, apply=apply)
         after_direct_write(req, db, name)
-        extra: dict[str, Any] = {"nModified": modified}
-        if upserted:
-            extra["upserted"] = upserted
-        return write_reply(n, errors, **extra)
+        return tally.update_reply()
 
     reply = await req.storage.run(write)
     req.server.opcounters["update"] += max(0, len(updates) - 1)

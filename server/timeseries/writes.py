@@ -25,6 +25,7 @@ from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 
 from ..parsing.write_statements import parse_delete_statement, parse_update_statement
+from ..write_batches import WriteTally, run_statements, write_reply
 from .service import timeseries_service
 
 if TYPE_CHECKING:
@@ -141,23 +142,16 @@ def _insert_side(req: CommandRequest, target: TimeseriesTarget,
 async def delete_measurements(req: CommandRequest, target: TimeseriesTarget,
                               deletes: list[Any], *, ordered: bool, durable: bool
                               ) -> dict[str, Any]:
+    catalog = req.storage.catalog
+
+    def apply(_i: int, raw: Any, tally: WriteTally) -> None:
+        q, limit_one, _hint = parse_delete_statement(raw)
+        with catalog.transaction(durable=durable):
+            tally.n += _delete_one_statement(req, target, q, limit_one)
+
     def run() -> dict[str, Any]:
-        catalog = req.storage.catalog
-        n = 0
-        errors: list[tuple[int, MongoError]] = []
-        for i, raw in enumerate(deletes):
-            try:
-                q, limit_one, _hint = parse_delete_statement(raw)
-                with catalog.transaction(durable=durable):
-                    n += _delete_one_statement(req, target, q, limit_one)
-            except MongoError as exc:
-                errors.append((i, exc))
-                if ordered:
-                    break
-        reply: dict[str, Any] = {"n": n}
-        if errors:
-            reply["writeErrors"] = [e.to_write_error(i) for i, e in errors]
-        return reply
+        tally = run_statements(deletes, ordered=ordered, apply=apply)
+        return write_reply(tally.n, tally.errors)
 
     return await req.storage.run(run)
 
@@ -187,31 +181,19 @@ def _delete_one_statement(req: CommandRequest, target: TimeseriesTarget, q: dict
 async def update_measurements(req: CommandRequest, target: TimeseriesTarget,
                               updates: list[Any], *, ordered: bool, durable: bool
                               ) -> dict[str, Any]:
+    catalog = req.storage.catalog
+
+    def apply(i: int, raw: Any, tally: WriteTally) -> None:
+        stmt = parse_update_statement(raw)
+        with catalog.transaction(durable=durable):
+            out_n, out_mod, up = _update_one_statement(req, target, stmt)
+        tally.n += out_n
+        tally.modified += out_mod
+        if up is not MISSING:
+            tally.add_upserted(i, up)
+
     def run() -> dict[str, Any]:
-        catalog = req.storage.catalog
-        n = modified = 0
-        upserted: list[dict[str, Any]] = []
-        errors: list[tuple[int, MongoError]] = []
-        for i, raw in enumerate(updates):
-            try:
-                stmt = parse_update_statement(raw)
-                with catalog.transaction(durable=durable):
-                    out_n, out_mod, up = _update_one_statement(req, target, stmt)
-                n += out_n
-                modified += out_mod
-                if up is not MISSING:
-                    n += 1
-                    upserted.append({"index": i, "_id": up})
-            except MongoError as exc:
-                errors.append((i, exc))
-                if ordered:
-                    break
-        reply: dict[str, Any] = {"n": n, "nModified": modified}
-        if upserted:
-            reply["upserted"] = upserted
-        if errors:
-            reply["writeErrors"] = [e.to_write_error(i) for i, e in errors]
-        return reply
+        return run_statements(updates, ordered=ordered, apply=apply).update_reply()
 
     return await req.storage.run(run)
 
