@@ -24,9 +24,9 @@ from bson import Decimal128
 
 from query.expressions.core import compile_expression
 from query.match import Matcher, compile_filter
-from query.match.types import is_number
 from query.paths import validate_field_path
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import is_number
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 

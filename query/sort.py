@@ -16,11 +16,11 @@ from typing import Any, Final
 
 from bson import Decimal128
 
-from query.match.types import is_number
 from query.paths import iter_leaves, validate_field_path
 from storage.bson_order import RANK_UNDEFINED, sort_key
 from storage.errors import MongoError
 from storage.keystring import UNDEFINED, encode_key
+from storage.vocabulary.bson_types import is_number
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 

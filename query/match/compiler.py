@@ -22,11 +22,12 @@ from typing import Any, Final
 
 from bson import DBRef, Decimal128, Int64
 
+from query.expressions import compile_expression
 from query.match import values as V
 from query.match.regex import is_regex_value, regex_parts
-from query.match.types import is_number
 from query.paths import iter_leaves, split_path
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import is_number
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 
@@ -493,11 +494,6 @@ def _parse_dbref_field(key: str, val: Any, level: int,
 def _parse_expr(key: str, val: Any, level: int, variables: dict[str, Any] | None) -> Node:
     if level == SUB:
         raise MongoError(ErrorCode.BadValue, "$expr can only be applied to the top-level document")
-    # Imported here: `query.sort` (used by the expression families) imports
-    # `query.match.types`, whose package __init__ loads this module, so a top-level import
-    # would make `import query.sort` circular through the package. Goes away when the BSON
-    # type helpers leave the `query.match` package.
-    from query.expressions import compile_expression
     base_vars = dict(variables or {})
     expr = compile_expression(val, variables_in_scope=tuple(base_vars))
     evaluate = expr.evaluate

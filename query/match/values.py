@@ -21,7 +21,6 @@ from bson import Decimal128, Int64, Regex
 from bson.binary import Binary
 
 from query.match.regex import compile_regex, is_regex_value, regex_parts
-from query.match.types import is_number
 from storage.bson_order import (
     RANK_MAXKEY,
     RANK_MINKEY,
@@ -40,6 +39,7 @@ from storage.vocabulary.bson_types import (
     TYPE_ALIASES,
     BsonType,
     bson_type,
+    is_number,
 )
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING

@@ -17,13 +17,12 @@ from bson import Decimal128
 
 from query.match import compile_filter
 from query.match.regex import compile_regex, is_regex_value, regex_parts
-from query.match.types import is_number
 from query.paths import is_array_index
 from query.update.arith import ArithOverflow, arith, zero_like
 from query.update.values import identical, short_repr
 from storage.bson_order import compare, sort_key, values_equal
 from storage.errors import MongoError
-from storage.vocabulary.bson_types import type_name
+from storage.vocabulary.bson_types import is_number, type_name
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 

@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from bson import Decimal128
+
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
@@ -48,14 +50,10 @@ _MAX = f"{CONTROL}.{CONTROL_MAX}."
 
 
 def _is_number(v: Any) -> bool:
-    from bson import Decimal128
-
     return isinstance(v, int | float | Decimal128) and not isinstance(v, bool)
 
 
 def _num(v: Any) -> float:
-    from bson import Decimal128
-
     return float(v.to_decimal()) if isinstance(v, Decimal128) else float(v)
 
 

@@ -8,7 +8,7 @@ round, from alias to ``$type`` number (minKey is -1 there, 0xFF as a byte).
 `bson_type` tells which type a decoded value is stored as (values come from
 `storage.bsonutil.CODEC_OPTIONS`: int32 decodes to `int`, int64 to `bson.Int64`; a plain
 `int` outside the int32 range is written as int64, so it is "long" here too) and
-`type_name` names it. Hot loops that compare raw type bytes bind plain ints from
+`type_name` names it; `is_number` tells the numeric ones (bool is not a number). Hot loops that compare raw type bytes bind plain ints from
 `BsonType` at import time: an enum member is slower to compare than an int.
 """
 
@@ -27,7 +27,7 @@ from bson.raw_bson import RawBSONDocument
 from .missing import MISSING
 
 __all__ = ["INT32_MAX", "INT32_MIN", "INT64_MAX", "INT64_MIN", "TYPE_ALIASES", "TYPE_NAMES",
-           "BsonType", "bson_type", "type_name", "type_number"]
+           "BsonType", "bson_type", "is_number", "type_name", "type_number"]
 
 INT32_MIN: Final = -(2**31)
 INT32_MAX: Final = 2**31 - 1
@@ -175,3 +175,11 @@ def type_name(v: Any) -> str:
         return name
     found = _bson_type_of_subclass(v)
     return "unknown" if found is None else TYPE_NAMES[found]
+
+
+def is_number(v: Any) -> bool:
+    """Whether `v` is a BSON number (int32, int64, double, decimal); bool is not."""
+    t = type(v)
+    if t is int or t is float or t is Int64 or t is Decimal128:
+        return True
+    return isinstance(v, int | float | Decimal128) and not isinstance(v, bool)
