@@ -22,7 +22,7 @@ import heapq
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import bson
 import numpy as np
@@ -222,6 +222,7 @@ class BSONColumnBuilder:
             present = np.fromiter((v is not MISSING for v in run), dtype=bool, count=len(run))
             filled = [0 if v is MISSING else v for v in run]
             t = kind
+            arr: np.ndarray
             if kind == T_INT32:
                 if any(v > 2**31 - 1 or v < -(2**31) for v in filled):
                     for v in run:  # some need int64: bson decides per value
@@ -238,7 +239,7 @@ class BSONColumnBuilder:
             elif kind == T_OID:
                 zero = bytes(12)
                 arr = np.frombuffer(
-                    b"".join(zero if v == 0 else v.binary for v in filled), dtype=np.uint8
+                    b"".join(zero if v is MISSING else v.binary for v in run), dtype=np.uint8
                 )
             else:
                 arr = np.array([int(v) for v in filled], dtype=np.int64)
@@ -268,11 +269,11 @@ class BSONColumnBuilder:
             first = 0
             if present is not None:
                 first = int(np.argmax(present)) if present.any() else n
-            if first:
-                self.skip(first)
-                values = values[first:]
-                present = present[first:]
-                n -= first
+                if first:
+                    self.skip(first)
+                    values = values[first:]
+                    present = present[first:]
+                    n -= first
             if not n:
                 return self
             self._flush_interleaved()
@@ -395,8 +396,7 @@ class BSONColumnBuilder:
         # Skipping every sub-stream would not read back as a skipped row when the
         # reference has an empty sub-object (it is always materialised).
         if has_empty_object(inter.ref):
-            self._flush_interleaved()
-            self._regular.skip()  # type: ignore[union-attr]
+            self._flush_interleaved().skip()
             return
         if inter.mode == _DETERMINING:
             inter.buffered.append(b"")
@@ -417,9 +417,9 @@ class BSONColumnBuilder:
         inter = self._inter
         assert inter is not None
         if t != inter.ref_type:
-            self._flush_interleaved()
+            regular = self._flush_interleaved()
             if not scalars:
-                self._regular.append(t, obj)  # type: ignore[union-attr]
+                regular.append(t, obj)
             else:
                 self._start_determine(obj, t)
             return
@@ -433,9 +433,9 @@ class BSONColumnBuilder:
             if not traverse_lock_step(inter.ref, obj, counter):
                 merged = merge_objects(inter.ref, obj)
                 if merged is None:
-                    self._flush_interleaved()
+                    regular = self._flush_interleaved()
                     if not scalars:
-                        self._regular.append(t, obj)  # type: ignore[union-attr]
+                        regular.append(t, obj)
                         return
                     self._regular = None
                     self._inter = _Interleaved(obj, t)
@@ -448,7 +448,8 @@ class BSONColumnBuilder:
             self._finish_determine()
         if not self._append_sub_elements(obj):
             if not scalars:
-                self._regular.append(t, obj)  # type: ignore[union-attr]
+                # _append_sub_elements flushed the section: back in regular mode
+                cast(EncodingState, self._regular).append(t, obj)
             else:
                 self._start_determine(obj, t)
 
@@ -503,7 +504,8 @@ class BSONColumnBuilder:
                 sub.state.skip()
         return True
 
-    def _flush_interleaved(self) -> None:
+    def _flush_interleaved(self) -> EncodingState:
+        """End the interleaved section; returns the new regular-mode state."""
         inter = self._inter
         assert inter is not None
         if inter.mode == _DETERMINING:
@@ -527,7 +529,8 @@ class BSONColumnBuilder:
                 heapq.heappush(heap, (written, i, bi + 1))
         buf.append(0)
         self._inter = None
-        self._regular = EncodingState(self._buf)
+        regular = self._regular = EncodingState(self._buf)
+        return regular
 
     # -- output ----------------------------------------------------------------------------
 

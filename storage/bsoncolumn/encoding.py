@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import struct
 from collections.abc import Callable
-from typing import Final
+from typing import Final, cast
 
 import numpy as np
 
@@ -162,7 +162,7 @@ class _ScaleTable:
         return lane
 
     def entries(self, s: int) -> list[Pending | None]:
-        return self.lane(s)[1]  # type: ignore[no-any-return]
+        return self.lane(s)[1]
 
 
 _SAFE53: Final = 9007199254740992.0
@@ -238,15 +238,14 @@ class EncodingState:
 
     def _write_block(self, block: int) -> None:
         enc = self.enc
-        is64 = type(enc) is Encoder64
-        full = self._increment_count(enc.scale if is64 else MEMORY_AS_INTEGER)  # type: ignore[union-attr]
+        full = self._increment_count(enc.scale if type(enc) is Encoder64 else MEMORY_AS_INTEGER)
         buf = self.buf
         buf += block.to_bytes(8, "little")
         if full is not None:
             self.record(full, len(buf) - full)
-        if is64 and self.wtype == T_DOUBLE:
+        if self.wtype == T_DOUBLE and type(enc) is Encoder64:
             # Remember the value at the end of the written block.
-            enc.last_in_prev_block = _value_before_pending(enc)  # type: ignore[arg-type]
+            enc.last_in_prev_block = _value_before_pending(enc)
 
     def _write_literal(self) -> None:
         buf = self.buf
@@ -335,12 +334,13 @@ class EncodingState:
                     self.skip()
                 i = end
                 continue
-            enc = self.enc
+            # ptype is t, an integer-like type or ObjectId: a 64-bit stream
+            enc = cast(Encoder64, self.enc)
             prev = encode_object_id(self.pvalue) if t == T_OID else _unpack_int(t, self.pvalue)
             with np.errstate(over="ignore"):
                 deltas = np.diff(p, prepend=np.int64(prev))
                 if dod:
-                    zz_src = np.diff(deltas, prepend=np.int64(enc.prev_delta))  # type: ignore[union-attr]
+                    zz_src = np.diff(deltas, prepend=np.int64(enc.prev_delta))
                 else:
                     zz_src = deltas
                 zz = (zz_src.view(np.uint64) << np.uint64(1)) ^ (zz_src >> 63).view(np.uint64)
@@ -375,9 +375,9 @@ class EncodingState:
             if k:
                 self.pvalue = value(int(rows[k - 1]))
                 if dod:
-                    enc.prev_delta = int(deltas[k - 1])  # type: ignore[union-attr]
+                    enc.prev_delta = int(deltas[k - 1])
                 if t == T_OID:
-                    enc.prev_encoded = int(p[k - 1])  # type: ignore[union-attr]
+                    enc.prev_encoded = int(p[k - 1])
             if done == len(row_vals):
                 i = end
                 continue
@@ -469,8 +469,8 @@ class EncodingState:
                     self.pvalue = last_present
                 enc.prev_encoded = encoded_at[-1]
                 i = j
-            if i < n and values[i] is not None and j == i:
-                self.append(t, values[i])  # the literal (or unencodable delta)
+            if i < n and (w := values[i]) is not None and j == i:
+                self.append(t, w)  # the literal (or unencodable delta)
                 i += 1
 
     def extend_oids(self, raw: np.ndarray, present: np.ndarray | None = None) -> None:
@@ -628,10 +628,12 @@ class EncodingState:
             return False
         new = Simple8bBuilder(False)
         new.initialize_rle_from(old)
-        pend = list(pending)
+        pend: list[Pending | None] = list(pending)
         if old.rle_count:
-            pend = [pending_value(old.last, False)] * old.rle_count + pend  # type: ignore[arg-type]
-        new.extend(values, pend, _run_ends_list(values), self.write_block)  # type: ignore[arg-type]
+            # not None: _has_skip(old) is False, so the RLE run repeats a value
+            last = cast(int, old.last)
+            pend = [pending_value(last, False)] * old.rle_count + pend
+        new.extend(values, pend, _run_ends_list(values), self.write_block)
         enc.s8b = new
         return False
 

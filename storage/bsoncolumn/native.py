@@ -29,10 +29,12 @@ documents into `UniformBuilder.extend`'s input and finds its first minimum and m
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final
 
 from storage.vocabulary.bson_types import BsonType
 
+_native: ModuleType | None
 try:
     # The compiled extension module itself (a leaf), not this package.
     import storage.bsoncolumn._native as _native
@@ -111,7 +113,7 @@ def encode_uniform(type_byte: int, values: bytes) -> bytes | None:
     size = VALUE_SIZES[type_byte]
     if not values or len(values) % size:
         raise ValueError(f"values must be n >= 1 values of {size} bytes")
-    return _native.encode_uniform(type_byte, values)  # type: ignore[no-any-return]
+    return _native.encode_uniform(type_byte, values)
 
 
 #: Types `decode_uniform` decodes (double, date, int32, int64), with the numpy dtype of
@@ -134,4 +136,4 @@ def decode_uniform(
     """
     if _native is None:
         return None
-    return _native.decode_uniform(column, max_values)  # type: ignore[no-any-return]
+    return _native.decode_uniform(column, max_values)

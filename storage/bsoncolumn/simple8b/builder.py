@@ -16,6 +16,7 @@ from ..type_util import MASK64, MASK128
 from .selectors import (
     BASE,
     BITS,
+    EIGHT_SMALL,
     INTS,
     MAX_RLE_COUNT,
     MAX_SELECTOR,
@@ -494,16 +495,28 @@ class Simple8bBuilder:
                     slot = tz | ((v >> tz) << 4)
                 word |= slot << shift
                 shift += width
-        else:
-            tzbits = TZ_BITS[ext]
+        elif ext == EIGHT_SMALL:
+            # p[6]: trailing zeros stored for eight-small; 4-bit nibble count
             for i in range(ints):
                 p = pending[i]
                 v = p[0]
                 if v is None:
                     slot = mask
                 else:
-                    nib = p[4 + ext] >> 2
-                    slot = nib | ((v >> (nib << 2)) << tzbits)
+                    nib = p[6] >> 2
+                    slot = nib | ((v >> (nib << 2)) << 4)
+                word |= slot << shift
+                shift += width
+        else:
+            # p[7]: trailing zeros stored for eight-large; 5-bit nibble count
+            for i in range(ints):
+                p = pending[i]
+                v = p[0]
+                if v is None:
+                    slot = mask
+                else:
+                    nib = p[7] >> 2
+                    slot = nib | ((v >> (nib << 2)) << 5)
                 word |= slot << shift
                 shift += width
         del pending[:ints]

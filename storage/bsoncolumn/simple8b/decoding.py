@@ -4,7 +4,8 @@ unpacking with shifts and masks, RLE by forward fill)."""
 
 from __future__ import annotations
 
-from typing import Final
+from enum import Enum
+from typing import Final, Literal
 
 import numpy as np
 
@@ -17,10 +18,16 @@ __all__ = ["DECODE_INFO", "block_count", "decode_block", "decode_blocks_np", "un
 # For each low byte of a block (selector + extension nibble): None when invalid, "rle" for
 # RLE, else (values, slot width, first shift, slot mask, count bits, count mask, count
 # multiplier). Slots are read while the next one fits in 64 bits, like MongoDB's iterator.
-_RLE: Final = "rle"
+class _Rle(Enum):
+    RLE = "rle"
 
 
-def _decode_info(low: int) -> tuple[int, int, int, int, int, int, int] | str | None:
+# A one-member enum rather than a string, so that `info is _RLE` narrows for mypy.
+_RLE: Final = _Rle.RLE
+_Info = tuple[int, int, int, int, int, int, int]
+
+
+def _decode_info(low: int) -> _Info | Literal[_Rle.RLE] | None:
     selector = low & 0xF
     nibble = low >> 4
     if selector == 0:
@@ -67,7 +74,7 @@ def block_count(block: int) -> int:
         raise BSONColumnError("Invalid Simple-8b selector in BSON Column")
     if info is _RLE:
         return (((block >> 4) & 0xF) + 1) * RLE_MULTIPLIER
-    return info[0]  # type: ignore[index]
+    return info[0]
 
 
 def decode_block(block: int, prev: int | None, is128: bool) -> list[int | None]:
@@ -77,7 +84,7 @@ def decode_block(block: int, prev: int | None, is128: bool) -> list[int | None]:
         raise BSONColumnError("Invalid Simple-8b selector in BSON Column")
     if info is _RLE:
         return [prev] * ((((block >> 4) & 0xF) + 1) * RLE_MULTIPLIER)
-    n, width, shift, mask, cbits, cmask, mult = info  # type: ignore[misc]
+    n, width, shift, mask, cbits, cmask, mult = info
     out: list[int | None] = []
     append = out.append
     if not cbits:
@@ -123,7 +130,7 @@ def _np_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if info is _RLE:
             tab[low, 2] = 1
             continue
-        n, width, shift, mask, cb, cm, mu = info  # type: ignore[misc]
+        n, width, shift, mask, cb, cm, mu = info
         tab[low, 1] = n
         tab[low, 3] = shift
         tab[low, 4] = width
@@ -221,38 +228,40 @@ def _unpack_small(
     masks: list[int] = []
     ext: list[int] = []
     sentinel_blocks: list[int] = []
-    last = -1  # latest non-RLE block of the current segment
+    last: _Info | None = None  # DECODE_INFO of the latest non-RLE block of the segment
+    last_block = 0  # and that block
     for i, b in enumerate(bl):
         info = DECODE_INFO[b & 0xFF]
         if info is None:
             raise BSONColumnError("Invalid Simple-8b selector in BSON Column")
         if segs is not None and i and segs[i] != segs[i - 1]:
-            last = -1
+            last = None
         if info is _RLE:
             counts.append((((b >> 4) & 0xF) + 1) * RLE_MULTIPLIER)
-            if last < 0:
+            if last is None:
                 src_blocks.append(_SENTINEL_BLOCK)
                 shift0.append(4)
                 masks.append((1 << 60) - 1)
                 ext.append(-1)
                 sentinel_blocks.append(i)
             else:
-                sb = bl[last]
-                n, w, sh, m, cb, _cm, _mu = DECODE_INFO[sb & 0xFF]  # type: ignore[misc]
+                sb = last_block
+                n, w, sh, m, cb, _cm, _mu = last
                 src_blocks.append(sb)
                 shift0.append(sh + (n - 1) * w)
                 masks.append(m)
                 ext.append(sb & 0xFF if cb else -1)
             width.append(0)
         else:
-            n, w, sh, m, cb, _cm, _mu = info  # type: ignore[misc]
+            n, w, sh, m, cb, _cm, _mu = info
             counts.append(n)
             src_blocks.append(b)
             shift0.append(sh)
             width.append(w)
             masks.append(m)
             ext.append(b & 0xFF if cb else -1)
-            last = i
+            last = info
+            last_block = b
     total = sum(counts)
     if total > max_values:
         raise BSONColumnError("BSON Column decodes to too many values")
