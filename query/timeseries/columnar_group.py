@@ -504,14 +504,14 @@ def _fold(plan: GroupPlan, groups: _Groups, metas: list[tuple[Any, bool]],
         targets = [accs[gi][k] for gi in present]
         if a.op == "$count":
             for acc, c in zip(targets, counts.tolist()):
-                acc.n += c  # type: ignore[attr-defined]
+                acc.n += c
             continue
         if a.field is None:
             col = _constant_column(a.const, n)
         else:
             col = cols[a.field]
         if a.op in ("$sum", "$avg"):
-            _fold_sum(targets, col, starts, counts)  # type: ignore[arg-type]
+            _fold_sum(targets, col, starts, counts)
         elif a.op in ("$first", "$last"):
             rows = starts if a.op == "$first" else starts + counts - 1
             for acc, r in zip(targets, rows.tolist()):

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import struct
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple, final
 
 import numpy as np
 
@@ -201,7 +201,7 @@ class Columns:
             per_field[name] = [to_element(v) for v in vals] if packed is None else packed
         return self._commit(per_field, n)
 
-    def _commit(self, per_field: dict[str, Any], n: int) -> tuple[list[ColumnChange], int]:
+    def _commit(self, per_field: Mapping[str, _Packed | list[tuple[int, bytes] | None]], n: int) -> tuple[list[ColumnChange], int]:
         """Append `n` rows given per field (raw elements, None for a skip, or `_Packed`
         values of one type); fields absent from `per_field` get skips."""
         base = self.count
@@ -239,6 +239,7 @@ class Columns:
         return changes, delta
 
 
+@final
 @dataclass(frozen=True, slots=True)
 class _Packed:
     """`n` values of one field, all of BSON type `t`, as their concatenated value bytes."""
