@@ -41,6 +41,7 @@ from bson.datetime_ms import DatetimeMS
 
 from query.accumulators import Accumulator, AvgAcc, SumAcc, approx_size
 from query.context import PipelineContext
+from query.expressions.reducers import SumState
 from query.expressions.values import K_DOUBLE, K_LONG
 from query.match import Matcher, compile_filter
 from query.pipeline import compile_pipeline
@@ -639,7 +640,7 @@ def _fold_sum(targets: list[SumAcc | AvgAcc], col: _Column, starts: np.ndarray,
         st.count += k
 
 
-def _add_doubles(st: Any, values: list[float]) -> None:
+def _add_doubles(st: SumState, values: list[float]) -> None:
     """SumState.add for doubles, inlined."""
     s, comp = st.fsum, st.fcomp
     isfinite = math.isfinite
