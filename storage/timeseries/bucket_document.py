@@ -91,7 +91,8 @@ class BucketDocumentParts(NamedTuple):
     def build(self) -> bytes:
         return build_bucket_document(self.bucket_id, version=self.version,
                                      min_doc=self.min_doc, max_doc=self.max_doc,
-                                     count=self.measurement_count, meta=self.meta, columns=self.columns)
+                                     count=self.measurement_count, meta=self.meta,
+                                     columns=self.columns)
 
 
 def is_compressed_bucket(doc: Mapping[str, Any]) -> bool:
