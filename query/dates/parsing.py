@@ -131,9 +131,13 @@ def _parse_with_format(s: str, fmt: str, tz: TimeZone | None) -> int:
             y, mo, d = civil_from_days(days_from_civil(y, 1, 1) + int(g["j"]) - 1)
         else:
             mon_name = g.get("b") or g.get("B")
-            mo = _month_from_name(mon_name) if mon_name else int(g.get("m") or 1)
-            if mo is None:
-                raise _conv_fail(s, "0: A textual month could not be found")
+            if mon_name:
+                month = _month_from_name(mon_name)
+                if month is None:
+                    raise _conv_fail(s, "0: A textual month could not be found")
+                mo = month
+            else:
+                mo = int(g.get("m") or 1)
             d = int(g.get("d") or 1)
     tz_text = None
     if g.get("z") is not None:

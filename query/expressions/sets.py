@@ -57,7 +57,7 @@ def _c_set_intersection(arg: Any, scope: Scope, name: str) -> Fn:
             if type(x) is not list:
                 raise MongoError(17047, f"All operands of $setIntersection must be arrays. One "
                                  f"argument is of type: {type_name(x)}")
-            keyed = {}
+            keyed: dict[Any, Any] = {}
             for e in x:
                 keyed.setdefault(agg_key(e), e)
             if current is None:

@@ -371,9 +371,10 @@ def _replace_op(all_: bool) -> Any:
                     raise MongoError(code, f"{name} requires that '{what}' be a string, found: "
                                      f"{value_repr(x)}")
                 vals.append(x)
-            if any(x is None or x is MISSING for x in vals):
-                return None
             s, fnd, rep = vals
+            # each is None, MISSING or a str by now
+            if type(s) is not str or type(fnd) is not str or type(rep) is not str:
+                return None
             if all_:
                 if fnd == "":
                     # Python inserts between every character; MongoDB does too.
@@ -426,7 +427,7 @@ def _regex_op(kind: str) -> Any:
         i_fn, r_fn = parts["input"], parts["regex"]
         o_fn = parts.get("options", const_fn(MISSING))
 
-        def prepare(doc: Any, v: dict) -> tuple[str | None, re.Pattern | None]:
+        def prepare(doc: Any, v: dict) -> tuple[str, re.Pattern] | None:
             pat = r_fn(doc, v)
             opts = o_fn(doc, v)
             inp = i_fn(doc, v)
@@ -456,8 +457,8 @@ def _regex_op(kind: str) -> Any:
                                  "embedded null byte")
             if inp is not None and inp is not MISSING and type(inp) is not str:
                 raise MongoError(51104, f"{name} needs 'input' to be of type string")
-            if pattern is None or inp is None or inp is MISSING:
-                return None, None
+            if pattern is None or type(inp) is not str:  # inp is None, MISSING or a str
+                return None
             return inp, compile_regex(pattern, opts_s, name)
 
         def as_doc(m: re.Match) -> dict:
@@ -466,22 +467,25 @@ def _regex_op(kind: str) -> Any:
 
         if kind == "match":
             def f(doc: Any, v: dict) -> Any:
-                s, rx = prepare(doc, v)
-                if rx is None:
+                prepared = prepare(doc, v)
+                if prepared is None:
                     return False
+                s, rx = prepared
                 return rx.search(s) is not None
         elif kind == "find":
             def f(doc: Any, v: dict) -> Any:
-                s, rx = prepare(doc, v)
-                if rx is None:
+                prepared = prepare(doc, v)
+                if prepared is None:
                     return None
+                s, rx = prepared
                 m = rx.search(s)
                 return None if m is None else as_doc(m)
         else:
             def f(doc: Any, v: dict) -> Any:
-                s, rx = prepare(doc, v)
-                if rx is None:
+                prepared = prepare(doc, v)
+                if prepared is None:
                     return []
+                s, rx = prepared
                 out = []
                 pos = 0
                 while pos <= len(s):

@@ -330,10 +330,11 @@ def _c_convert(arg: Any, scope: Scope, name: str) -> Fn:
     i_fn, to_fn = parts["input"], parts["to"]
     on_error = parts.get("onError")
     on_null = parts.get("onNull")
-    const_target = _target_name(const_value(to_fn)) if is_const(to_fn) else MISSING
+    has_const_target = is_const(to_fn)
+    const_target = _target_name(const_value(to_fn)) if has_const_target else None
 
     def f(doc: Any, v: dict) -> Any:
-        target = const_target if const_target is not MISSING else _target_name(to_fn(doc, v))
+        target = const_target if has_const_target else _target_name(to_fn(doc, v))
         x = i_fn(doc, v)
         if x is None or x is MISSING:
             return on_null(doc, v) if on_null is not None else None

@@ -94,6 +94,7 @@ class SetWindowFieldsStage(Stage):
                 yield items
             return
         if pf is None:
+            assert sk is not None  # both None returned above
             sorted_docs = external_sort(docs, sk, env.ctx)
         elif sk is None:
             sorted_docs = external_sort(docs, lambda d: agg_key(pf(d, variables)), env.ctx)

@@ -41,6 +41,7 @@ from bson.datetime_ms import DatetimeMS
 
 from query.accumulators import Accumulator, AvgAcc, SumAcc, approx_size
 from query.context import PipelineContext
+from query.expressions.reducers import SumState
 from query.expressions.values import K_DOUBLE, K_LONG
 from query.match import Matcher, compile_filter
 from query.pipeline import compile_pipeline
@@ -504,14 +505,14 @@ def _fold(plan: GroupPlan, groups: _Groups, metas: list[tuple[Any, bool]],
         targets = [accs[gi][k] for gi in present]
         if a.op == "$count":
             for acc, c in zip(targets, counts.tolist()):
-                acc.n += c  # type: ignore[attr-defined]
+                acc.n += c
             continue
         if a.field is None:
             col = _constant_column(a.const, n)
         else:
             col = cols[a.field]
         if a.op in ("$sum", "$avg"):
-            _fold_sum(targets, col, starts, counts)  # type: ignore[arg-type]
+            _fold_sum(targets, col, starts, counts)
         elif a.op in ("$first", "$last"):
             rows = starts if a.op == "$first" else starts + counts - 1
             for acc, r in zip(targets, rows.tolist()):
@@ -639,7 +640,7 @@ def _fold_sum(targets: list[SumAcc | AvgAcc], col: _Column, starts: np.ndarray,
         st.count += k
 
 
-def _add_doubles(st: Any, values: list[float]) -> None:
+def _add_doubles(st: SumState, values: list[float]) -> None:
     """SumState.add for doubles, inlined."""
     s, comp = st.fsum, st.fcomp
     isfinite = math.isfinite

@@ -79,7 +79,7 @@ class FramedFunction(WindowFunction):
             return []
         ranges = self.bounds.ranges(part)
         if op in ("$first", "$last"):
-            out = []
+            out: list[Any] = []
             for a, b in ranges:
                 if b < a:
                     out.append(None)
@@ -177,7 +177,7 @@ class ExpMovingAvgFunction(WindowFunction):
         one_minus = DEC_CTX.subtract(Decimal(1), alpha)
         cur: Decimal | None = None
         is_dec = False
-        out = []
+        out: list[Any] = []
         for d in part.docs:
             v = self.input(d, part.variables)
             k = num_kind(v)
@@ -273,7 +273,7 @@ class DerivativeFunction(WindowFunction):
         self.bounds = bounds
 
     def _times(self, part: Partition) -> list[Any]:
-        out = []
+        out: list[float] = []
         assert part.sort_values is not None
         for t in part.sort_values:
             if self.unit is not None:

@@ -84,14 +84,15 @@ class BucketDocumentParts(NamedTuple):
     version: int
     min_doc: Mapping[str, Any]
     max_doc: Mapping[str, Any]
-    count: int
+    measurement_count: int
     meta: Any
     columns: list[tuple[str, bytes]]
 
     def build(self) -> bytes:
         return build_bucket_document(self.bucket_id, version=self.version,
                                      min_doc=self.min_doc, max_doc=self.max_doc,
-                                     count=self.count, meta=self.meta, columns=self.columns)
+                                     count=self.measurement_count, meta=self.meta,
+                                     columns=self.columns)
 
 
 def is_compressed_bucket(doc: Mapping[str, Any]) -> bool:

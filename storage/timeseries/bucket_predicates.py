@@ -211,10 +211,10 @@ class _Translator:
                 return None
             branches = []
             for x in v:
-                t = self._time_op("$eq", x)
-                if t is None:
+                branch = self._time_op("$eq", x)
+                if branch is None:
                     return None
-                branches.append(t)
+                branches.append(branch)
             return branches[0] if len(branches) == 1 else {"$or": branches}
         if type(v) is not DatetimeMS:
             return None

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import struct
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeAlias, final
 
 import numpy as np
 
@@ -87,10 +87,14 @@ def _common_prefix(a: bytes, b: bytes) -> int:
 
 
 # Types whose columns the native builder keeps (none without the extension).
+if TYPE_CHECKING:
+    #: A field's column state: the native builder of a uniform column, else the Python one.
+    _State: TypeAlias = native.UniformBuilder | BSONColumnBuilder
+
 _UNIFORM: frozenset[int] = native.SUPPORTED_TYPES if native.AVAILABLE else frozenset()
 
 
-def _to_builder(u: Any) -> BSONColumnBuilder:
+def _to_builder(u: native.UniformBuilder) -> BSONColumnBuilder:
     """A Python builder holding the rows of native builder `u` (the column stopped being
     uniform)."""
     t = u.type_byte
@@ -110,7 +114,7 @@ class Columns:
     __slots__ = ("_bytes", "_state", "compressed_size", "count")
 
     def __init__(self, time_field: str | None = None) -> None:
-        self._state: dict[str, Any] = {}  # UniformBuilder | BSONColumnBuilder | None
+        self._state: dict[str, _State | None] = {}  # None: no row decided it yet
         self._bytes: dict[str, bytes] = {}
         self.count = 0
         self.compressed_size = 0
@@ -201,7 +205,8 @@ class Columns:
             per_field[name] = [to_element(v) for v in vals] if packed is None else packed
         return self._commit(per_field, n)
 
-    def _commit(self, per_field: dict[str, Any], n: int) -> tuple[list[ColumnChange], int]:
+    def _commit(self, per_field: Mapping[str, _Packed | list[tuple[int, bytes] | None]],
+                n: int) -> tuple[list[ColumnChange], int]:
         """Append `n` rows given per field (raw elements, None for a skip, or `_Packed`
         values of one type); fields absent from `per_field` get skips."""
         base = self.count
@@ -218,7 +223,7 @@ class Columns:
             else:  # skips, or rows of several types
                 if st is None:
                     st = _builder(base)
-                elif type(st) is not BSONColumnBuilder:
+                elif not isinstance(st, BSONColumnBuilder):  # no subclasses: as `type(st) is`
                     st = _to_builder(st)
                 if lst is None:
                     st.skip(n)
@@ -239,6 +244,7 @@ class Columns:
         return changes, delta
 
 
+@final
 @dataclass(frozen=True, slots=True)
 class _Packed:
     """`n` values of one field, all of BSON type `t`, as their concatenated value bytes."""
@@ -294,11 +300,11 @@ def _packed_rows(rows: list[tuple[int, bytes] | None], n: int) -> _Packed | None
     return _Packed(t, b"".join([e[1] for e in rows]), n)  # type: ignore[index]
 
 
-def _append_packed(st: Any, p: _Packed, base: int) -> tuple[bytes, Any]:
+def _append_packed(st: _State | None, p: _Packed, base: int) -> tuple[bytes, _State]:
     """Append packed values to a field's state: (new column, state that continues it)."""
     if st is None and base == 0 and p.t in _UNIFORM:
         st = native.UniformBuilder(p.t)
-    if st is not None and type(st) is not BSONColumnBuilder:
+    if st is not None and not isinstance(st, BSONColumnBuilder):
         if st.type_byte == p.t:
             try:
                 st.extend(p.data)  # all or nothing
@@ -324,7 +330,7 @@ def _builder(skips: int) -> BSONColumnBuilder:
     return b
 
 
-def _reopen(column: bytes, count: int) -> Any:
+def _reopen(column: bytes, count: int) -> _State:
     """The state that continues a stored column: a native builder when its rows are all
     of one supported type and re-encoding them gives back exactly these bytes."""
     got = native.decode_uniform(column) if _UNIFORM else None

@@ -18,7 +18,7 @@ bucket is then unpacked whole.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -141,8 +141,9 @@ def _number(v: Any) -> bool:
     return t is int or t is Int64 or (t is float and math.isfinite(v))
 
 
-_BOX: Final = {_INT64: lambda v: Int64(int(v)), _INT32: int, _DOUBLE: float,
-               _DATE: lambda v: DatetimeMS(int(v)), _BOOL: bool}
+_BOX: Final[dict[int, Callable[[Any], Any]]] = {
+    _INT64: lambda v: Int64(int(v)), _INT32: int, _DOUBLE: float,
+    _DATE: lambda v: DatetimeMS(int(v)), _BOOL: bool}
 
 
 def select_measurements(bucket: Mapping[str, Any], spec: BucketSpec,

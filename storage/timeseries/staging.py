@@ -15,6 +15,7 @@ rollover, known fields, small values) is staged in bulk (`stage_run`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
 from bson import ObjectId
@@ -31,7 +32,7 @@ from .constants import META, TimeseriesParameters
 from .measurements import Measurement
 from .metadata import normalize_meta, series_key
 from .options import round_timestamp_ms
-from .reopening import ReopenFailed, ReopeningQuery, rehydrate
+from .reopening import ReopenFailed, ReopeningQuery, StoredBucket, rehydrate
 from .rollover import (
     RolloverAction,
     RolloverReason,
@@ -208,7 +209,7 @@ class Stager:
         opts = ctx.options
         registry, stats = self._registry, self._stats
         archived = registry.find_archived(kb, m.time_ms, opts.max_span_ms)
-        doc: Any = None
+        doc: Mapping[str, Any] | bytes | StoredBucket | None = None
         if archived is not None:
             if ctx.source is not None:
                 doc = ctx.source.fetch_bucket(ctx.coll, archived)

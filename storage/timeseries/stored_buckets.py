@@ -100,7 +100,7 @@ class StoredBuckets:
         (_UNORDERED when a match has several keys in the index, so the order is not one
         key's)."""
         matches, stored = self._stored_candidates(index, query)
-        best: Any = None
+        best: tuple[dict[str, Any], bytes, tuple[int, int]] | None = None
         for rid, raw in stored:
             doc = decode(raw)
             if doc.get("_id") in pending:
