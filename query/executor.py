@@ -36,7 +36,7 @@ from storage.vocabulary.missing import MISSING
 __all__ = [
     "FindSpec", "PreparedFind", "prepare_find", "count_documents", "distinct_values",
     "UpdateStatement", "UpdateOutcome", "apply_update_statement", "delete_matching",
-    "find_one_for_modify", "explain_find", "prepare_document_for_insert",
+    "find_one_for_modify", "explain_find", "distinct_leaf_values", "prepare_document_for_insert",
     "DEFAULT_MAX_SORT_BYTES",
 ]
 
@@ -227,7 +227,7 @@ def count_documents(coll: Any, flt: dict[str, Any] | None, *, skip: int = 0, lim
     return min(n, limit) if limit else n
 
 
-def _distinct_leaf_values(doc: Any, parts: list[str]) -> Iterator[Any]:
+def distinct_leaf_values(doc: Any, parts: list[str]) -> Iterator[Any]:
     """Values at a dotted path for distinct: arrays along the path and at the leaf unwind."""
     if not parts:
         if isinstance(doc, list):
@@ -237,15 +237,15 @@ def _distinct_leaf_values(doc: Any, parts: list[str]) -> Iterator[Any]:
         return
     if isinstance(doc, dict):
         if parts[0] in doc:
-            yield from _distinct_leaf_values(doc[parts[0]], parts[1:])
+            yield from distinct_leaf_values(doc[parts[0]], parts[1:])
     elif isinstance(doc, list):
         if parts[0].isdigit():
             idx = int(parts[0])
             if idx < len(doc):
-                yield from _distinct_leaf_values(doc[idx], parts[1:])
+                yield from distinct_leaf_values(doc[idx], parts[1:])
         for item in doc:
             if isinstance(item, dict):
-                yield from _distinct_leaf_values(item, parts)
+                yield from distinct_leaf_values(item, parts)
 
 
 def distinct_values(coll: Any, key: str, flt: dict[str, Any] | None, hint: Any = None
@@ -256,7 +256,7 @@ def distinct_values(coll: Any, key: str, flt: dict[str, Any] | None, hint: Any =
     seen: dict[Any, Any] = {}
     parts = key.split(".")
     for _rid, _raw, doc in matching(coll, prepared):
-        for v in _distinct_leaf_values(doc, parts):
+        for v in distinct_leaf_values(doc, parts):
             if v is MISSING:
                 continue
             k = sort_key(v)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from query.context import PipelineContext
-from query.executor import FindSpec, _distinct_leaf_values, prepare_find
+from query.executor import FindSpec, distinct_leaf_values, prepare_find
 from query.projection import compile_projection
 from query.sort import compile_sort
 from query.timeseries.read_plan import pipeline_read
@@ -105,7 +105,7 @@ async def distinct_measurements(req: CommandRequest, target: TimeseriesTarget, k
         seen: dict[Any, Any] = {}
         parts = key.split(".")
         for m in measurement_source(req, target, query, frozenset({parts[0]})):
-            for v in _distinct_leaf_values(m, parts):
+            for v in distinct_leaf_values(m, parts):
                 k = sort_key(v)
                 if k not in seen:
                     seen[k] = v

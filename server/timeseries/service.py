@@ -183,7 +183,7 @@ class TimeseriesService:
                                   value=totals.get("numMeasurementsCommitted", 0))
 
     def catalog_stats_all(self) -> list[dict[str, Any]]:
-        return [self.catalog.collection_stats(k) for k in list(self.catalog._stats)]
+        return [self.catalog.collection_stats(k) for k in self.catalog.collections_with_stats()]
 
 
 def timeseries_service(req: CommandRequest) -> TimeseriesService:

@@ -136,7 +136,7 @@ def _insert_side(req: CommandRequest, target: TimeseriesTarget,
     service.note_bucket_inserts(buckets, opts.time_field, result.writes)
     write_buckets(buckets, result.writes)
     side.commit(result)
-    service.catalog.merge_stats(target.ns, side._coll_stats(target.ns))
+    service.catalog.merge_stats(target.ns, side.execution_stats(target.ns))
 
 
 async def delete_measurements(req: CommandRequest, target: TimeseriesTarget,

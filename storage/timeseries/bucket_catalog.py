@@ -187,6 +187,10 @@ class BucketCatalog:
 
     # -- public: statistics -------------------------------------------------------------------
 
+    def collections_with_stats(self) -> list[str]:
+        """The collections whose statistics the catalog holds."""
+        return list(self._stats)
+
     def collection_stats(self, coll: str) -> dict[str, Any]:
         """collStats' storageStats.timeseries counters (execution and compression stats)."""
         stats = self._stats.get(coll) or ExecutionStats()

@@ -18,11 +18,11 @@ from bson.datetime_ms import DatetimeMS
 from storage.bsonutil import CODEC_OPTIONS
 from storage.vocabulary.bson_types import BsonType
 
-__all__ = ["int_value_size", "to_element"]
+__all__ = ["DOUBLE_STRUCT", "ELEMENT_PACKERS", "INT64_STRUCT", "int_value_size", "to_element"]
 
-_D: Final = struct.Struct("<d")
+DOUBLE_STRUCT: Final = struct.Struct("<d")
 _I: Final = struct.Struct("<i")
-_Q: Final = struct.Struct("<q")
+INT64_STRUCT: Final = struct.Struct("<q")
 # BSON type bytes as plain ints: compared per value.
 _BOOL: Final = int(BsonType.BOOL)
 _DATE: Final = int(BsonType.DATE)
@@ -57,20 +57,20 @@ def _int(v: int) -> tuple[int, bytes]:
     if _I32_MIN <= v <= _I32_MAX:
         return _INT32, _I.pack(v)
     if _I64_MIN <= v <= _I64_MAX:
-        return _INT64, _Q.pack(v)
+        return _INT64, INT64_STRUCT.pack(v)
     return _generic(v)  # raises like pymongo
 
 
 def _int64(v: Int64) -> tuple[int, bytes]:
-    return _INT64, _Q.pack(v)
+    return _INT64, INT64_STRUCT.pack(v)
 
 
 def _float(v: float) -> tuple[int, bytes]:
-    return _DOUBLE, _D.pack(v)
+    return _DOUBLE, DOUBLE_STRUCT.pack(v)
 
 
 def _date(v: DatetimeMS) -> tuple[int, bytes]:
-    return _DATE, _Q.pack(int(v))
+    return _DATE, INT64_STRUCT.pack(int(v))
 
 
 def _str(v: str) -> tuple[int, bytes]:
@@ -93,7 +93,7 @@ def _oid(v: ObjectId) -> tuple[int, bytes]:
     return _OBJECT_ID, v.binary
 
 
-_PACK: Final[dict[type, Callable[[Any], tuple[int, bytes]]]] = {
+ELEMENT_PACKERS: Final[dict[type, Callable[[Any], tuple[int, bytes]]]] = {
     float: _float, int: _int, Int64: _int64, DatetimeMS: _date, str: _str, bool: _bool,
     type(None): _none, ObjectId: _oid,
 }
@@ -101,5 +101,5 @@ _PACK: Final[dict[type, Callable[[Any], tuple[int, bytes]]]] = {
 
 def to_element(v: Any) -> tuple[int, bytes]:
     """(BSON type, value bytes) of a decoded value."""
-    f = _PACK.get(type(v))
+    f = ELEMENT_PACKERS.get(type(v))
     return f(v) if f is not None else _generic(v)

@@ -31,7 +31,7 @@ from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 
 from .columns import RawElement
-from .elements import _D, _PACK, _Q, int_value_size, to_element
+from .elements import DOUBLE_STRUCT, ELEMENT_PACKERS, INT64_STRUCT, int_value_size, to_element
 from .metadata import normalize_meta, series_key
 from .options import TimeseriesOptions
 
@@ -174,8 +174,8 @@ class MeasurementPreparer:
         max_len = 0
         value_bytes = 0
         meta_v: Any = MISSING
-        pack = _PACK
-        qpack, dpack = _Q.pack, _D.pack
+        pack = ELEMENT_PACKERS
+        qpack, dpack = INT64_STRUCT.pack, DOUBLE_STRUCT.pack
         for name, v in doc.items():
             if name == mf:
                 meta_v = v
@@ -310,7 +310,7 @@ def _meta_cache_key(v: Any) -> Any:
     so 1 and 1.0 differ), or None to skip the cache (nested values)."""
     tv = type(v)
     if tv in _SCALAR_META:
-        return (tv, _D.pack(v)) if tv is float else (tv, v)   # -0.0 is not 0.0 here
+        return (tv, DOUBLE_STRUCT.pack(v)) if tv is float else (tv, v)   # -0.0 is not 0.0 here
     if tv is dict:
         types = tuple(map(type, v.values()))
         if float in types:
@@ -319,7 +319,7 @@ def _meta_cache_key(v: Any) -> Any:
                 tx = type(x)
                 if tx not in _SCALAR_META:
                     return None
-                items.append((k, tx, _D.pack(x) if tx is float else x))
+                items.append((k, tx, DOUBLE_STRUCT.pack(x) if tx is float else x))
             return (dict, tuple(items))
         if not _SCALAR_META.issuperset(types):
             return None
