@@ -16,7 +16,6 @@ from ..type_util import MASK64, MASK128
 from .selectors import (
     BASE,
     BITS,
-    EIGHT_SMALL,
     INTS,
     MAX_RLE_COUNT,
     MAX_SELECTOR,
@@ -495,28 +494,19 @@ class Simple8bBuilder:
                     slot = tz | ((v >> tz) << 4)
                 word |= slot << shift
                 shift += width
-        elif ext == EIGHT_SMALL:
-            # p[6]: trailing zeros stored for eight-small; 4-bit nibble count
-            for i in range(ints):
-                p = pending[i]
-                v = p[0]
-                if v is None:
-                    slot = mask
-                else:
-                    nib = p[6] >> 2
-                    slot = nib | ((v >> (nib << 2)) << 4)
-                word |= slot << shift
-                shift += width
         else:
-            # p[7]: trailing zeros stored for eight-large; 5-bit nibble count
+            # eight-small / eight-large: p[6] / p[7] holds the trailing zeros stored
+            tz_index = 4 + ext
+            tzbits = TZ_BITS[ext]
             for i in range(ints):
                 p = pending[i]
                 v = p[0]
                 if v is None:
                     slot = mask
                 else:
-                    nib = p[7] >> 2
-                    slot = nib | ((v >> (nib << 2)) << 5)
+                    # entries 1..7 of a Pending are ints; mypy types p[i] as the union
+                    nib = p[tz_index] >> 2  # type: ignore[operator]
+                    slot = nib | ((v >> (nib << 2)) << tzbits)
                 word |= slot << shift
                 shift += width
         del pending[:ints]
