@@ -53,7 +53,7 @@ from storage.errors import MongoError
 from storage.timeseries import BucketSpec, TimeseriesOptions, unpack_columns
 from storage.timeseries.constants import CONTROL, CONTROL_COUNT, CONTROL_MAX, CONTROL_MIN, META
 from storage.timeseries.unpack import numeric_bucket
-from storage.vocabulary.bson_types import BsonType
+from storage.vocabulary.bson_types import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64
 from storage.vocabulary.missing import MISSING
 from storage.vocabulary.time_units import UNIT_MS
 
@@ -65,11 +65,6 @@ STATS: Counter[str] = Counter()
 
 # BSON type bytes as NumericColumn.types holds them; 0 = missing (or null: every supported
 # accumulator treats null as missing).
-T_DOUBLE: Final = int(BsonType.DOUBLE)
-T_BOOL: Final = int(BsonType.BOOL)
-T_DATE: Final = int(BsonType.DATE)
-T_INT32: Final = int(BsonType.INT32)
-T_INT64: Final = int(BsonType.INT64)
 
 _REF_UTC_MS: Final = 946_684_800_000  # $dateTrunc's reference point, 2000-01-01T00:00:00Z
 _EXACT: Final = 1 << 53      # integers a double holds exactly

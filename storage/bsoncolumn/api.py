@@ -13,10 +13,7 @@ from typing import Final
 
 import numpy as np
 
-from .builder import BSONColumnBuilder
-from .decoder import DEFAULT_MAX_VALUES, decode_elements
-from .errors import BSONColumnError
-from .rawbson import (
+from storage.vocabulary.bson_types import (
     T_ARRAY,
     T_BOOL,
     T_DATE,
@@ -26,9 +23,12 @@ from .rawbson import (
     T_OBJECT,
     T_OID,
     T_TIMESTAMP,
-    iter_elements,
-    validate_value,
 )
+
+from .builder import BSONColumnBuilder
+from .decoder import DEFAULT_MAX_VALUES, decode_elements
+from .errors import BSONColumnError
+from .rawbson import iter_elements, validate_value
 
 __all__ = ["MAX_DECOMPRESSED_SIZE", "compress", "decompress", "rows_to_document"]
 

@@ -22,13 +22,14 @@ from typing import Final
 
 import numpy as np
 
+from storage.vocabulary.bson_types import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64, T_TIMESTAMP
+
 from .control import INVALID_SCALE, is_interleaved_start, is_literal, scale_index_for_control
 from .decoder import DEFAULT_MAX_VALUES, _literal
 from .errors import BSONColumnError
 from .native import AVAILABLE as _NATIVE
 from .native import DECODED_DTYPES, decode_uniform
 from .numeric import to_float, unzigzag
-from .rawbson import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64, T_TIMESTAMP
 from .simple8b.decoding import unpack_blocks_np
 from .type_util import MEMORY_AS_INTEGER, encode_double, wrap64
 

@@ -30,6 +30,19 @@ from bson import Int64, ObjectId
 from bson.datetime_ms import DatetimeMS
 
 from storage.bsonutil import CODEC_OPTIONS
+from storage.vocabulary.bson_types import (
+    T_ARRAY,
+    T_BOOL,
+    T_CODE,
+    T_DATE,
+    T_DOUBLE,
+    T_INT32,
+    T_INT64,
+    T_OBJECT,
+    T_OID,
+    T_STRING,
+    T_TIMESTAMP,
+)
 from storage.vocabulary.missing import MISSING
 
 from .control import is_literal
@@ -43,22 +56,7 @@ from .objects import (
     merge_objects,
     traverse_lock_step,
 )
-from .rawbson import (
-    T_ARRAY,
-    T_BOOL,
-    T_CODE,
-    T_DATE,
-    T_DOUBLE,
-    T_INT32,
-    T_INT64,
-    T_OBJECT,
-    T_OID,
-    T_STRING,
-    T_TIMESTAMP,
-    VALID_TYPES,
-    iter_elements,
-    validate_value,
-)
+from .rawbson import VALID_TYPES, iter_elements, validate_value
 from .simple8b.decoding import block_count
 
 __all__ = ["BSONColumnBuilder", "BinaryDiff", "encode_value"]

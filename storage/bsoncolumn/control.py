@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from .rawbson import (
+from storage.vocabulary.bson_types import (
     T_ARRAY,
     T_BINARY,
     T_CODE,

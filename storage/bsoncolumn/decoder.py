@@ -21,19 +21,7 @@ from typing import Final
 
 import numpy as np
 
-from .control import (
-    DELTA_OF_DELTA_TYPES,
-    INTERLEAVED_ARRAY,
-    INTERLEAVED_LEGACY,
-    INVALID_SCALE,
-    TYPES_128,
-    is_interleaved_start,
-    is_literal,
-    scale_index_for_control,
-)
-from .errors import BSONColumnError
-from .numeric import NUMERIC_64, expand, unzigzag, value_bytes
-from .rawbson import (
+from storage.vocabulary.bson_types import (
     T_ARRAY,
     T_BINARY,
     T_BOOL,
@@ -47,10 +35,21 @@ from .rawbson import (
     T_OID,
     T_STRING,
     T_TIMESTAMP,
-    check_old_binary,
-    iter_elements,
-    validate_value,
 )
+
+from .control import (
+    DELTA_OF_DELTA_TYPES,
+    INTERLEAVED_ARRAY,
+    INTERLEAVED_LEGACY,
+    INVALID_SCALE,
+    TYPES_128,
+    is_interleaved_start,
+    is_literal,
+    scale_index_for_control,
+)
+from .errors import BSONColumnError
+from .numeric import NUMERIC_64, expand, unzigzag, value_bytes
+from .rawbson import check_old_binary, iter_elements, validate_value
 from .simple8b.decoding import DECODE_INFO, decode_block, decode_blocks_np
 from .type_util import (
     MEMORY_AS_INTEGER,

@@ -15,9 +15,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Final
 
-from .control import DELTA_OF_DELTA_TYPES
-from .errors import BSONColumnError
-from .rawbson import (
+from storage.vocabulary.bson_types import (
     T_ARRAY,
     T_BINARY,
     T_BOOL,
@@ -38,6 +36,9 @@ from .rawbson import (
     T_TIMESTAMP,
     T_UNDEFINED,
 )
+
+from .control import DELTA_OF_DELTA_TYPES
+from .errors import BSONColumnError
 from .simple8b.builder import Simple8bBuilder
 from .type_util import (
     MEMORY_AS_INTEGER,

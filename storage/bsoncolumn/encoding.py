@@ -18,9 +18,18 @@ from typing import Final, cast
 
 import numpy as np
 
+from storage.vocabulary.bson_types import (
+    T_BOOL,
+    T_DATE,
+    T_DOUBLE,
+    T_INT32,
+    T_INT64,
+    T_OID,
+    T_TIMESTAMP,
+)
+
 from .control import CONTROL_FOR_SCALE, DELTA_OF_DELTA_TYPES, TYPES_128
 from .delta_encoders import Encoder64, Encoder128
-from .rawbson import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64, T_OID, T_TIMESTAMP
 from .simple8b.builder import Pending, Simple8bBuilder, pending_columns_np, pending_value, run_ends
 from .type_util import (
     MASK64,

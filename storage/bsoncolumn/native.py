@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
-from storage.vocabulary.bson_types import BsonType
+from storage.vocabulary.bson_types import T_DATE, T_DOUBLE, T_INT32, T_INT64, T_OID
 
 _native: ModuleType | None
 try:
@@ -53,15 +53,10 @@ __all__ = [
 ]
 
 AVAILABLE: bool = _native is not None
-_DOUBLE: Final = int(BsonType.DOUBLE)
-_OBJECT_ID: Final = int(BsonType.OBJECT_ID)
-_DATE: Final = int(BsonType.DATE)
-_INT32: Final = int(BsonType.INT32)
-_INT64: Final = int(BsonType.INT64)
 #: BSON types handled: double, ObjectId, date, int32, int64.
-SUPPORTED_TYPES: frozenset[int] = frozenset({_DOUBLE, _OBJECT_ID, _DATE, _INT32, _INT64})
+SUPPORTED_TYPES: frozenset[int] = frozenset({T_DOUBLE, T_OID, T_DATE, T_INT32, T_INT64})
 #: Bytes per value of each supported type.
-VALUE_SIZES: dict[int, int] = {_DOUBLE: 8, _OBJECT_ID: 12, _DATE: 8, _INT32: 4, _INT64: 8}
+VALUE_SIZES: dict[int, int] = {T_DOUBLE: 8, T_OID: 12, T_DATE: 8, T_INT32: 4, T_INT64: 8}
 
 if TYPE_CHECKING:
 
@@ -118,7 +113,7 @@ def encode_uniform(type_byte: int, values: bytes) -> bytes | None:
 
 #: Types `decode_uniform` decodes (double, date, int32, int64), with the numpy dtype of
 #: the values it gives for each (int32 comes widened to int64).
-DECODED_DTYPES: dict[int, str] = {_DOUBLE: "<f8", _DATE: "<i8", _INT32: "<i8", _INT64: "<i8"}
+DECODED_DTYPES: dict[int, str] = {T_DOUBLE: "<f8", T_DATE: "<i8", T_INT32: "<i8", T_INT64: "<i8"}
 DECODED_TYPES: frozenset[int] = frozenset(DECODED_DTYPES)
 
 

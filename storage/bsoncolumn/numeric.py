@@ -12,7 +12,16 @@ from typing import Final
 
 import numpy as np
 
-from .rawbson import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64, T_OID, T_TIMESTAMP
+from storage.vocabulary.bson_types import (
+    T_BOOL,
+    T_DATE,
+    T_DOUBLE,
+    T_INT32,
+    T_INT64,
+    T_OID,
+    T_TIMESTAMP,
+)
+
 from .type_util import MEMORY_AS_INTEGER, SCALE_MULTIPLIER
 
 __all__ = ["NUMERIC_64", "expand", "unzigzag", "value_bytes", "to_float"]

@@ -14,7 +14,9 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
-from .rawbson import T_ARRAY, T_OBJECT, iter_elements
+from storage.vocabulary.bson_types import T_ARRAY, T_OBJECT
+
+from .rawbson import iter_elements
 
 __all__ = [
     "EMPTY_OBJECT",

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from storage.vocabulary.bson_types import T_ARRAY, T_OBJECT
+
 from .control import is_interleaved_start, is_literal
 from .decoder import (
     _ENTER,
@@ -26,7 +28,7 @@ from .decoder import (
     _literal,
     _Stream,
 )
-from .rawbson import T_ARRAY, T_OBJECT, iter_elements
+from .rawbson import iter_elements
 
 __all__ = ["decode_paths", "extract_path"]
 

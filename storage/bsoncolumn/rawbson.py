@@ -13,60 +13,38 @@ import struct
 from collections.abc import Iterator
 from typing import Final
 
-from storage.vocabulary.bson_types import BsonType
+from storage.vocabulary.bson_types import (
+    T_ARRAY,
+    T_BINARY,
+    T_BOOL,
+    T_CODE,
+    T_CODEWSCOPE,
+    T_DATE,
+    T_DBPOINTER,
+    T_DECIMAL,
+    T_DOUBLE,
+    T_INT32,
+    T_INT64,
+    T_MAXKEY,
+    T_MINKEY,
+    T_NULL,
+    T_OBJECT,
+    T_OID,
+    T_REGEX,
+    T_STRING,
+    T_SYMBOL,
+    T_TIMESTAMP,
+    T_UNDEFINED,
+)
 
 from .errors import BSONColumnError
 
 __all__ = [
-    "T_DOUBLE",
-    "T_STRING",
-    "T_OBJECT",
-    "T_ARRAY",
-    "T_BINARY",
-    "T_UNDEFINED",
-    "T_OID",
-    "T_BOOL",
-    "T_DATE",
-    "T_NULL",
-    "T_REGEX",
-    "T_DBPOINTER",
-    "T_CODE",
-    "T_SYMBOL",
-    "T_CODEWSCOPE",
-    "T_INT32",
-    "T_TIMESTAMP",
-    "T_INT64",
-    "T_DECIMAL",
-    "T_MINKEY",
-    "T_MAXKEY",
     "iter_elements",
     "value_size",
     "validate_value",
 ]
 
-# BSON type bytes as plain ints: the decoders compare them per element.
-T_EOO: Final = int(BsonType.EOO)
-T_DOUBLE: Final = int(BsonType.DOUBLE)
-T_STRING: Final = int(BsonType.STRING)
-T_OBJECT: Final = int(BsonType.OBJECT)
-T_ARRAY: Final = int(BsonType.ARRAY)
-T_BINARY: Final = int(BsonType.BINARY)
-T_UNDEFINED: Final = int(BsonType.UNDEFINED)
-T_OID: Final = int(BsonType.OBJECT_ID)
-T_BOOL: Final = int(BsonType.BOOL)
-T_DATE: Final = int(BsonType.DATE)
-T_NULL: Final = int(BsonType.NULL)
-T_REGEX: Final = int(BsonType.REGEX)
-T_DBPOINTER: Final = int(BsonType.DB_POINTER)
-T_CODE: Final = int(BsonType.JAVASCRIPT)
-T_SYMBOL: Final = int(BsonType.SYMBOL)
-T_CODEWSCOPE: Final = int(BsonType.JAVASCRIPT_WITH_SCOPE)
-T_INT32: Final = int(BsonType.INT32)
-T_TIMESTAMP: Final = int(BsonType.TIMESTAMP)
-T_INT64: Final = int(BsonType.INT64)
-T_DECIMAL: Final = int(BsonType.DECIMAL128)
-T_MINKEY: Final = int(BsonType.MIN_KEY)
-T_MAXKEY: Final = int(BsonType.MAX_KEY)
 
 _FIXED: Final = {
     T_DOUBLE: 8,

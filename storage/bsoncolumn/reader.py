@@ -19,6 +19,7 @@ from bson.datetime_ms import DatetimeMS
 
 from storage.bson_order import sort_key
 from storage.bsonutil import decode
+from storage.vocabulary.bson_types import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64, T_TIMESTAMP
 from storage.vocabulary.missing import MISSING
 
 from .api import rows_to_document
@@ -26,7 +27,6 @@ from .blocks import NotNumericColumn, NumericColumn, decode_numeric
 from .decoder import DEFAULT_MAX_VALUES, Element, decode_elements
 from .errors import BSONColumnError
 from .paths import decode_paths
-from .rawbson import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64, T_TIMESTAMP
 
 __all__ = ["BSONColumn", "decompress_paths", "elements_to_values"]
 

@@ -29,23 +29,24 @@ import struct
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeAlias, final
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, final
 
 import numpy as np
 
 from storage.bsoncolumn import BinaryDiff, BSONColumnBuilder, native
-from storage.vocabulary.bson_types import BsonType
+from storage.vocabulary.bson_types import (
+    INT32_MAX,
+    INT32_MIN,
+    T_BOOL,
+    T_DATE,
+    T_DOUBLE,
+    T_INT32,
+    T_INT64,
+    T_NULL,
+    T_OID,
+)
 
 from .elements import to_element
-
-# BSON type bytes as plain ints: compared per value.
-_BOOL: Final = int(BsonType.BOOL)
-_DATE: Final = int(BsonType.DATE)
-_DOUBLE: Final = int(BsonType.DOUBLE)
-_INT32: Final = int(BsonType.INT32)
-_INT64: Final = int(BsonType.INT64)
-_NULL: Final = int(BsonType.NULL)
-_OBJECT_ID: Final = int(BsonType.OBJECT_ID)
 
 __all__ = ["ColumnChange", "Columns", "RawElement"]
 
@@ -199,7 +200,7 @@ class Columns:
             if name not in state:
                 state[name] = None
             if type(vals) is bytes:
-                per_field[name] = _Packed(_INT32 if t is None else t, vals, n)
+                per_field[name] = _Packed(T_INT32 if t is None else t, vals, n)
                 continue
             packed = _pack(t, vals)  # type: ignore[arg-type]
             per_field[name] = [to_element(v) for v in vals] if packed is None else packed
@@ -259,8 +260,7 @@ class _Packed:
         return [(self.t, d[i * w:(i + 1) * w]) for i in range(self.n)]
 
 
-_WIDTHS: dict[int, int] = {**native.VALUE_SIZES, _BOOL: 1, _NULL: 0}  # + bool, null
-_I32 = (-(2**31), 2**31 - 1)
+_WIDTHS: dict[int, int] = {**native.VALUE_SIZES, T_BOOL: 1, T_NULL: 0}  # + bool, null
 
 
 def _pack(t: int | None, vals: list[Any]) -> _Packed | None:
@@ -269,20 +269,20 @@ def _pack(t: int | None, vals: list[Any]) -> _Packed | None:
     n = len(vals)
     if t is None:
         lo, hi = min(vals), max(vals)
-        if _I32[0] <= lo and hi <= _I32[1]:
-            return _Packed(_INT32, struct.pack(f"<{n}i", *vals), n)
+        if lo >= INT32_MIN and hi <= INT32_MAX:
+            return _Packed(T_INT32, struct.pack(f"<{n}i", *vals), n)
         return None
-    if t == _INT64:
+    if t == T_INT64:
         return _Packed(t, struct.pack(f"<{n}q", *vals), n)
-    if t == _DOUBLE:
+    if t == T_DOUBLE:
         return _Packed(t, struct.pack(f"<{n}d", *vals), n)
-    if t == _DATE:
+    if t == T_DATE:
         return _Packed(t, struct.pack(f"<{n}q", *map(int, vals)), n)
-    if t == _OBJECT_ID:
+    if t == T_OID:
         return _Packed(t, b"".join([v.binary for v in vals]), n)
-    if t == _BOOL:
+    if t == T_BOOL:
         return _Packed(t, bytes(map(bool, vals)), n)
-    if t == _NULL:
+    if t == T_NULL:
         return _Packed(t, b"", n)
     return None
 
@@ -336,7 +336,7 @@ def _reopen(column: bytes, count: int) -> _State:
     got = native.decode_uniform(column) if _UNIFORM else None
     if got is not None and got[2] == count and got[0] in _UNIFORM:
         t, values = got[0], bytes(got[1])
-        if t == _INT32:  # decoded widened to int64; the builder takes int32 values
+        if t == T_INT32:  # decoded widened to int64; the builder takes int32 values
             values = np.frombuffer(values, "<i8").astype("<i4").tobytes()
         try:
             u = native.UniformBuilder(t, values)

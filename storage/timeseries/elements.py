@@ -16,26 +16,26 @@ from bson import Int64, ObjectId
 from bson.datetime_ms import DatetimeMS
 
 from storage.bsonutil import CODEC_OPTIONS
-from storage.vocabulary.bson_types import BsonType
+from storage.vocabulary.bson_types import (
+    INT32_MAX,
+    INT32_MIN,
+    INT64_MAX,
+    INT64_MIN,
+    T_BOOL,
+    T_DATE,
+    T_DOUBLE,
+    T_INT32,
+    T_INT64,
+    T_NULL,
+    T_OID,
+    T_STRING,
+)
 
 __all__ = ["DOUBLE_STRUCT", "ELEMENT_PACKERS", "INT64_STRUCT", "int_value_size", "to_element"]
 
 DOUBLE_STRUCT: Final = struct.Struct("<d")
 _I: Final = struct.Struct("<i")
 INT64_STRUCT: Final = struct.Struct("<q")
-# BSON type bytes as plain ints: compared per value.
-_BOOL: Final = int(BsonType.BOOL)
-_DATE: Final = int(BsonType.DATE)
-_DOUBLE: Final = int(BsonType.DOUBLE)
-_INT32: Final = int(BsonType.INT32)
-_INT64: Final = int(BsonType.INT64)
-_NULL: Final = int(BsonType.NULL)
-_OBJECT_ID: Final = int(BsonType.OBJECT_ID)
-_STRING: Final = int(BsonType.STRING)
-_I32_MIN: Final = -(2**31)
-_I32_MAX: Final = 2**31 - 1
-_I64_MIN: Final = -(2**63)
-_I64_MAX: Final = 2**63 - 1
 
 
 def _generic(v: Any) -> tuple[int, bytes]:
@@ -46,31 +46,31 @@ def _generic(v: Any) -> tuple[int, bytes]:
 def int_value_size(v: int) -> int | None:
     """Bytes of a Python int's BSON value as `to_element` packs it: 4 (int32) or 8
     (int64); None beyond int64, which BSON cannot hold."""
-    if _I32_MIN <= v <= _I32_MAX:
+    if INT32_MIN <= v <= INT32_MAX:
         return 4
-    if _I64_MIN <= v <= _I64_MAX:
+    if INT64_MIN <= v <= INT64_MAX:
         return 8
     return None
 
 
 def _int(v: int) -> tuple[int, bytes]:
-    if _I32_MIN <= v <= _I32_MAX:
-        return _INT32, _I.pack(v)
-    if _I64_MIN <= v <= _I64_MAX:
-        return _INT64, INT64_STRUCT.pack(v)
+    if INT32_MIN <= v <= INT32_MAX:
+        return T_INT32, _I.pack(v)
+    if INT64_MIN <= v <= INT64_MAX:
+        return T_INT64, INT64_STRUCT.pack(v)
     return _generic(v)  # raises like pymongo
 
 
 def _int64(v: Int64) -> tuple[int, bytes]:
-    return _INT64, INT64_STRUCT.pack(v)
+    return T_INT64, INT64_STRUCT.pack(v)
 
 
 def _float(v: float) -> tuple[int, bytes]:
-    return _DOUBLE, DOUBLE_STRUCT.pack(v)
+    return T_DOUBLE, DOUBLE_STRUCT.pack(v)
 
 
 def _date(v: DatetimeMS) -> tuple[int, bytes]:
-    return _DATE, INT64_STRUCT.pack(int(v))
+    return T_DATE, INT64_STRUCT.pack(int(v))
 
 
 def _str(v: str) -> tuple[int, bytes]:
@@ -78,19 +78,19 @@ def _str(v: str) -> tuple[int, bytes]:
         b = v.encode("utf-8")
     except UnicodeEncodeError:
         return _generic(v)
-    return _STRING, _I.pack(len(b) + 1) + b + b"\x00"
+    return T_STRING, _I.pack(len(b) + 1) + b + b"\x00"
 
 
 def _bool(v: bool) -> tuple[int, bytes]:
-    return _BOOL, b"\x01" if v else b"\x00"
+    return T_BOOL, b"\x01" if v else b"\x00"
 
 
 def _none(_v: None) -> tuple[int, bytes]:
-    return _NULL, b""
+    return T_NULL, b""
 
 
 def _oid(v: ObjectId) -> tuple[int, bytes]:
-    return _OBJECT_ID, v.binary
+    return T_OID, v.binary
 
 
 ELEMENT_PACKERS: Final[dict[type, Callable[[Any], tuple[int, bytes]]]] = {

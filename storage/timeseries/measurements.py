@@ -26,7 +26,7 @@ from bson.datetime_ms import DatetimeMS
 from storage.bsoncolumn import native
 from storage.bsonutil import decode
 from storage.errors import MongoError
-from storage.vocabulary.bson_types import BsonType
+from storage.vocabulary.bson_types import T_DATE, T_DOUBLE, T_INT32, T_INT64, T_OID
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 
@@ -38,12 +38,6 @@ from .options import TimeseriesOptions
 __all__ = ["Measurement", "MeasurementPreparer", "Shape", "elements", "gather", "time_of"]
 
 # Python types a Shape takes as fixed-width values (Python int is sized by value).
-# BSON type bytes as plain ints: compared per value.
-_DATE: Final = int(BsonType.DATE)
-_DOUBLE: Final = int(BsonType.DOUBLE)
-_INT32: Final = int(BsonType.INT32)
-_INT64: Final = int(BsonType.INT64)
-_OBJECT_ID: Final = int(BsonType.OBJECT_ID)
 _SHAPE_TYPES: Final = frozenset((Int64, float, DatetimeMS, ObjectId, bool, type(None)))
 _SHAPES_MAX: Final = 4096
 _META_CACHE_MAX: Final = 65536
@@ -182,16 +176,16 @@ class MeasurementPreparer:
                 continue
             tv = type(v)
             if tv is Int64:
-                append((name, _INT64, qpack(v)))
+                append((name, T_INT64, qpack(v)))
                 value_bytes += 8
             elif tv is float:
-                append((name, _DOUBLE, dpack(v)))
+                append((name, T_DOUBLE, dpack(v)))
                 value_bytes += 8
             elif tv is DatetimeMS:
-                append((name, _DATE, qpack(int(v))))
+                append((name, T_DATE, qpack(int(v))))
                 value_bytes += 8
             elif tv is ObjectId:
-                append((name, _OBJECT_ID, v.binary))
+                append((name, T_OID, v.binary))
                 value_bytes += 12
                 if max_len < 12:
                     max_len = 12
@@ -290,7 +284,7 @@ def gather(shape: Shape, docs: list[dict[str, Any]]
     for name, t, pt in zip(shape.names, shape.type_bytes, shape.py_types):
         got = None
         if pack is not None and (t is None or t in _NATIVE_TYPES):
-            got = pack(docs, name, _INT32 if t is None else t, pt)
+            got = pack(docs, name, T_INT32 if t is None else t, pt)
         if got is None:
             columns[name] = values[name] = [d[name] for d in docs]
             continue

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bson import ObjectId
 from bson.datetime_ms import DatetimeMS
@@ -34,7 +34,7 @@ from storage.bsoncolumn import BSONColumnError
 from storage.bsoncolumn.decoder import decode_elements
 from storage.bsonutil import encode
 from storage.errors import MongoError
-from storage.vocabulary.bson_types import BsonType
+from storage.vocabulary.bson_types import T_DATE
 from storage.vocabulary.missing import MISSING
 
 from .bucket import Bucket
@@ -58,7 +58,6 @@ if TYPE_CHECKING:
     from .bucket_registry import WarmColumns
     from .write_batch import BatchContext
 
-_DATE: Final = int(BsonType.DATE)
 
 __all__ = ["BucketSource", "ReopenFailed", "ReopeningQuery", "StoredBucket", "rehydrate"]
 
@@ -187,7 +186,7 @@ def rehydrate(ctx: BatchContext, key: bytes, doc: Mapping[str, Any], raw: bytes 
         except BSONColumnError:
             raise ReopenFailed("time column could not be decompressed") from None
         count = len(times)
-        if times and times[-1] is not None and times[-1][0] == _DATE:
+        if times and times[-1] is not None and times[-1][0] == T_DATE:
             last_time_ms = int.from_bytes(times[-1][1], "little", signed=True)
     try:
         if columns is None:

@@ -27,7 +27,7 @@ from bson import Int64
 from bson.datetime_ms import DatetimeMS
 
 from storage.bsoncolumn import NumericColumn
-from storage.vocabulary.bson_types import BsonType
+from storage.vocabulary.bson_types import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64
 
 from .unpack import BucketSpec, NumericBucket, numeric_bucket
 
@@ -36,12 +36,6 @@ __all__ = ["RowFilter", "compile_row_filter", "select_measurements"]
 _OPS: Final = {"$gt": np.greater, "$gte": np.greater_equal, "$lt": np.less,
                "$lte": np.less_equal, "$eq": np.equal}
 _EXACT: Final = 2**53  # doubles hold every integer up to here
-# BSON type bytes as plain ints: compared per value.
-_BOOL: Final = int(BsonType.BOOL)
-_DATE: Final = int(BsonType.DATE)
-_DOUBLE: Final = int(BsonType.DOUBLE)
-_INT32: Final = int(BsonType.INT32)
-_INT64: Final = int(BsonType.INT64)
 _I64: Final = 2**63
 
 
@@ -96,7 +90,7 @@ def _compare(col: NumericColumn, op: str, c: int | float) -> np.ndarray | None:
 def _widened_ints(col: NumericColumn) -> bool:
     """True when a double column also holds ints (decoded as doubles, so an int64 beyond
     2**53 may have lost digits)."""
-    return bool(np.any(col.present & (col.types != _DOUBLE)))
+    return bool(np.any(col.present & (col.types != T_DOUBLE)))
 
 
 def _int_bound(op: str, c: int | float) -> int | bool | None:
@@ -142,8 +136,8 @@ def _number(v: Any) -> bool:
 
 
 _BOX: Final[dict[int, Callable[[Any], Any]]] = {
-    _INT64: lambda v: Int64(int(v)), _INT32: int, _DOUBLE: float,
-    _DATE: lambda v: DatetimeMS(int(v)), _BOOL: bool}
+    T_INT64: lambda v: Int64(int(v)), T_INT32: int, T_DOUBLE: float,
+    T_DATE: lambda v: DatetimeMS(int(v)), T_BOOL: bool}
 
 
 def select_measurements(bucket: Mapping[str, Any], spec: BucketSpec,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 from bson.binary import Binary
@@ -27,17 +27,11 @@ from storage.bsoncolumn import BSONColumnError, native
 from storage.bsoncolumn.blocks import NotNumericColumn, NumericColumn, decode_numeric
 from storage.bsonutil import decode
 from storage.errors import MongoError
-from storage.vocabulary.bson_types import BsonType
+from storage.vocabulary.bson_types import T_DATE, T_DOUBLE, T_INT32, T_INT64
 from storage.vocabulary.error_codes import ErrorCode
 
 from .bucket_document import decode_column
 from .constants import CONTROL, CONTROL_COUNT, CONTROL_VERSION, DATA, META
-
-# BSON type bytes as plain ints: compared per value.
-_DATE: Final = int(BsonType.DATE)
-_DOUBLE: Final = int(BsonType.DOUBLE)
-_INT32: Final = int(BsonType.INT32)
-_INT64: Final = int(BsonType.INT64)
 
 __all__ = ["BucketSpec", "NumericBucket", "count_measurements", "numeric_bucket",
            "numeric_columns", "unpack_bucket", "unpack_columns"]
@@ -117,8 +111,8 @@ def _column_values(col: Any, version: int, name: str) -> dict[str, Any]:
 
 
 _ROW_KEYS: list[str] = [str(i) for i in range(1024)]
-_BOX: dict[int, Any] = {_INT64: lambda vs: list(map(Int64, vs)), _INT32: lambda vs: vs,
-                        _DOUBLE: lambda vs: vs, _DATE: lambda vs: list(map(DatetimeMS, vs))}
+_BOX: dict[int, Any] = {T_INT64: lambda vs: list(map(Int64, vs)), T_INT32: lambda vs: vs,
+                        T_DOUBLE: lambda vs: vs, T_DATE: lambda vs: list(map(DatetimeMS, vs))}
 
 
 def _uniform_column(col: bytes) -> dict[str, Any] | None:

@@ -8,8 +8,9 @@ round, from alias to ``$type`` number (minKey is -1 there, 0xFF as a byte).
 `bson_type` tells which type a decoded value is stored as (values come from
 `storage.bsonutil.CODEC_OPTIONS`: int32 decodes to `int`, int64 to `bson.Int64`; a plain
 `int` outside the int32 range is written as int64, so it is "long" here too) and
-`type_name` names it; `is_number` tells the numeric ones (bool is not a number). Hot loops that compare raw type bytes bind plain ints from
-`BsonType` at import time: an enum member is slower to compare than an int.
+`type_name` names it; `is_number` tells the numeric ones (bool is not a number). Hot
+loops that compare raw type bytes use the plain-int `T_*` constants: an enum member is
+slower to compare than an int.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from bson.raw_bson import RawBSONDocument
 from .missing import MISSING
 
 __all__ = ["INT32_MAX", "INT32_MIN", "INT64_MAX", "INT64_MIN", "TYPE_ALIASES", "TYPE_NAMES",
-           "BsonType", "bson_type", "is_number", "type_name", "type_number"]
+           "BsonType", "bson_type", "is_number", "type_name", "type_number",
+           "T_EOO", "T_DOUBLE", "T_STRING", "T_OBJECT", "T_ARRAY", "T_BINARY", "T_UNDEFINED", "T_OID", "T_BOOL", "T_DATE", "T_NULL", "T_REGEX", "T_DBPOINTER", "T_CODE", "T_SYMBOL", "T_CODEWSCOPE", "T_INT32", "T_TIMESTAMP", "T_INT64", "T_DECIMAL", "T_MINKEY", "T_MAXKEY"]
 
 INT32_MIN: Final = -(2**31)
 INT32_MAX: Final = 2**31 - 1
@@ -60,6 +62,32 @@ class BsonType(enum.IntEnum):
     DECIMAL128 = 0x13
     MIN_KEY = 0xFF
     MAX_KEY = 0x7F
+
+
+# The type bytes as plain ints, for hot loops that compare raw bytes (an enum member is
+# slower to compare than an int).
+T_EOO: Final = int(BsonType.EOO)
+T_DOUBLE: Final = int(BsonType.DOUBLE)
+T_STRING: Final = int(BsonType.STRING)
+T_OBJECT: Final = int(BsonType.OBJECT)
+T_ARRAY: Final = int(BsonType.ARRAY)
+T_BINARY: Final = int(BsonType.BINARY)
+T_UNDEFINED: Final = int(BsonType.UNDEFINED)
+T_OID: Final = int(BsonType.OBJECT_ID)
+T_BOOL: Final = int(BsonType.BOOL)
+T_DATE: Final = int(BsonType.DATE)
+T_NULL: Final = int(BsonType.NULL)
+T_REGEX: Final = int(BsonType.REGEX)
+T_DBPOINTER: Final = int(BsonType.DB_POINTER)
+T_CODE: Final = int(BsonType.JAVASCRIPT)
+T_SYMBOL: Final = int(BsonType.SYMBOL)
+T_CODEWSCOPE: Final = int(BsonType.JAVASCRIPT_WITH_SCOPE)
+T_INT32: Final = int(BsonType.INT32)
+T_TIMESTAMP: Final = int(BsonType.TIMESTAMP)
+T_INT64: Final = int(BsonType.INT64)
+T_DECIMAL: Final = int(BsonType.DECIMAL128)
+T_MINKEY: Final = int(BsonType.MIN_KEY)
+T_MAXKEY: Final = int(BsonType.MAX_KEY)
 
 
 TYPE_NAMES: Final[dict[BsonType, str]] = {
