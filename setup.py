@@ -1,17 +1,22 @@
-"""Build of the optional C extension; the project metadata lives in pyproject.toml.
+"""Build of the optional native core; the project metadata lives in pyproject.toml.
 
-`storage.bsoncolumn._native` (a native encoder for uniform BSONColumns) is optional: when
-it cannot be compiled the install goes on and `storage.bsoncolumn.native` falls back to
-the Python builder.
+`storage._native` is the Rust crate in `native/` (PyO3, stable ABI), built by
+setuptools-rust in release mode. It is optional: without a Rust toolchain (or when the
+build fails) the install goes on and the Python reference does the work; the server says
+at start-up which path it uses (`storage.native_core.describe()`).
 """
 
-from setuptools import Extension, setup
+from setuptools import setup
+from setuptools_rust import Binding, RustExtension
 
 setup(
-    ext_modules=[
-        Extension(
-            "storage.bsoncolumn._native",
-            ["storage/bsoncolumn/_native.c"],
+    rust_extensions=[
+        RustExtension(
+            "storage._native",
+            path="native/Cargo.toml",
+            binding=Binding.PyO3,
+            py_limited_api=True,
+            features=["extension-module"],
             optional=True,
         )
     ]

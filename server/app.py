@@ -14,6 +14,8 @@ import os
 import signal
 import socket
 
+from storage import native
+
 from .config import Config
 from .connection import serve_connection
 from .context import ServerState
@@ -51,6 +53,8 @@ class Server:
                  host=state.host)
         LOG.info("CONTROL", 21951, "initandlisten", "Options set by command line",
                  options=self.config.parsed())
+        # bucketd's own: which path the per-measurement work takes (native/ or Python)
+        LOG.info("CONTROL", 9000002, "initandlisten", "Native core", **native.describe())
         state.cursors = CursorManager()
         await self._open_storage()
         if self.config.metrics_port is not None:

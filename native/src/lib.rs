@@ -1,0 +1,22 @@
+//! bucketd's native core: the Python extension module `storage._native`.
+//!
+//! One crate, modules by concept, each naming its Python reference. The boundary is
+//! coarse (one call per batch or per column): bytes in, bytes out, the GIL released for
+//! the work on bytes, and a panic turned into `NativeError` for that call (`boundary`).
+
+pub mod boundary;
+
+use pyo3::prelude::*;
+
+/// The crate's version, for the start-up log line that says which path is in use.
+#[pyfunction]
+fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    boundary::register(m)?;
+    Ok(())
+}

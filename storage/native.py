@@ -1,0 +1,45 @@
+"""The native core (the Rust crate in `native/`), when the install built it.
+
+`core` is the extension module `storage._native`, or None where no Rust toolchain was
+there at install time; every user of it has the Python reference to fall back on.
+`describe()` is what the server logs at start-up about the path in use. `check(call)`
+runs a native call and turns its `NativeError(code, message)` into `MongoError`, the one
+error type the layers above render.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any, TypeVar
+
+from storage.errors import MongoError
+
+__all__ = ["AVAILABLE", "check", "core", "describe"]
+
+core: ModuleType | None
+try:
+    import storage._native as core
+except ImportError:  # built without Rust: the Python reference does the work
+    core = None
+
+AVAILABLE: bool = core is not None
+
+T = TypeVar("T")
+
+
+def describe() -> dict[str, Any]:
+    """{path: "native", version} or {path: "python"}: for the start-up log."""
+    if core is None:
+        return {"path": "python", "reason": "storage._native was not built"}
+    return {"path": "native", "version": core.version()}
+
+
+def check(call: Callable[..., T], *args: Any) -> T:
+    """`call(*args)`, with a `NativeError` raised as the `MongoError` it carries."""
+    assert core is not None
+    try:
+        return call(*args)
+    except core.NativeError as e:
+        code, message = e.args
+        raise MongoError(code, message) from None
