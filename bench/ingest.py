@@ -1,0 +1,158 @@
+"""Time-series ingest against the floors of this machine, started in the same run.
+
+    python bench/ingest.py [--measurements 1000000] [--clients 2] [--runs tsbs,highcard,backfill]
+
+Three servers take the same pre-encoded batches (`RawBSONDocument`s, so the clients do
+not encode: they are not the bottleneck) from N client processes doing `insert_many` of
+1000: the canned floor (acknowledges without decoding), the decode floor (decodes every
+batch into dicts with pymongo, on uvloop; see `_canned.py`) and bucketd on a fresh
+dbpath. Per server: measurements/s, server CPU per measurement (utime + stime from
+/proc over the load), and for bucketd the bytes per measurement on disk (after a clean
+stop), its peak RSS, and the ratios to both floors. Runs:
+
+- `tsbs`: TSBS devops cpu-only (100 hosts, 10 string tags as the meta object, 10 int64
+  fields), time-ordered, batches round-robin over the clients.
+- `highcard`: 100,000 series of 10 measurements each (every batch has 1000 series).
+- `backfill`: the tsbs data with the batches sent newest first, so every batch goes back
+  in time (reopened buckets, version 3 buckets).
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import bson
+import pymongo
+from _common import bucketd, dir_bytes, peak_rss_mb
+from bson.raw_bson import RawBSONDocument
+from tsbs import measurements
+
+BATCH = 1000
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process so far."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def _batches(run: str, total: int) -> list[list[bytes]]:
+    hosts = 100_000 if run == "highcard" else 100
+    out: list[list[bytes]] = []
+    batch: list[bytes] = []
+    for doc in measurements(total, hosts=hosts):
+        batch.append(bson.encode({"_id": bson.ObjectId(), **doc}))
+        if len(batch) == BATCH:
+            out.append(batch)
+            batch = []
+    if batch:
+        out.append(batch)
+    if run == "backfill":
+        out.reverse()
+    return out
+
+
+def _client(uri: str, batches: list[list[bytes]], ready: mp.Barrier, q: mp.Queue) -> None:
+    docs = [[RawBSONDocument(b) for b in batch] for batch in batches]
+    client: pymongo.MongoClient = pymongo.MongoClient(uri)
+    coll = client.bench.cpu
+    client.admin.command("ping")
+    ready.wait()
+    n = 0
+    for batch in docs:
+        coll.insert_many(batch, ordered=False)
+        n += len(batch)
+    client.close()
+    q.put(n)
+
+
+def load(uri: str, pid: int, batches: list[list[bytes]], clients: int) -> tuple[float, float]:
+    """(measurements/s, server CPU µs per measurement) of `clients` processes sending
+    `batches` round-robin."""
+    ready, q = mp.Barrier(clients + 1), mp.Queue()
+    procs = [mp.Process(target=_client, args=(uri, batches[me::clients], ready, q))
+             for me in range(clients)]
+    for p in procs:
+        p.start()
+    ready.wait()
+    cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+    n = sum(q.get() for _ in procs)
+    elapsed, cpu = time.perf_counter() - t0, cpu_seconds(pid) - cpu0
+    for p in procs:
+        p.join()
+    return n / elapsed, cpu / n * 1e6
+
+
+@contextmanager
+def floor_server(*args: str) -> Iterator[tuple[str, int]]:
+    proc = subprocess.Popen([sys.executable, os.path.join(HERE, "_canned.py"), *args],
+                            stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline())
+        yield f"mongodb://127.0.0.1:{port}/?directConnection=true", proc.pid
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def bucketd_run(batches: list[list[bytes]], clients: int,
+                create: Callable[[pymongo.database.Database], None]) -> dict[str, float]:
+    with bucketd() as server:
+        uri = server.uri
+        with pymongo.MongoClient(uri) as c:
+            create(c.bench)
+        pid = server.proc.pid
+        rate, cpu = load(uri, pid, batches, clients)
+        with pymongo.MongoClient(uri) as c:
+            count = c.bench.cpu.count_documents({})
+        rss = peak_rss_mb(pid)
+        server.stop()
+        disk = dir_bytes(server.dbpath)
+    return {"rate": rate, "cpu_us": cpu, "count": count, "rss_mb": rss, "disk": disk}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--measurements", type=int, default=1_000_000)
+    ap.add_argument("--clients", type=int, default=2)
+    ap.add_argument("--runs", default="tsbs,highcard,backfill")
+    args = ap.parse_args()
+
+    def create(db: pymongo.database.Database) -> None:
+        db.create_collection("cpu", timeseries={"timeField": "time", "metaField": "tags"})
+
+    print(f"{args.measurements:,} measurements per run, {args.clients} clients, "
+          f"batches of {BATCH}, pre-encoded")
+    print(f"{'run':<9} {'server':<13} {'meas/s':>10} {'cpu µs/m':>9} {'÷decode':>8} "
+          f"{'÷canned':>8} {'B/meas':>7} {'peak RSS':>9}")
+    for run in args.runs.split(","):
+        batches = _batches(run, args.measurements)
+        total = sum(map(len, batches))
+        with floor_server() as (uri, pid):
+            canned, canned_cpu = load(uri, pid, batches, args.clients)
+        with floor_server("--decode") as (uri, pid):
+            decode, decode_cpu = load(uri, pid, batches, args.clients)
+        got = bucketd_run(batches, args.clients, create)
+        assert got["count"] == total, (got["count"], total)
+        print(f"{run:<9} {'canned floor':<13} {canned:>10,.0f} {canned_cpu:>9.1f}")
+        print(f"{'':<9} {'decode floor':<13} {decode:>10,.0f} {decode_cpu:>9.1f} "
+              f"{decode / decode:>8.2f} {decode / canned:>8.2f}")
+        print(f"{'':<9} {'bucketd':<13} {got['rate']:>10,.0f} {got['cpu_us']:>9.1f} "
+              f"{got['rate'] / decode:>8.2f} {got['rate'] / canned:>8.2f} "
+              f"{got['disk'] / total:>7.1f} {got['rss_mb']:>7.0f} MB", flush=True)
+
+
+if __name__ == "__main__":
+    main()
