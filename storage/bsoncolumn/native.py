@@ -1,10 +1,11 @@
-"""Native (C) encoder for BSONColumns of one fixed-size scalar type without skips.
+"""Native (Rust) encoder for BSONColumns of one fixed-size scalar type without skips.
 
 `encode_uniform(type_byte, values)` returns exactly the bytes `BSONColumnBuilder` would
 finalize for those values (int32, int64, date, double or ObjectId, no skipped rows), or
-None when the extension `storage.bsoncolumn._native` was not built or the type is not
-supported; the caller then uses the Python builder. The extension is optional (see
-setup.py).
+None when the native core `storage._native` (the Rust crate `native/`, module
+`native/src/bsoncolumn/`) was not built or the type is not supported; the caller then
+uses the Python builder. The native core is optional (see setup.py and
+`storage/native.py`).
 
 `UniformBuilder(type_byte, values=b"")` (only when `AVAILABLE`) is the incremental form:
 `extend(values)` appends values, `finalize()` returns the column so far and leaves the
@@ -32,14 +33,11 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from storage.native import core as _core
 from storage.vocabulary.bson_types import T_DATE, T_DOUBLE, T_INT32, T_INT64, T_OID
 
-_native: ModuleType | None
-try:
-    # The compiled extension module itself (a leaf), not this package.
-    import storage.bsoncolumn._native as _native
-except ImportError:  # not compiled: the Python builder does the work
-    _native = None
+# The native core, or None when it was not built: the Python builder does the work.
+_native: ModuleType | None = _core
 
 __all__ = [
     "AVAILABLE",
