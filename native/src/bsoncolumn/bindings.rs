@@ -12,10 +12,22 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString};
 
-use super::builder::{self, uniform_size};
-use super::decoder;
+use super::builder::{self, uniform_size, BuildError, DEFAULT_MAX_VALUES};
+use super::decoder::{self, DecodeError};
 use super::values::*;
-use crate::boundary::{guard, Declined};
+use crate::boundary::{guard, native_error, Declined};
+
+/// MongoDB 8.0's code for a malformed column or appended value (BSONColumnError).
+const INVALID_BSON_COLUMN: i32 = 6067602;
+
+fn build_error(e: BuildError) -> PyErr {
+    match e {
+        BuildError::Declined => {
+            Declined::new_err("the native builder cannot reproduce the Python builder here")
+        }
+        BuildError::Invalid(message) => native_error(INVALID_BSON_COLUMN, message),
+    }
+}
 
 /// The bytes of a bytes-like object: borrowed from `bytes` (immutable), else a copy (a
 /// bytearray could change while the GIL is released).
@@ -324,7 +336,208 @@ fn pack_values<'py>(
     })
 }
 
+/// ColumnBuilder()
+///
+/// BSONColumn builder of scalar values with skipped rows and type changes, giving the
+/// bytes of the Python `BSONColumnBuilder` (regular mode). Objects and arrays with
+/// fields and code with scope raise Declined; malformed values raise NativeError
+/// (6067602). A call that raises leaves the builder as it was.
+#[pyclass(name = "ColumnBuilder", module = "storage._native")]
+#[derive(Clone, Default)]
+struct PyColumnBuilder {
+    inner: builder::ColumnBuilder,
+}
+
+/// Rows of `extend(elements)`: owned copies of the value bytes (read with the GIL).
+fn rows_of_list(elements: &Bound<'_, PyList>) -> PyResult<(Vec<u8>, Vec<u8>, Vec<usize>)> {
+    let n = elements.len();
+    let (mut types, mut data, mut ends) =
+        (Vec::with_capacity(n), Vec::new(), Vec::with_capacity(n));
+    for e in elements.iter() {
+        if e.is_none() {
+            types.push(T_EOO);
+        } else {
+            let (t, v): (u8, Bound<'_, PyAny>) = e.extract()?;
+            types.push(t);
+            data.extend_from_slice(&bytes_of(&v)?);
+        }
+        ends.push(data.len());
+    }
+    Ok((types, data, ends))
+}
+
+fn packed_rows<'a>(
+    types: &'a [u8],
+    data: &'a [u8],
+    ends: &'a [usize],
+) -> impl Iterator<Item = Option<(u8, &'a [u8])>> + 'a {
+    (0..types.len()).map(move |i| {
+        let start = if i == 0 { 0 } else { ends[i - 1] };
+        match types[i] {
+            T_EOO => None,
+            t => Some((t, &data[start..ends[i]])),
+        }
+    })
+}
+
+impl PyColumnBuilder {
+    fn extend_rows(
+        &mut self,
+        py: Python<'_>,
+        types: &[u8],
+        data: &[u8],
+        ends: &[usize],
+    ) -> PyResult<()> {
+        let inner = &mut self.inner;
+        maybe_detach(py, types.len() * 8 + data.len(), || {
+            inner.extend(packed_rows(types, data, ends))
+        })
+        .map_err(build_error)
+    }
+}
+
+#[pymethods]
+impl PyColumnBuilder {
+    #[new]
+    fn py_new() -> Self {
+        Self::default()
+    }
+
+    /// extend(elements) -> None
+    ///
+    /// Append rows: each (type byte, value bytes) or None for a skipped row (type 0 is
+    /// a skip too).
+    fn extend(&mut self, py: Python<'_>, elements: &Bound<'_, PyList>) -> PyResult<()> {
+        guard("ColumnBuilder.extend", || {
+            let (types, data, ends) = rows_of_list(elements)?;
+            self.extend_rows(py, &types, &data, &ends)
+        })
+    }
+
+    /// extend_packed(types, values, ends) -> None
+    ///
+    /// Append rows given packed: `types` one byte a row (0 = skipped), `values` the
+    /// concatenated value bytes, `ends` the end offset of each row's value in `values`
+    /// as little-endian uint32 (4 bytes a row).
+    fn extend_packed(
+        &mut self,
+        py: Python<'_>,
+        types: &Bound<'_, PyAny>,
+        values: &Bound<'_, PyAny>,
+        ends: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        guard("ColumnBuilder.extend_packed", || {
+            let types = bytes_of(types)?;
+            let data = bytes_of(values)?;
+            let raw_ends = bytes_of(ends)?;
+            if raw_ends.len() != 4 * types.len() {
+                return Err(PyValueError::new_err("ends must hold 4 bytes per row"));
+            }
+            let ends: Vec<usize> = raw_ends
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as usize)
+                .collect();
+            let mut prev = 0;
+            for &e in &ends {
+                if e < prev || e > data.len() {
+                    return Err(PyValueError::new_err(
+                        "ends must be increasing offsets into values",
+                    ));
+                }
+                prev = e;
+            }
+            self.extend_rows(py, &types, &data, &ends)
+        })
+    }
+
+    /// skip(n=1) -> None
+    ///
+    /// Append `n` skipped rows.
+    #[pyo3(signature = (n = 1))]
+    fn skip(&mut self, py: Python<'_>, n: usize) -> PyResult<()> {
+        guard("ColumnBuilder.skip", || {
+            let inner = &mut self.inner;
+            maybe_detach(py, n, || inner.skip(n)).map_err(build_error)
+        })
+    }
+
+    /// finalize() -> bytes
+    ///
+    /// The column of the rows so far (ending in 0x00); the builder stays usable.
+    fn finalize<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        guard("ColumnBuilder.finalize", || {
+            let inner = &mut self.inner;
+            let out = maybe_detach(py, inner.len(), || inner.finalize()).map_err(build_error)?;
+            Ok(PyBytes::new(py, &out))
+        })
+    }
+
+    /// from_column(column) -> ColumnBuilder
+    ///
+    /// A builder in the state of the one that wrote `column` (BSONColumnBuilder.
+    /// from_column). Raises Declined when the native decoder does not take the column
+    /// (interleaved sections, documents, malformed input).
+    #[staticmethod]
+    fn from_column(py: Python<'_>, column: &Bound<'_, PyAny>) -> PyResult<Self> {
+        guard("ColumnBuilder.from_column", || {
+            let data = bytes_of(column)?;
+            let data: &[u8] = &data;
+            let inner = maybe_detach(py, data.len(), || builder::ColumnBuilder::from_column(data))
+                .map_err(build_error)?;
+            Ok(PyColumnBuilder { inner })
+        })
+    }
+
+    /// copy() -> ColumnBuilder
+    fn copy(&self) -> Self {
+        self.clone()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    fn __sizeof__(&self) -> usize {
+        std::mem::size_of::<Self>() + self.inner.heap_size()
+    }
+}
+
+/// decode_column(column, max_values=2**22, /) -> list[tuple[int, bytes] | None] | None
+///
+/// Every row of a column of scalar values: (type byte, value bytes), None for a skipped
+/// row; what `decoder.decode_elements` gives. None when the native decoder does not take
+/// the column (interleaved sections, documents) or it is malformed (the Python decoder
+/// then raises the proper error).
+#[pyfunction]
+#[pyo3(signature = (column, max_values = DEFAULT_MAX_VALUES as i64, /))]
+fn decode_column<'py>(
+    py: Python<'py>,
+    column: &Bound<'py, PyAny>,
+    max_values: i64,
+) -> PyResult<Option<Bound<'py, PyList>>> {
+    guard("decode_column", || {
+        let data = bytes_of(column)?;
+        let max = usize::try_from(max_values).unwrap_or(0);
+        let data: &[u8] = &data;
+        let got = maybe_detach(py, data.len(), || decoder::decode_column(data, max));
+        let rows = match got {
+            Ok(d) => d.rows,
+            Err(DecodeError::Malformed | DecodeError::Unsupported) => return Ok(None),
+        };
+        let list = PyList::empty(py);
+        for row in rows.iter() {
+            match row {
+                None => list.append(py.None())?,
+                Some((t, v)) => list.append((t, PyBytes::new(py, v)))?,
+            }
+        }
+        Ok(Some(list))
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyColumnBuilder>()?;
+    m.add_function(wrap_pyfunction!(decode_column, m)?)?;
     m.add_function(wrap_pyfunction!(encode_uniform, m)?)?;
     m.add_function(wrap_pyfunction!(decode_uniform, m)?)?;
     m.add_function(wrap_pyfunction!(pack_values, m)?)?;

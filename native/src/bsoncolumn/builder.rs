@@ -5,9 +5,30 @@
 //! and arrays holding scalars (interleaved mode) are not handled here: the caller
 //! declines them. Every operation either succeeds or leaves the builder as it was.
 
+use super::decoder::decode_column;
+use super::elements::{check_element, is_valid_type, Check};
 use super::encoder::EncodingState;
 use super::simple8b::Fail;
 use super::values::*;
+
+/// Why a builder did not take what it was given (it is then as before the call).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuildError {
+    /// The native path cannot reproduce the reference here (interleaved objects, code
+    /// with scope, a state the reference fails on): use the Python builder.
+    Declined,
+    /// A malformed value: the reference raises BSONColumnError with this message.
+    Invalid(&'static str),
+}
+
+impl From<Fail> for BuildError {
+    fn from(_: Fail) -> Self {
+        BuildError::Declined
+    }
+}
+
+/// Rows a decoded column may hold (the reference's DEFAULT_MAX_VALUES).
+pub const DEFAULT_MAX_VALUES: usize = 1 << 22;
 
 /// A BSONColumn being built from scalar values and skipped rows.
 #[derive(Debug, Clone, Default)]
@@ -30,70 +51,79 @@ impl ColumnBuilder {
         self.count == 0
     }
 
-    /// Append one scalar value (`t`, its BSON value bytes, already validated).
-    pub fn append(&mut self, t: u8, v: &[u8]) -> Result<(), Fail> {
-        if t == T_EOO {
-            return self.skip(1);
+    /// Append one row without taking a snapshot (the callers do).
+    fn push(&mut self, row: Option<(u8, &[u8])>) -> Result<(), BuildError> {
+        match row {
+            None | Some((T_EOO, _)) => self.state.skip()?,
+            Some((t, v)) => match check_element(t, v) {
+                Check::Valid(_) => self.state.append(t, v)?,
+                Check::Unsupported => return Err(BuildError::Declined),
+                Check::Invalid if !is_valid_type(t) => {
+                    return Err(BuildError::Invalid(
+                        "Invalid BSON type appended to BSON Column",
+                    ))
+                }
+                Check::Invalid => {
+                    return Err(BuildError::Invalid(
+                        "Malformed BSON value appended to BSON Column",
+                    ))
+                }
+            },
         }
-        if (t == T_OBJECT || t == T_ARRAY) && v.len() != 5 {
-            return Err(Fail); // interleaved mode: not here
-        }
-        let snap = self.state.snapshot();
-        let r = self.state.append(t, v);
-        if r.is_err() {
-            self.state.restore(&snap);
-        } else {
-            self.count += 1;
-        }
-        r
+        self.count += 1;
+        Ok(())
     }
 
-    /// Append many values; on failure the builder is as before the call.
+    /// Append one row: a value (`t`, its BSON value bytes; type 0 is a skip).
+    pub fn append(&mut self, t: u8, v: &[u8]) -> Result<(), BuildError> {
+        self.extend(std::iter::once(Some((t, v))))
+    }
+
+    /// Append rows (None = a skipped row); on failure the builder is as before the call.
     pub fn extend<'a>(
         &mut self,
-        values: impl IntoIterator<Item = (u8, &'a [u8])>,
-    ) -> Result<(), Fail> {
+        rows: impl IntoIterator<Item = Option<(u8, &'a [u8])>>,
+    ) -> Result<(), BuildError> {
         let snap = self.state.snapshot();
         let count = self.count;
-        for (t, v) in values {
-            let r = if t == T_EOO {
-                self.state.skip()
-            } else if (t == T_OBJECT || t == T_ARRAY) && v.len() != 5 {
-                Err(Fail)
-            } else {
-                self.state.append(t, v)
-            };
-            if r.is_err() {
+        for row in rows {
+            if let Err(e) = self.push(row) {
                 self.state.restore(&snap);
                 self.count = count;
-                return r;
+                return Err(e);
             }
-            self.count += 1;
         }
         Ok(())
     }
 
     /// Append `n` skipped rows.
-    pub fn skip(&mut self, n: usize) -> Result<(), Fail> {
-        let snap = self.state.snapshot();
-        for _ in 0..n {
-            if let Err(f) = self.state.skip() {
-                self.state.restore(&snap);
-                return Err(f);
-            }
-        }
-        self.count += n;
-        Ok(())
+    pub fn skip(&mut self, n: usize) -> Result<(), BuildError> {
+        self.extend(std::iter::repeat(None).take(n))
     }
 
     /// The column of the rows so far (ending in 0x00); the builder stays usable.
-    pub fn finalize(&mut self) -> Result<Vec<u8>, Fail> {
-        self.state.finalize()
+    pub fn finalize(&mut self) -> Result<Vec<u8>, BuildError> {
+        Ok(self.state.finalize()?)
     }
 
     /// Bytes held (output and the pending state), for `__sizeof__`.
     pub fn heap_size(&self) -> usize {
         self.state.buf.capacity() + self.state.st.pvalue.capacity()
+    }
+
+    /// A builder in the state of the one that wrote `column` (`from_column` of the
+    /// reference): the bytes before its last literal are kept, the rows from there on
+    /// are appended again. Declined for columns the native decoder does not take
+    /// (malformed ones included: the reference then raises).
+    pub fn from_column(column: &[u8]) -> Result<Self, BuildError> {
+        let decoded =
+            decode_column(column, DEFAULT_MAX_VALUES).map_err(|_| BuildError::Declined)?;
+        let (prefix, first) = decoded.anchor.map_or((0, 0), |(pos, row)| (pos, row));
+        let mut b = ColumnBuilder::new();
+        b.state.buf.extend_from_slice(&column[..prefix]);
+        b.count = first;
+        b.extend((first..decoded.rows.len()).map(|i| decoded.rows.get(i)))?;
+        Ok(b)
     }
 }
 
@@ -152,13 +182,14 @@ impl UniformBuilder {
         }
         let t = self.t;
         self.builder
-            .extend(values.chunks_exact(self.size).map(|v| (t, v)))?;
+            .extend(values.chunks_exact(self.size).map(|v| Some((t, v))))
+            .map_err(|_| Fail)?;
         self.values.extend_from_slice(values);
         Ok(())
     }
 
     pub fn finalize(&mut self) -> Result<Vec<u8>, Fail> {
-        self.builder.finalize()
+        self.builder.finalize().map_err(|_| Fail)
     }
 
     pub fn heap_size(&self) -> usize {

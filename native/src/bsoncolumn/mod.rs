@@ -6,6 +6,7 @@
 //! it writes. The algorithm is free of Python types (unit-testable and fuzzable);
 //! `bindings` is the thin PyO3 layer registered in `storage._native`.
 //!
+//! - `elements`: raw scalar values (sizes, validation);
 //! - `values`: numeric mappings of BSON values (zigzag, double scaling, ObjectId, ...);
 //! - `simple8b`: the greedy Simple-8b block builder and block layouts;
 //! - `encoder`: one stream of values (literals, deltas, control bytes);
@@ -14,6 +15,7 @@
 
 pub mod builder;
 pub mod decoder;
+pub mod elements;
 pub mod encoder;
 pub mod simple8b;
 pub mod values;

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use bson::RawDocument;
 
 use super::builder::{encode_uniform, uniform_size, ColumnBuilder};
-use super::decoder::decode_uniform;
+use super::decoder::{decode_column, decode_uniform, DecodeError};
 use super::values::*;
 
 /// A JSON value, as much of JSON as the vector file uses.
@@ -305,19 +305,102 @@ pub(crate) fn scalar_vectors() -> Vec<Vector> {
         .collect()
 }
 
+fn rows_view(v: &Vector) -> impl Iterator<Item = Option<(u8, &[u8])>> + '_ {
+    v.rows
+        .iter()
+        .map(|r| r.as_ref().map(|(t, val)| (*t, val.as_slice())))
+}
+
 #[test]
 fn scalar_vectors_encode_to_their_bytes() {
     let mut checked = 0;
     for v in scalar_vectors() {
         let mut b = ColumnBuilder::new();
-        for r in &v.rows {
+        b.extend(rows_view(&v)).unwrap();
+        assert_eq!(b.len(), v.rows.len());
+        assert_eq!(b.finalize().unwrap(), v.column, "vector {}", v.name);
+        // one by one, finalizing on the way, gives the same bytes
+        let mut b = ColumnBuilder::new();
+        for (i, r) in rows_view(&v).enumerate() {
             match r {
                 None => b.skip(1).unwrap(),
-                Some((t, val)) => b.append(*t, val).unwrap(),
+                Some((t, val)) => b.append(t, val).unwrap(),
+            }
+            if i % 7 == 3 {
+                b.finalize().unwrap();
             }
         }
         assert_eq!(b.finalize().unwrap(), v.column, "vector {}", v.name);
         checked += 1;
     }
     assert!(checked >= 100, "{checked} scalar vectors");
+}
+
+#[test]
+fn scalar_vectors_decode_to_their_rows() {
+    let mut checked = 0;
+    for v in load() {
+        let got = decode_column(&v.column, 1 << 22);
+        let scalar = v
+            .rows
+            .iter()
+            .flatten()
+            .all(|(t, val)| !matches!(*t, T_OBJECT | T_ARRAY | T_CODEWSCOPE) || val.len() == 5);
+        let got = match got {
+            Ok(d) => d,
+            Err(DecodeError::Unsupported) if !scalar => continue,
+            Err(e) => panic!("vector {}: {e:?}", v.name),
+        };
+        let rows: Vec<_> = got.rows.iter().collect();
+        let want: Vec<_> = rows_view(&v).collect();
+        assert_eq!(rows, want, "vector {}", v.name);
+        checked += 1;
+    }
+    assert!(checked >= 100, "{checked} decoded");
+}
+
+#[test]
+fn scalar_vectors_reopen() {
+    let mut checked = 0;
+    for v in scalar_vectors() {
+        let Ok(mut b) = ColumnBuilder::from_column(&v.column) else {
+            panic!("vector {} declined", v.name);
+        };
+        assert_eq!(b.len(), v.rows.len());
+        assert_eq!(b.finalize().unwrap(), v.column, "vector {}", v.name);
+        // reopen the first half and append the rest
+        let half = v.rows.len() / 2;
+        let mut head = ColumnBuilder::new();
+        head.extend(rows_view(&v).take(half)).unwrap();
+        let mut b = ColumnBuilder::from_column(&head.finalize().unwrap()).unwrap();
+        b.extend(rows_view(&v).skip(half)).unwrap();
+        assert_eq!(
+            b.finalize().unwrap(),
+            v.column,
+            "vector {} from half",
+            v.name
+        );
+        checked += 1;
+    }
+    assert!(checked >= 100, "{checked} reopened");
+}
+
+#[test]
+fn invalid_vectors_do_not_decode() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/data/bsoncolumn.json");
+    let text = std::fs::read(&path).unwrap();
+    let json = Reader { s: &text, pos: 0 }.value();
+    let Some(Json::Arr(invalid)) = json.get("invalid") else {
+        panic!("no invalid vectors")
+    };
+    for v in invalid {
+        let column = base64(v.get("column_b64").unwrap().str());
+        assert!(
+            decode_column(&column, 1 << 22).is_err(),
+            "{}",
+            v.get("name").unwrap().str()
+        );
+        assert!(decode_uniform(&column, 1 << 22).is_none());
+        assert!(ColumnBuilder::from_column(&column).is_err());
+    }
 }
