@@ -96,6 +96,21 @@ impl ColumnBuilder {
         Ok(())
     }
 
+    /// Append values of a fixed-size type `t` whose every byte pattern is valid (int32,
+    /// int64, date, double, ObjectId, timestamp, decimal128), `size` bytes each.
+    pub(crate) fn extend_fixed(&mut self, t: u8, size: usize, values: &[u8]) -> Result<(), Fail> {
+        debug_assert!(uniform_size(t) == Some(size) || matches!(t, T_TIMESTAMP | T_DECIMAL));
+        let snap = self.state.snapshot();
+        for v in values.chunks_exact(size) {
+            if let Err(f) = self.state.append(t, v) {
+                self.state.restore(&snap);
+                return Err(f);
+            }
+        }
+        self.count += values.len() / size;
+        Ok(())
+    }
+
     /// Append `n` skipped rows.
     pub fn skip(&mut self, n: usize) -> Result<(), BuildError> {
         self.extend(std::iter::repeat(None).take(n))
@@ -181,9 +196,7 @@ impl UniformBuilder {
             return Err(Fail);
         }
         let t = self.t;
-        self.builder
-            .extend(values.chunks_exact(self.size).map(|v| Some((t, v))))
-            .map_err(|_| Fail)?;
+        self.builder.extend_fixed(t, self.size, values)?;
         self.values.extend_from_slice(values);
         Ok(())
     }

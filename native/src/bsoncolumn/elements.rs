@@ -23,6 +23,7 @@ pub fn is_valid_type(t: u8) -> bool {
     (0x01..=0x13).contains(&t) || t == T_MINKEY || t == T_MAXKEY
 }
 
+#[inline]
 fn fixed_size(t: u8) -> Option<usize> {
     Some(match t {
         T_DOUBLE | T_DATE | T_TIMESTAMP | T_INT64 => 8,
@@ -136,7 +137,16 @@ pub fn check_value(t: u8, buf: &[u8], pos: usize, end: usize) -> Check {
 }
 
 /// Check a whole value (`v` is exactly the value's bytes).
+#[inline]
 pub fn check_element(t: u8, v: &[u8]) -> Check {
+    if let Some(size) = fixed_size(t) {
+        // the common case first: a fixed size, and only bool restricts the bytes
+        return if v.len() == size && (t != T_BOOL || v[0] <= 1) {
+            Check::Valid(size)
+        } else {
+            Check::Invalid
+        };
+    }
     match check_value(t, v, 0, v.len()) {
         Check::Valid(n) if n != v.len() => Check::Invalid,
         c => c,

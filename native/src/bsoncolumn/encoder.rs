@@ -80,6 +80,27 @@ impl Encoder {
     }
 }
 
+/// `a == b`, without a call to memcmp for the common 4- and 8-byte values.
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    match (a.len(), b.len()) {
+        (8, 8) => read_u64(a) == read_u64(b),
+        (4, 4) => read_i32(a) == read_i32(b),
+        _ => a == b,
+    }
+}
+
+/// `dst = src`, without reallocating when the length stays (the common case).
+#[inline]
+fn set_bytes(dst: &mut Vec<u8>, src: &[u8]) {
+    if dst.len() == src.len() {
+        dst.copy_from_slice(src);
+    } else {
+        dst.clear();
+        dst.extend_from_slice(src);
+    }
+}
+
 /// The UTF-8 bytes of a string/code value (int32 length, bytes, NUL).
 fn string_bytes(v: &[u8]) -> &[u8] {
     &v[4..v.len() - 1]
@@ -197,22 +218,20 @@ impl EncodingState {
     pub fn append(&mut self, t: u8, v: &[u8]) -> Result<(), Fail> {
         if t != self.st.ptype {
             self.st.ptype = t;
-            self.st.pvalue.clear();
-            self.st.pvalue.extend_from_slice(v);
+            set_bytes(&mut self.st.pvalue, v);
             self.st.wtype = t;
             self.flush_s8b()?;
             self.write_literal();
             return Ok(());
         }
         self.st.wtype = t;
-        let compressed = if !is_delta_of_delta(t) && v == self.st.pvalue.as_slice() {
+        let compressed = if !is_delta_of_delta(t) && same_bytes(v, &self.st.pvalue) {
             self.with_s8b(|s8b, out| s8b.append(0, out))?;
             true
         } else {
             self.append_delta(t, v)?
         };
-        self.st.pvalue.clear();
-        self.st.pvalue.extend_from_slice(v);
+        set_bytes(&mut self.st.pvalue, v);
         if !compressed {
             self.flush_s8b()?;
             self.write_literal();

@@ -11,12 +11,15 @@
 //! - `simple8b`: the greedy Simple-8b block builder and block layouts;
 //! - `encoder`: one stream of values (literals, deltas, control bytes);
 //! - `builder`: the column builder (regular mode) and the uniform builder;
-//! - `decoder`: decoding columns.
+//! - `decoder`: decoding columns;
+//! - `fuzzing`: the properties the fuzz targets (`native/fuzz/fuzz_targets/bsoncolumn_*`)
+//!   check.
 
 pub mod builder;
 pub mod decoder;
 pub mod elements;
 pub mod encoder;
+pub mod fuzzing;
 pub mod simple8b;
 pub mod values;
 

@@ -397,7 +397,23 @@ pub enum BlockLayout {
 }
 
 /// The layout of a block from its low byte.
+#[inline]
 pub fn block_layout(block: u64) -> BlockLayout {
+    LAYOUTS[(block & 0xFF) as usize]
+}
+
+/// `block_layout` for every low byte, computed at compile time.
+static LAYOUTS: [BlockLayout; 256] = {
+    let mut table = [BlockLayout::Invalid; 256];
+    let mut low = 0;
+    while low < 256 {
+        table[low] = layout_of(low as u64);
+        low += 1;
+    }
+    table
+};
+
+const fn layout_of(block: u64) -> BlockLayout {
     const EXT7: [i8; 16] = [0, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1];
     const EXT8: [i8; 16] = [0, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, -1, -1];
     const MULTS: [u32; 4] = [0, 1, 4, 4];

@@ -404,3 +404,57 @@ fn invalid_vectors_do_not_decode() {
         assert!(ColumnBuilder::from_column(&column).is_err());
     }
 }
+
+/// A small deterministic generator (xorshift) for the mutation tests.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// Mutations of every vector: byte flips, truncations, insertions, duplicated spans.
+fn mutants(rounds: usize) -> Vec<Vec<u8>> {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut out = vec![];
+    for v in load() {
+        for _ in 0..rounds {
+            let mut c = v.column.clone();
+            for _ in 0..1 + rng.below(3) {
+                let at = rng.below(c.len());
+                match rng.below(5) {
+                    0 => c[at] ^= 1 << rng.below(8),
+                    1 => c[at] = rng.next() as u8,
+                    2 => c.truncate(at),
+                    3 => c.insert(at, rng.next() as u8),
+                    _ => {
+                        let end = (at + 1 + rng.below(16)).min(c.len());
+                        let span = c[at..end].to_vec();
+                        c.splice(at..at, span);
+                    }
+                }
+                if c.is_empty() {
+                    break;
+                }
+            }
+            out.push(c);
+        }
+        out.push(v.column.clone());
+    }
+    out
+}
+
+#[test]
+fn mutated_vectors_keep_the_fuzz_properties() {
+    for c in mutants(40) {
+        super::fuzzing::check_decode(&c);
+        super::fuzzing::check_reopen(&c);
+    }
+}
