@@ -374,3 +374,15 @@ def test_native_decoder_agrees_on_mutated_columns(column: bytes, edits: list) ->
         return
     assert want is not None
     assert reopened.finalize() == BSONColumnBuilder.from_column(data).finalize()
+
+
+def test_facade_exposes_the_builder_and_decoder() -> None:
+    from storage.bsoncolumn import native
+
+    assert native.ColumnBuilder is core.ColumnBuilder  # type: ignore[union-attr]
+    rows: list[Row] = [(0x02, _string(b"a")), None, (0x02, _string(b"b"))]
+    b = native.ColumnBuilder()
+    b.extend(rows)
+    column = b.finalize()
+    assert column == _python(rows).finalize()
+    assert native.decode_column(column) == rows
