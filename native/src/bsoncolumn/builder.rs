@@ -216,3 +216,49 @@ pub fn encode_uniform(t: u8, values: &[u8]) -> Option<Vec<u8>> {
     b.extend(values).ok()?;
     b.finalize().ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_extend_leaves_the_builder_as_it_was() {
+        let mut b = ColumnBuilder::new();
+        b.extend([Some((T_INT32, &[1u8, 0, 0, 0][..])), None])
+            .unwrap();
+        let before = b.finalize().unwrap();
+        let bad: [Option<(u8, &[u8])>; 2] = [
+            Some((T_INT64, &[5, 0, 0, 0, 0, 0, 0, 0])),
+            Some((T_BOOL, &[2])),
+        ];
+        assert!(matches!(b.extend(bad), Err(BuildError::Invalid(_))));
+        let doc: &[u8] = b"\x0c\0\0\0\x10a\0\x01\0\0\0\0";
+        assert_eq!(b.append(T_OBJECT, doc), Err(BuildError::Declined));
+        assert_eq!(b.len(), 2);
+        assert_eq!(b.finalize().unwrap(), before);
+    }
+
+    #[test]
+    fn an_empty_builder_is_an_empty_column() {
+        assert_eq!(ColumnBuilder::new().finalize().unwrap(), vec![0]);
+        let mut b = ColumnBuilder::new();
+        b.skip(3).unwrap();
+        let column = b.finalize().unwrap();
+        let mut again = ColumnBuilder::from_column(&column).unwrap();
+        assert_eq!(again.len(), 3);
+        assert_eq!(again.finalize().unwrap(), column);
+    }
+
+    #[test]
+    fn uniform_builder_rejects_other_types_and_partial_values() {
+        assert!(UniformBuilder::new(T_STRING).is_none());
+        let mut u = UniformBuilder::new(T_INT64).unwrap();
+        assert!(u.extend(&[0; 7]).is_err());
+        u.extend(&[0; 16]).unwrap();
+        assert_eq!(u.count(), 2);
+        assert_eq!(
+            encode_uniform(T_INT64, &[0; 16]),
+            Some(u.finalize().unwrap())
+        );
+    }
+}

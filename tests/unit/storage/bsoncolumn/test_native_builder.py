@@ -179,6 +179,18 @@ def _segment() -> st.SearchStrategy[list[Row]]:
         ),
     ]
 
+    # long runs of one row: RLE blocks (120 rows each, up to 16 a block) and their ends
+    segs.append(
+        st.builds(
+            lambda r, n: [r] * n,
+            st.sampled_from(
+                [None, (0x12, _Q.pack(7)), (0x01, _D.pack(2.5)), (0x02, _string(b"on")),
+                 (0x08, b"\x01"), (0x0A, b"")]
+            ),
+            st.sampled_from([119, 120, 121, 1919, 1920, 1921, 2500]),
+        )
+    )
+
     def with_skips(rows: list[Row], skips: list[int]) -> list[Row]:
         out = list(rows)
         for k in skips:
