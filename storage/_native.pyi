@@ -48,3 +48,6 @@ class ColumnBuilder:
 def decode_column(
     column: Buffer, max_values: int = ..., /
 ) -> list[tuple[int, bytes] | None] | None: ...
+def decode_column_packed(
+    column: Buffer, max_values: int = ..., /
+) -> tuple[bytes, bytes, bytes] | None: ...

@@ -33,7 +33,9 @@ fields (interleaved mode) and code with scope raise `Declined`; malformed values
 
 `decode_column(column, max_values)` is the native decoder of scalar columns: the rows
 `decoder.decode_elements` gives, or None for columns with interleaved sections or
-documents, and for malformed ones (the Python decoder then raises).
+documents, and for malformed ones (the Python decoder then raises);
+`decode_column_packed` gives the same rows packed as `ColumnBuilder.extend_packed` takes
+them (type bytes, values, little-endian uint32 ends).
 
 `pack_values(docs, name, type_byte, pytype)` packs one field of a list of decoded
 documents into `UniformBuilder.extend`'s input and finds its first minimum and maximum
@@ -59,6 +61,7 @@ __all__ = [
     "VALUE_SIZES",
     "Declined",
     "decode_column",
+    "decode_column_packed",
     "decode_uniform",
     "encode_uniform",
     "pack_values",
@@ -169,3 +172,13 @@ def decode_column(
     if _native is None:
         return None
     return _native.decode_column(column, max_values)
+
+
+def decode_column_packed(
+    column: bytes | bytearray | memoryview, max_values: int = 1 << 22
+) -> tuple[bytes, bytes, bytes] | None:
+    """`decode_column` packed: (type byte per row with 0 for a skipped row, the
+    concatenated values, each row's end offset as little-endian uint32); None as there."""
+    if _native is None:
+        return None
+    return _native.decode_column_packed(column, max_values)

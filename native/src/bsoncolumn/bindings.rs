@@ -535,9 +535,52 @@ fn decode_column<'py>(
     })
 }
 
+/// decode_column_packed(column, max_values=2**22, /) -> (types, values, ends) | None
+///
+/// `decode_column` in the packed form `ColumnBuilder.extend_packed` takes: one type byte
+/// a row (0 = skipped), the concatenated value bytes, and each row's end offset in
+/// them as little-endian uint32. None as for `decode_column` (and for values beyond
+/// 4 GiB).
+#[pyfunction]
+#[pyo3(signature = (column, max_values = DEFAULT_MAX_VALUES as i64, /))]
+#[allow(clippy::type_complexity)]
+fn decode_column_packed<'py>(
+    py: Python<'py>,
+    column: &Bound<'py, PyAny>,
+    max_values: i64,
+) -> PyResult<
+    Option<(
+        Bound<'py, PyBytes>,
+        Bound<'py, PyBytes>,
+        Bound<'py, PyBytes>,
+    )>,
+> {
+    guard("decode_column_packed", || {
+        let data = bytes_of(column)?;
+        let max = usize::try_from(max_values).unwrap_or(0);
+        let data: &[u8] = &data;
+        let got = maybe_detach(py, data.len(), || {
+            let rows = decoder::decode_column(data, max).ok()?.rows;
+            let mut ends = Vec::with_capacity(4 * rows.ends.len());
+            for &e in &rows.ends {
+                ends.extend_from_slice(&u32::try_from(e).ok()?.to_le_bytes());
+            }
+            Some((rows.types, rows.data, ends))
+        });
+        Ok(got.map(|(t, v, e)| {
+            (
+                PyBytes::new(py, &t),
+                PyBytes::new(py, &v),
+                PyBytes::new(py, &e),
+            )
+        }))
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyColumnBuilder>()?;
     m.add_function(wrap_pyfunction!(decode_column, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_column_packed, m)?)?;
     m.add_function(wrap_pyfunction!(encode_uniform, m)?)?;
     m.add_function(wrap_pyfunction!(decode_uniform, m)?)?;
     m.add_function(wrap_pyfunction!(pack_values, m)?)?;

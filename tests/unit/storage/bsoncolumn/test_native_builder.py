@@ -398,3 +398,15 @@ def test_facade_exposes_the_builder_and_decoder() -> None:
     column = b.finalize()
     assert column == _python(rows).finalize()
     assert native.decode_column(column) == rows
+
+
+@settings(max_examples=80, deadline=None)
+@given(_rows)
+def test_packed_decoding_round_trips_through_extend_packed(rows: list[Row]) -> None:
+    assert core is not None
+    column = _python(rows).finalize()
+    packed = core.decode_column_packed(column)
+    assert packed == _packed(decode_elements(column))
+    b = core.ColumnBuilder()
+    b.extend_packed(*packed)
+    assert b.finalize() == column
