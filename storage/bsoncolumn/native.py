@@ -1,10 +1,11 @@
-"""Native (C) encoder for BSONColumns of one fixed-size scalar type without skips.
+"""Native (Rust) encoder for BSONColumns of one fixed-size scalar type without skips.
 
 `encode_uniform(type_byte, values)` returns exactly the bytes `BSONColumnBuilder` would
 finalize for those values (int32, int64, date, double or ObjectId, no skipped rows), or
-None when the extension `storage.bsoncolumn._native` was not built or the type is not
-supported; the caller then uses the Python builder. The extension is optional (see
-setup.py).
+None when the native core `storage._native` (the Rust crate `native/`, module
+`native/src/bsoncolumn/`) was not built or the type is not supported; the caller then
+uses the Python builder. The native core is optional (see setup.py and
+`storage/native.py`).
 
 `UniformBuilder(type_byte, values=b"")` (only when `AVAILABLE`) is the incremental form:
 `extend(values)` appends values, `finalize()` returns the column so far and leaves the
@@ -21,6 +22,21 @@ rows, no interleaved section. It returns (type byte, bytearray of little-endian 
 values with int32 widened to int64, count) or None for any other column, malformed ones
 included; the Python decoder then does the work (and raises the proper error).
 
+`ColumnBuilder()` (only when `AVAILABLE`) is the general builder of scalar columns:
+every scalar BSON type, skipped rows and type changes, byte for byte the Python
+`BSONColumnBuilder` (held to it by `test_native_builder.py`). `extend(elements)` takes a
+batch of (type byte, value bytes) or None (a skipped row), `extend_packed(types, values,
+ends)` the same packed, `skip(n)`, `finalize()` (the builder stays usable),
+`ColumnBuilder.from_column(column)` reopens a stored column. Objects and arrays with
+fields (interleaved mode) and code with scope raise `Declined`; malformed values raise
+`NativeError` (6067602, as `BSONColumnError`); a call that raises changes nothing.
+
+`decode_column(column, max_values)` is the native decoder of scalar columns: the rows
+`decoder.decode_elements` gives, or None for columns with interleaved sections or
+documents, and for malformed ones (the Python decoder then raises);
+`decode_column_packed` gives the same rows packed as `ColumnBuilder.extend_packed` takes
+them (type bytes, values, little-endian uint32 ends).
+
 `pack_values(docs, name, type_byte, pytype)` packs one field of a list of decoded
 documents into `UniformBuilder.extend`'s input and finds its first minimum and maximum
 (the time-series catalog's fold of same-shape measurements).
@@ -32,14 +48,11 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from storage.native import core as _core
 from storage.vocabulary.bson_types import T_DATE, T_DOUBLE, T_INT32, T_INT64, T_OID
 
-_native: ModuleType | None
-try:
-    # The compiled extension module itself (a leaf), not this package.
-    import storage.bsoncolumn._native as _native
-except ImportError:  # not compiled: the Python builder does the work
-    _native = None
+# The native core, or None when it was not built: the Python builder does the work.
+_native: ModuleType | None = _core
 
 __all__ = [
     "AVAILABLE",
@@ -47,6 +60,8 @@ __all__ = [
     "SUPPORTED_TYPES",
     "VALUE_SIZES",
     "Declined",
+    "decode_column",
+    "decode_column_packed",
     "decode_uniform",
     "encode_uniform",
     "pack_values",
@@ -77,10 +92,24 @@ if TYPE_CHECKING:
         @property
         def type_byte(self) -> int: ...
 
+    class ColumnBuilder:
+        """The general builder of scalar columns (see the module docstring)."""
+
+        def __init__(self) -> None: ...
+        def extend(self, elements: list[tuple[int, bytes] | None]) -> None: ...
+        def extend_packed(self, types: bytes, values: bytes, ends: bytes) -> None: ...
+        def skip(self, n: int = 1) -> None: ...
+        def finalize(self) -> bytes: ...
+        @staticmethod
+        def from_column(column: bytes | bytearray | memoryview) -> ColumnBuilder: ...
+        def copy(self) -> ColumnBuilder: ...
+        def __len__(self) -> int: ...
+
 elif _native is not None:
     Declined = _native.Declined
     UniformBuilder = _native.UniformBuilder
-    __all__ += ["UniformBuilder"]
+    ColumnBuilder = _native.ColumnBuilder
+    __all__ += ["ColumnBuilder", "UniformBuilder"]
 else:
 
     class Declined(Exception):
@@ -132,3 +161,24 @@ def decode_uniform(
     if _native is None:
         return None
     return _native.decode_uniform(column, max_values)
+
+
+def decode_column(
+    column: bytes | bytearray | memoryview, max_values: int = 1 << 22
+) -> list[tuple[int, bytes] | None] | None:
+    """Every row of a column of scalar values, as `decoder.decode_elements` gives them
+    ((type byte, value bytes), None for a skipped row); None without the native core,
+    for columns with interleaved sections or documents, and for malformed ones."""
+    if _native is None:
+        return None
+    return _native.decode_column(column, max_values)
+
+
+def decode_column_packed(
+    column: bytes | bytearray | memoryview, max_values: int = 1 << 22
+) -> tuple[bytes, bytes, bytes] | None:
+    """`decode_column` packed: (type byte per row with 0 for a skipped row, the
+    concatenated values, each row's end offset as little-endian uint32); None as there."""
+    if _native is None:
+        return None
+    return _native.decode_column_packed(column, max_values)

@@ -34,7 +34,7 @@ from .vectors import VALID
 
 pytestmark = pytest.mark.skipif(
     not native.AVAILABLE,
-    reason="storage.bsoncolumn._native was not compiled (pip install -e . builds it)",
+    reason="the native core storage._native was not built (pip install -e . builds it)",
 )
 
 INT64, DATE, DOUBLE, INT32, OID = 0x12, 0x09, 0x01, 0x10, 0x07
