@@ -150,7 +150,7 @@ def test_native_uniform_columns_unpack_like_the_element_decoder() -> None:
     from storage.timeseries.bucket_document import decode_column
     from storage.timeseries.unpack import _uniform_column
 
-    if not hasattr(native, "decode_uniform"):
+    if not native.AVAILABLE:
         pytest.skip("the native decoder was not built")
     rnd = random.Random(5)
     packs = {0x12: "<q", 0x10: "<i", 0x01: "<d", 0x09: "<q"}
