@@ -8,7 +8,7 @@ Python values (`BSONColumn.values`), the numpy block decoder (`decode_numeric`, 
 columns), and for comparison zstd compress/decompress of the BSON document.
 
 A second table compares the native uniform-column encoder (`storage.bsoncolumn.native`,
-the optional C extension) with the Python builder on the same raw values. A third shows
+the optional native core, Rust) with the Python builder on the same raw values. A third shows
 the time-series insert pattern: a bucket growing to `--values` values in batches of
 `--batch`, the column finalized after every batch, by (a) the Python builder
 (`extend_elements` + `finalize`), (b) `native.encode_uniform` of the whole column so far,
@@ -118,9 +118,9 @@ def native_datasets(n: int, seed: int = 42) -> dict[str, tuple[int, bytes]]:
 def native_rows(n: int, repeat: int) -> None:
     print()
     if not native.AVAILABLE:
-        print("native encoder: not built (pip install -e . compiles storage/bsoncolumn/_native.c)")
+        print("native encoder: not built (pip install -e . builds the Rust crate native/ when cargo is on the PATH)")
         return
-    print(f"encode {n} values of one type: native C vs Python builder (values/s, CPU time)")
+    print(f"encode {n} values of one type: native (Rust) vs Python builder (values/s, CPU time)")
     header = f"{'data':18s} {'native':>9s} {'python':>9s} {'ratio':>7s}"
     print(header)
     print("-" * len(header))
@@ -204,9 +204,9 @@ def batch_rows(n: int, batch: int, repeat: int) -> None:
 def decode_rows(n: int, repeat: int) -> None:
     print()
     if not native.AVAILABLE:
-        print("native decoder: not built (pip install -e . compiles storage/bsoncolumn/_native.c)")
+        print("native decoder: not built (pip install -e . builds the Rust crate native/ when cargo is on the PATH)")
         return
-    print("decode_numeric of one column: native C vs numpy path (CPU microseconds per column)")
+    print("decode_numeric of one column: native (Rust) vs numpy path (CPU microseconds per column)")
     header = f"{'data':18s} {'rows':>5s} {'native':>8s} {'numpy':>8s} {'ratio':>7s}"
     print(header)
     print("-" * len(header))

@@ -13,7 +13,7 @@ stores whole documents, so most diffs are never looked at.
 
 Uniform columns: while every row of a column holds a value of one fixed-width type
 (int64, date, double, int32, ObjectId) the column uses the native `UniformBuilder`
-(`storage.bsoncolumn.native`), a C port of the Python builder held to its bytes by the
+(`storage.bsoncolumn.native`), the Rust port of the Python builder held to its bytes by the
 tests, at a fraction of its per-value cost. The first row that breaks uniformity (a
 skip, another type) turns the column into a Python builder fed with the values so far.
 Without the compiled extension every column uses a Python builder.
