@@ -17,7 +17,7 @@ from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.raw_documents import RawDocuments
 
-from .commands import COMMANDS, Command
+from .commands import COMMANDS, Command, insert
 from .context import CommandRequest, ConnectionState, ServerState
 from .generic_args import GENERIC_ARGUMENTS
 from .log import LOG
@@ -32,14 +32,17 @@ OP_QUERY_COMMANDS: Final = frozenset({"hello", "isMaster", "ismaster"})
 # The commands that may take document sequences raw: (server, body, db) -> the names of
 # the sequences its handler takes as `RawDocuments` this time (every other is decoded).
 RAW_SEQUENCES: Final[Mapping[str, Callable[[ServerState, dict[str, Any], Any],
-                                           Collection[str]]]] = {}
+                                           Collection[str]]]] = {
+    "insert": insert.raw_sequences,
+}
 
 
 def command_document(server: ServerState, body: dict[str, Any], db: Any,
                      sequences: Mapping[str, RawDocuments], request_id: int = 0
                      ) -> dict[str, Any]:
     """An OP_MSG's command document: its body with its document sequences merged in,
-    decoded, except those its command takes raw (`RAW_SEQUENCES`).
+    decoded, except those its command takes raw (`RAW_SEQUENCES`: an insert into a
+    time-series collection hands its `documents` to the bucket catalog undecoded).
     Raises a non-fatal `ProtocolError` (InvalidBSON) for a document that is not BSON."""
     if not sequences:
         return body
