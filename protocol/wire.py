@@ -85,43 +85,45 @@ def _decode_doc(buf: memoryview, pos: int, end: int, codec: CodecOptions[Any],
     return doc, pos + size
 
 
-def _frame_sequence(frame: bytes, pos: int, end: int, codec: CodecOptions[Any],
+def _frame_sequence(frame: bytes, start: int, end: int, codec: CodecOptions[Any],
                     request_id: int) -> RawDocuments:
     """The documents of a kind-1 section, framed but not decoded: each one's int32 size
     and trailing NUL checked (the errors `_decode_doc` gives) and its start recorded."""
-    offsets = array("q")
+    buffer = frame[start:end]
+    n = len(buffer)
+    offsets: list[int] = []
     append = offsets.append
     unpack = _I32.unpack_from
-    start = pos
+    pos = 0
     try:  # the common case, one short loop: stops at the first document that is not sound
-        while pos < end:
-            size = unpack(frame, pos)[0]
-            nxt = pos + size
-            if size < 5 or nxt > end or size > MAX_BSON_INTERNAL_SIZE or frame[nxt - 1]:
+        while pos < n:
+            append(pos)
+            (size,) = unpack(buffer, pos)
+            pos += size
+            if not 4 < size <= MAX_BSON_INTERNAL_SIZE or pos > n or buffer[pos - 1]:
                 break
-            append(pos - start)
-            pos = nxt
+        else:
+            return RawDocuments(buffer, array("q", offsets))
     except struct.error:
         pass
-    if pos < end:  # say what is wrong with it, in the order `_decode_doc` checks
-        if end - pos < 5:
-            raise _fatal(ErrorCode.ProtocolError, "BSON document runs past the end of the "
-                         "message", request_id)
-        size = unpack(frame, pos)[0]
-        if size < 5 or size > MAX_BSON_INTERNAL_SIZE:
-            raise _invalid_size(size, request_id)
-        if pos + size > end:
-            raise _fatal(ErrorCode.ProtocolError, "BSON document runs past the end of the "
-                         "message", request_id)
-        # no trailing NUL: the decoder's own words for it
-        reason = "bad eoo"
-        try:
-            bson.decode(frame[pos:pos + size], codec)
-        except Exception as exc:
-            reason = str(exc)
-        raise ProtocolError(ErrorCode.InvalidBSON, MalformedDocument(len(offsets), reason).message,
-                            fatal=False, request_id=request_id)
-    return RawDocuments(frame[start:end], offsets)
+    # say what is wrong with the last one, in the order `_decode_doc` checks
+    pos = offsets.pop()
+    if n - pos < 5:
+        raise _fatal(ErrorCode.ProtocolError, "BSON document runs past the end of the message",
+                     request_id)
+    size = unpack(buffer, pos)[0]
+    if size < 5 or size > MAX_BSON_INTERNAL_SIZE:
+        raise _invalid_size(size, request_id)
+    if pos + size > n:
+        raise _fatal(ErrorCode.ProtocolError, "BSON document runs past the end of the message",
+                     request_id)
+    reason = "bad eoo"  # no trailing NUL: said in the decoder's own words
+    try:
+        bson.decode(buffer[pos:pos + size], codec)
+    except Exception as exc:
+        reason = str(exc)
+    raise ProtocolError(ErrorCode.InvalidBSON, MalformedDocument(len(offsets), reason).message,
+                        fatal=False, request_id=request_id)
 
 
 def merge_sequences(body: dict[str, Any], sequences: Mapping[str, RawDocuments],
