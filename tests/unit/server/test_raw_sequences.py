@@ -213,3 +213,24 @@ async def test_the_slow_query_log_counts_a_raw_sequence(state) -> None:
     assert r.doc["n"] == 2
     [line] = [ln for ln in watch.by_id(51803) if "insert" in ln["attr"]["command"]]
     assert line["attr"]["command"]["documents"] == "<2 items>"
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+async def test_the_frame_pymongo_sends_for_insert_many_reaches_the_catalog_raw(
+        state, seen, compressed: bool) -> None:
+    from pymongo.compression_support import ZlibContext
+    from pymongo.message import _op_msg
+
+    await create_ts(state, "pm")
+    docs = measurements(1500)
+    # pymongo's own encoder: `documents` goes into a kind-1 section, as insert_many sends
+    _rid, frame, _size, _max = _op_msg(0, {"insert": "pm", "ordered": True,
+                                           "documents": docs}, "test", None,
+                                       bson.DEFAULT_CODEC_OPTIONS,
+                                       ZlibContext(-1) if compressed else None)
+    [r] = await serve(state, frame)
+    assert r.doc == {"n": 1500, "ok": 1.0}
+    assert seen == [RawDocuments]
+    await create_ts(state, "pm_body")
+    await command(state, {**insert_body("pm_body"), "documents": docs})
+    assert await buckets(state, "pm") == await buckets(state, "pm_body")
