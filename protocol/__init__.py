@@ -16,11 +16,18 @@ from .constants import (
 from .errors import ProtocolError
 from .framing import MessageDecoder
 from .messages import MsgHeader, OpMsg, OpQuery, Request
-from .wire import compress_message, encode_op_msg, encode_op_query, encode_op_reply, parse_message
+from .wire import (
+    compress_message,
+    encode_op_msg,
+    encode_op_query,
+    encode_op_reply,
+    merge_sequences,
+    parse_message,
+)
 
 __all__ = [
     "COMPRESSOR_NAMES", "HEADER_SIZE", "MAX_BSON_SIZE", "MAX_MESSAGE_SIZE", "MAX_WRITE_BATCH_SIZE",
     "CompressorId", "MsgFlag", "OpCode", "ProtocolError", "MessageDecoder", "MsgHeader", "OpMsg",
     "OpQuery", "Request", "compress_message", "encode_op_msg", "encode_op_query",
-    "encode_op_reply", "parse_message",
+    "encode_op_reply", "merge_sequences", "parse_message",
 ]

@@ -1,14 +1,19 @@
 """The messages bucketd reads and writes, as frozen value objects.
 
 A request is an `OpMsg` or an `OpQuery`; both carry the command document already
-decoded (`body`, with OP_MSG kind-1 document sequences merged in as arrays) and the
-id of the compressor it arrived with, so the reply can be compressed the same way.
+decoded (`body`) and the id of the compressor it arrived with, so the reply can be
+compressed the same way. An OP_MSG's kind-1 document sequences are not in its `body`:
+they are kept as `RawDocuments` in `sequences` (framed, not decoded), and
+`wire.merge_sequences` makes the whole command document when one is wanted.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
+
+from storage.vocabulary.raw_documents import RawDocuments
 
 __all__ = ["MsgHeader", "OpMsg", "OpQuery", "Request"]
 
@@ -29,6 +34,8 @@ class OpMsg:
     compressor_id: int | None = None  # None: arrived uncompressed
     wire_length: int = 0  # bytes on the wire (compressed size when compressed)
     length: int = 0  # bytes of the (decompressed) message
+    # the kind-1 sections by identifier, in message order (none of them is in `body`)
+    sequences: Mapping[str, RawDocuments] = field(default_factory=dict)
 
     @property
     def more_to_come(self) -> bool:

@@ -1,18 +1,24 @@
 """Parse and build wire messages: OP_MSG, OP_QUERY/OP_REPLY and OP_COMPRESSED.
 
 Pure functions over bytes; `MessageDecoder` in `framing.py` cuts frames off a byte
-stream and calls `parse_message` on each.
+stream and calls `parse_message` on each. An OP_MSG's body is decoded; its kind-1
+document sequences are framed (every document's size and trailing NUL checked) but left
+as `RawDocuments`, which `merge_sequences` decodes into the body for the commands that
+want dicts.
 """
 
 from __future__ import annotations
 
 import struct
+from array import array
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import bson
 from bson.codec_options import CodecOptions
 
 from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.raw_documents import MalformedDocument, RawDocuments
 
 from . import compression
 from .checksum import crc32c
@@ -31,7 +37,7 @@ from .messages import MsgHeader, OpMsg, OpQuery, Request
 
 __all__ = [
     "parse_header", "parse_message", "encode_op_msg", "encode_op_reply", "encode_op_query",
-    "compress_message",
+    "compress_message", "merge_sequences",
 ]
 
 _HEADER = struct.Struct("<iiii")
@@ -52,6 +58,13 @@ def _fatal(code: int, msg: str, request_id: int = 0) -> ProtocolError:
     return ProtocolError(code, msg, fatal=True, request_id=request_id)
 
 
+def _invalid_size(size: int, request_id: int) -> ProtocolError:
+    return ProtocolError(ErrorCode.InvalidBSON,
+                         f"BSONObj size: {size} (0x{size & 0xFFFFFFFF:X}) is invalid. Size must "
+                         f"be between 0 and {MAX_BSON_INTERNAL_SIZE}(16MB)",
+                         fatal=False, request_id=request_id)
+
+
 def _decode_doc(buf: memoryview, pos: int, end: int, codec: CodecOptions[Any],
                 request_id: int) -> tuple[dict[str, Any], int]:
     """Decode one BSON document at `pos`; the frame bounds are checked before decoding."""
@@ -60,10 +73,7 @@ def _decode_doc(buf: memoryview, pos: int, end: int, codec: CodecOptions[Any],
                      request_id)
     size = _I32.unpack_from(buf, pos)[0]
     if size < 5 or size > MAX_BSON_INTERNAL_SIZE:
-        raise ProtocolError(ErrorCode.InvalidBSON,
-                            f"BSONObj size: {size} (0x{size & 0xFFFFFFFF:X}) is invalid. Size must "
-                            f"be between 0 and {MAX_BSON_INTERNAL_SIZE}(16MB)",
-                            fatal=False, request_id=request_id)
+        raise _invalid_size(size, request_id)
     if pos + size > end:
         raise _fatal(ErrorCode.ProtocolError, "BSON document runs past the end of the message",
                      request_id)
@@ -75,20 +85,66 @@ def _decode_doc(buf: memoryview, pos: int, end: int, codec: CodecOptions[Any],
     return doc, pos + size
 
 
-def _decode_sequence(buf: memoryview, pos: int, end: int, codec: CodecOptions[Any],
-                     request_id: int) -> list[Any]:
-    """The documents of a kind-1 section: one C call for a well-formed sequence; a bad
-    one is walked document by document so the error names what is wrong."""
-    if end - pos <= MAX_BSON_INTERNAL_SIZE:  # no document in it can be over the limit
+def _frame_sequence(frame: bytes, start: int, end: int, codec: CodecOptions[Any],
+                    request_id: int) -> RawDocuments:
+    """The documents of a kind-1 section, framed but not decoded: each one's int32 size
+    and trailing NUL checked (the errors `_decode_doc` gives) and its start recorded."""
+    buffer = frame[start:end]
+    n = len(buffer)
+    offsets: list[int] = []
+    append = offsets.append
+    unpack = _I32.unpack_from
+    pos = 0
+    try:  # the common case, one short loop: stops at the first document that is not sound
+        while pos < n:
+            append(pos)
+            (size,) = unpack(buffer, pos)
+            pos += size
+            if not 4 < size <= MAX_BSON_INTERNAL_SIZE or pos > n or buffer[pos - 1]:
+                break
+        else:
+            return RawDocuments(buffer, array("q", offsets))
+    except struct.error:
+        pass
+    # say what is wrong with the last one, in the order `_decode_doc` checks
+    pos = offsets.pop()
+    if n - pos < 5:
+        raise _fatal(ErrorCode.ProtocolError, "BSON document runs past the end of the message",
+                     request_id)
+    size = unpack(buffer, pos)[0]
+    if size < 5 or size > MAX_BSON_INTERNAL_SIZE:
+        raise _invalid_size(size, request_id)
+    if pos + size > n:
+        raise _fatal(ErrorCode.ProtocolError, "BSON document runs past the end of the message",
+                     request_id)
+    reason = "bad eoo"  # no trailing NUL: said in the decoder's own words
+    try:
+        bson.decode(buffer[pos:pos + size], codec)
+    except Exception as exc:
+        reason = str(exc)
+    raise ProtocolError(ErrorCode.InvalidBSON, MalformedDocument(len(offsets), reason).message,
+                        fatal=False, request_id=request_id)
+
+
+def merge_sequences(body: dict[str, Any], sequences: Mapping[str, RawDocuments],
+                    codec: CodecOptions[Any] = _DEFAULT_CODEC, *, keep: Collection[str] = (),
+                    request_id: int = 0) -> dict[str, Any]:
+    """The command document: `body` with each document sequence as a field, decoded into
+    a list, or, for the names in `keep`, as the `RawDocuments` itself. A document that is
+    not valid BSON raises a non-fatal InvalidBSON `ProtocolError` (the frame was sound)."""
+    if not sequences:
+        return body
+    merged = dict(body)
+    for name, raw in sequences.items():
+        if name in keep:
+            merged[name] = raw
+            continue
         try:
-            return bson.decode_all(buf[pos:end], codec)
-        except Exception:
-            pass
-    docs = []
-    while pos < end:
-        doc, pos = _decode_doc(buf, pos, end, codec, request_id)
-        docs.append(doc)
-    return docs
+            merged[name] = raw.decode(codec)
+        except MalformedDocument as exc:
+            raise ProtocolError(ErrorCode.InvalidBSON, exc.message, fatal=False,
+                                request_id=request_id) from None
+    return merged
 
 
 def parse_message(frame: bytes, codec: CodecOptions[Any] = _DEFAULT_CODEC) -> Request:
@@ -133,7 +189,7 @@ def _parse_op_msg(frame: bytes, request_id: int, compressor_id: int | None, wire
                          request_id)
     pos = HEADER_SIZE + 4
     body: dict[str, Any] | None = None
-    sequences: dict[str, list[dict[str, Any]]] = {}
+    sequences: dict[str, RawDocuments] = {}
     while pos < end:
         kind = buf[pos]
         pos += 1
@@ -166,8 +222,7 @@ def _parse_op_msg(frame: bytes, request_id: int, compressor_id: int | None, wire
             if name in sequences:
                 raise ProtocolError(40431, f"Duplicate document sequence: {name}",
                                     fatal=False, request_id=request_id)
-            docs = _decode_sequence(buf, nul + 1, seq_end, codec, request_id)
-            sequences[name] = docs
+            sequences[name] = _frame_sequence(frame, nul + 1, seq_end, codec, request_id)
             pos = seq_end
         else:
             raise ProtocolError(40432, f"Unknown section kind {kind}",
@@ -175,13 +230,12 @@ def _parse_op_msg(frame: bytes, request_id: int, compressor_id: int | None, wire
     if body is None:
         raise ProtocolError(40587, "OP_MSG messages must have a body",
                             fatal=False, request_id=request_id)
-    for name, docs in sequences.items():
+    for name in sequences:
         if name in body:
             raise ProtocolError(40433,
                                 f"Duplicate field between body and document sequence {name}",
                                 fatal=False, request_id=request_id)
-        body[name] = docs
-    return OpMsg(request_id, flags, body, compressor_id, wire_length, len(frame))
+    return OpMsg(request_id, flags, body, compressor_id, wire_length, len(frame), sequences)
 
 
 def _parse_op_query(frame: bytes, request_id: int, compressor_id: int | None,

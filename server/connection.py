@@ -29,7 +29,7 @@ from storage.bsonutil import CODEC_OPTIONS
 
 from .commands import NEVER_COMPRESS
 from .context import ConnectionState, ServerState
-from .dispatch import execute
+from .dispatch import command_document, execute
 from .log import LOG
 
 __all__ = ["serve_connection"]
@@ -103,11 +103,7 @@ async def _drain_messages(server: ServerState, conn: ConnectionState, decoder: M
         except ProtocolError as exc:
             if exc.fatal:
                 raise
-            # The frame was sound but its content was not: answer ok: 0, keep going.
-            reply = {"ok": 0.0, "errmsg": exc.message, "code": exc.code,
-                     "codeName": exc.code_name}
-            await out.send(encode_op_msg(reply, out.request_id(), exc.request_id,
-                                         codec=CODEC_OPTIONS))
+            await _reply_content_error(exc, out)
             continue
         if msg is None:
             return True
@@ -122,6 +118,12 @@ async def _drain_messages(server: ServerState, conn: ConnectionState, decoder: M
             await _handle_op_msg(server, conn, msg, reader, out)
         if server.shutting_down.is_set():
             return False
+
+
+async def _reply_content_error(exc: ProtocolError, out: _Writer) -> None:
+    """The frame was sound but its content was not: answer ok: 0, keep the connection."""
+    reply = {"ok": 0.0, "errmsg": exc.message, "code": exc.code, "codeName": exc.code_name}
+    await out.send(encode_op_msg(reply, out.request_id(), exc.request_id, codec=CODEC_OPTIONS))
 
 
 async def _handle_op_query(server: ServerState, conn: ConnectionState, msg: OpQuery,
@@ -141,8 +143,12 @@ async def _handle_op_query(server: ServerState, conn: ConnectionState, msg: OpQu
 
 async def _handle_op_msg(server: ServerState, conn: ConnectionState, msg: OpMsg,
                          reader: asyncio.StreamReader, out: _Writer) -> None:
-    body = msg.body
-    db = body.get("$db")
+    db = msg.body.get("$db")
+    try:
+        body = command_document(server, msg.body, db, msg.sequences, msg.request_id)
+    except ProtocolError as exc:  # a document of a sequence is not BSON (never fatal)
+        await _reply_content_error(exc, out)
+        return
     name = next(iter(body), "")
     reply, cmd = await execute(server, conn, body, db, exhaust_allowed=msg.exhaust_allowed)
     if msg.more_to_come:

@@ -8,21 +8,47 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, Final
 
+from protocol import merge_sequences
+from storage.bsonutil import CODEC_OPTIONS
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.raw_documents import RawDocuments
 
-from .commands import COMMANDS, Command
+from .commands import COMMANDS, Command, insert
 from .context import CommandRequest, ConnectionState, ServerState
 from .generic_args import GENERIC_ARGUMENTS
 from .log import LOG
 
-__all__ = ["execute", "GENERIC_ARGUMENTS", "OP_QUERY_COMMANDS"]
+__all__ = ["command_document", "execute", "GENERIC_ARGUMENTS", "OP_QUERY_COMMANDS"]
 
 
 # OP_QUERY survives only for the handshake (MongoDB 6.0+ removed the rest).
 OP_QUERY_COMMANDS: Final = frozenset({"hello", "isMaster", "ismaster"})
+
+
+# The commands that may take document sequences raw: (server, body, db) -> the names of
+# the sequences its handler takes as `RawDocuments` this time (every other is decoded).
+RAW_SEQUENCES: Final[Mapping[str, Callable[[ServerState, dict[str, Any], Any],
+                                           Collection[str]]]] = {
+    "insert": insert.raw_sequences,
+}
+
+
+def command_document(server: ServerState, body: dict[str, Any], db: Any,
+                     sequences: Mapping[str, RawDocuments], request_id: int = 0
+                     ) -> dict[str, Any]:
+    """An OP_MSG's command document: its body with its document sequences merged in,
+    decoded, except those its command takes raw (`RAW_SEQUENCES`: an insert into a
+    time-series collection hands its `documents` to the bucket catalog undecoded).
+    Raises a non-fatal `ProtocolError` (InvalidBSON) for a document that is not BSON."""
+    if not sequences:
+        return body
+    wants = RAW_SEQUENCES.get(next(iter(body), ""))
+    keep = wants(server, body, db) if wants is not None else ()
+    return merge_sequences(body, sequences, CODEC_OPTIONS, keep=keep, request_id=request_id)
 
 
 def _check_generic(body: dict[str, Any]) -> None:
@@ -96,10 +122,11 @@ async def execute(server: ServerState, conn: ConnectionState, body: dict[str, An
 
 
 def _redacted(body: dict[str, Any]) -> dict[str, Any]:
-    """The command for the slow-query log, with bulky arrays shortened."""
+    """The command for the slow-query log, with bulky arrays shortened (a document
+    sequence kept raw is only counted, whatever its length)."""
     out: dict[str, Any] = {}
     for k, v in body.items():
-        if isinstance(v, list) and len(v) > 3:
+        if isinstance(v, RawDocuments) or (isinstance(v, list) and len(v) > 3):
             out[k] = f"<{len(v)} items>"
         else:
             out[k] = v

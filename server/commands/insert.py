@@ -1,15 +1,23 @@
 """insert: documents into a collection (ordered or not), or measurements into a time-series
-collection; per-document failures are reported in `writeErrors`."""
+collection; per-document failures are reported in `writeErrors`.
+
+Measurements sent as a document sequence (OP_MSG kind 1, as drivers send `insert_many`)
+reach the bucket catalog undecoded: `raw_sequences` tells the dispatcher to keep
+`documents` as `RawDocuments` when the target is a time-series collection, and the
+catalog decodes (or scans) them itself."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Collection
+from typing import Any, Final
 
 from query.executor import check_size, prepare_document_for_insert
+from storage.bsonutil import CODEC_OPTIONS
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.raw_documents import MalformedDocument, RawDocuments
 
-from ..context import CommandRequest
+from ..context import CommandRequest, ServerState
 from ..namespaces import raw_target, resolve_namespace
 from ..timeseries.writes import insert_measurements
 from ..write_batches import write_reply
@@ -21,6 +29,28 @@ from ._write import (
     parse_write_concern,
 )
 
+_DOCUMENTS: Final = frozenset({"documents"})
+
+
+def raw_sequences(server: ServerState, body: dict[str, Any], db: Any) -> Collection[str]:
+    """The document sequences this insert takes raw: `documents` when it goes to a
+    time-series collection (not with rawData, which writes the buckets themselves)."""
+    name = body.get("insert")
+    if server.storage is None or not isinstance(name, str) or not name or \
+            not isinstance(db, str) or body.get("rawData") is True:
+        return ()
+    # read-only use of the catalog's in-memory table, as `handle` does
+    if resolve_namespace(server.storage.catalog, db, name).timeseries is None:
+        return ()
+    return _DOCUMENTS
+
+
+def _decoded(raw: RawDocuments) -> list[Any]:
+    try:
+        return raw.decode(CODEC_OPTIONS)
+    except MalformedDocument as exc:
+        raise MongoError(ErrorCode.InvalidBSON, exc.message) from None
+
 
 async def handle(req: CommandRequest) -> dict[str, Any]:
     body = req.body
@@ -28,7 +58,11 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
                                   "collectionUUID"))
     name = namespace_arg(body, "insert")
     name = raw_target(req.storage.catalog, req.db, name, body)
-    docs = get_list(body, "insert", "documents")
+    docs: list[Any] | RawDocuments | None
+    if isinstance(body.get("documents"), RawDocuments):
+        docs = body["documents"]  # a document sequence: all of them are documents
+    else:
+        docs = get_list(body, "insert", "documents")
     if docs is None:
         require(body, "insert", "documents")
         docs = []
@@ -46,6 +80,8 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     ts = resolve_namespace(req.storage.catalog, db, name).timeseries
     if ts is not None:
         return await insert_measurements(req, ts, docs, ordered=ordered, durable=wc.j)
+    if isinstance(docs, RawDocuments):  # kept raw for a time-series target that is gone
+        docs = _decoded(docs)
 
     # Per-document checks that need no storage happen here, off the storage thread.
     prepared: list[tuple[int, dict[str, Any], bytes]] = []

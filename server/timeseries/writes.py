@@ -23,6 +23,7 @@ from storage.timeseries.pending_writes import write_buckets
 from storage.timeseries.stored_buckets import StoredBuckets
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
+from storage.vocabulary.raw_documents import RawDocuments
 
 from ..parsing.write_statements import parse_delete_statement, parse_update_statement
 from ..write_batches import WriteTally, run_statements, write_reply
@@ -41,10 +42,11 @@ Transform = Callable[[dict[str, Any]], tuple[dict[str, Any] | None, dict[str, An
 # --- insert -----------------------------------------------------------------------------------
 
 async def insert_measurements(req: CommandRequest, target: TimeseriesTarget,
-                              docs: list[dict[str, Any]], *, ordered: bool, durable: bool
-                              ) -> dict[str, Any]:
+                              docs: list[dict[str, Any]] | RawDocuments, *, ordered: bool,
+                              durable: bool) -> dict[str, Any]:
     """Stage the measurements into buckets and acknowledge; the group commit writes them
-    (now when `durable`)."""
+    (now when `durable`). `docs` sent as a document sequence arrive as `RawDocuments`
+    and go to the bucket catalog so, undecoded."""
     service = timeseries_service(req)
 
     def run() -> dict[str, Any]:

@@ -40,6 +40,7 @@ from bson import ObjectId
 
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.raw_documents import RawDocuments
 
 from .bucket import Bucket
 from .bucket_id import BucketIdGenerator
@@ -72,10 +73,13 @@ class BucketCatalog:
     # -- public: insert protocol -------------------------------------------------------------
 
     def insert_batch(self, coll: str, options: TimeseriesOptions,
-                     measurements: Sequence[Mapping[str, Any] | bytes],
+                     measurements: Sequence[Mapping[str, Any] | bytes] | RawDocuments,
                      source: BucketSource | None = None, *, ordered: bool = True
                      ) -> BatchResult:
         """Stage a batch of measurements and return the bucket writes to perform.
+
+        The measurements are documents, BSON bytes, or a `RawDocuments` (a document
+        sequence as it came off the wire, which the preparer decodes itself).
 
         With `ordered`, staging stops at the first invalid measurement (MongoDB's ordered
         insert); otherwise every valid measurement is staged. Exactly one of `commit` or

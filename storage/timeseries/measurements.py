@@ -24,11 +24,12 @@ from bson import Int64, ObjectId
 from bson.datetime_ms import DatetimeMS
 
 from storage.bsoncolumn import native
-from storage.bsonutil import decode
+from storage.bsonutil import CODEC_OPTIONS, decode
 from storage.errors import MongoError
 from storage.vocabulary.bson_types import T_DATE, T_DOUBLE, T_INT32, T_INT64, T_OID
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
+from storage.vocabulary.raw_documents import MalformedDocument, RawDocuments
 
 from .columns import RawElement
 from .elements import DOUBLE_STRUCT, ELEMENT_PACKERS, INT64_STRUCT, int_value_size, to_element
@@ -103,11 +104,15 @@ class MeasurementPreparer:
         # shaped path off (tests compare both paths)
         self.shapes: dict[tuple[str, str | None], dict[tuple, Shape]] | None = {}
 
-    def prepare_all(self, measurements: Sequence[Mapping[str, Any] | bytes],
+    def prepare_all(self, measurements: Sequence[Mapping[str, Any] | bytes] | RawDocuments,
                     options: TimeseriesOptions, ordered: bool
                     ) -> tuple[list[Measurement], list[tuple[int, MongoError]]]:
         """The batch's measurements prepared, and those refused (with `ordered`, the first
-        refusal ends the batch)."""
+        refusal ends the batch). A `RawDocuments` (a document sequence off the wire) is
+        decoded first, whole; one that is not valid BSON refuses the whole batch with
+        InvalidBSON before anything is prepared."""
+        if isinstance(measurements, RawDocuments):
+            measurements = _decoded_sequence(measurements)
         prepared: list[Measurement] = []
         errors: list[tuple[int, MongoError]] = []
         shapes = self.shapes.setdefault((options.time_field, options.meta_field), {}) \
@@ -257,6 +262,17 @@ class MeasurementPreparer:
                     self._meta_cache.clear()
                 self._meta_cache[ck] = cached
         return cached
+
+
+def _decoded_sequence(raw: RawDocuments) -> list[dict[str, Any]]:
+    """The measurements of a document sequence, decoded in one `bson.decode_all` over its
+    buffer with the storage codec. This is the seam for a native scan, which will read
+    `raw.buffer` at `raw.offsets` (every document's size and trailing NUL already checked
+    by the wire layer) instead of decoding here."""
+    try:
+        return raw.decode(CODEC_OPTIONS)
+    except MalformedDocument as exc:
+        raise MongoError(ErrorCode.InvalidBSON, exc.message) from None
 
 
 def _as_document(m: Mapping[str, Any] | bytes) -> dict[str, Any]:

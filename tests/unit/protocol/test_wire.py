@@ -19,8 +19,10 @@ from protocol import (
     encode_op_msg,
     encode_op_query,
     encode_op_reply,
+    merge_sequences,
 )
 from protocol.wire import parse_header
+from storage.vocabulary.raw_documents import RawDocuments
 
 from .helpers import header, op_msg
 
@@ -55,8 +57,12 @@ def test_op_msg_body_and_sequences_merge() -> None:
         m = msgs[0]
         assert isinstance(m, OpMsg)
         assert m.request_id == 7
-        assert m.body == {"insert": "c", "$db": "test",
-                          "documents": [{"_id": 1}, {"_id": 2, "x": "y"}]}
+        assert m.body == {"insert": "c", "$db": "test"}  # the sequence is not in the body
+        raw = m.sequences["documents"]
+        assert isinstance(raw, RawDocuments) and len(raw) == 2
+        assert merge_sequences(m.body, m.sequences) == {
+            "insert": "c", "$db": "test", "documents": [{"_id": 1}, {"_id": 2, "x": "y"}]}
+        assert merge_sequences(m.body, m.sequences, keep={"documents"})["documents"] is raw
         assert m.compressor_id is None
 
 
@@ -232,8 +238,9 @@ def test_random_bytes_only_raise_protocol_error(data: bytes) -> None:
     dec = MessageDecoder()
     dec.feed(data)
     try:
-        while dec.next_message() is not None:
-            pass
+        while (m := dec.next_message()) is not None:
+            if isinstance(m, OpMsg):
+                merge_sequences(m.body, m.sequences)
     except ProtocolError:
         pass
 
@@ -249,7 +256,8 @@ def test_mutated_messages_only_raise_protocol_error(data: st.DataObject) -> None
     dec = MessageDecoder()
     dec.feed(bytes(base))
     try:
-        while dec.next_message() is not None:
-            pass
+        while (m := dec.next_message()) is not None:
+            if isinstance(m, OpMsg):  # what is inside the framed documents, decoded
+                merge_sequences(m.body, m.sequences)
     except ProtocolError:
         pass
