@@ -224,10 +224,11 @@ pub fn time_error_message(time_field: &str) -> String {
 fn scan_one<'a>(
     bytes: &'a [u8],
     opts: &ScanOptions<'_>,
+    walker: &mut Walker<'a>,
     names: &mut Vec<&'a str>,
 ) -> Result<One<'a>, Refusal> {
     let doc = RawDocument::from_bytes(bytes).map_err(invalid)?;
-    let mut walker = Walker::new(opts.max_depth);
+    walker.reset();
     names.clear();
     let mut time = None;
     let mut meta = None;
@@ -336,13 +337,14 @@ pub fn scan(
     let mut by_raw: HashMap<&[u8], i32> = HashMap::new();
     let mut members: Vec<Vec<i32>> = Vec::new();
     let mut names: Vec<&str> = Vec::with_capacity(32);
+    let mut walker = Walker::new(opts.max_depth);
     for (i, &(start, len)) in spans.iter().enumerate() {
         if opts.ordered && !out.errors.is_empty() {
             break;
         }
         out.scanned = i + 1;
         let bytes = buf.get(start..start + len).unwrap_or_default();
-        let one = match scan_one(bytes, opts, &mut names) {
+        let one = match scan_one(bytes, opts, &mut walker, &mut names) {
             Ok(one) => one,
             Err(Refusal::Error(code, message)) => {
                 out.errors.push(MeasurementError {

@@ -50,6 +50,12 @@ impl<'a> Walker<'a> {
         }
     }
 
+    /// Ready for the next document (the scratch space is kept).
+    pub fn reset(&mut self) {
+        self.quirk = None;
+        self.names.clear();
+    }
+
     fn note(&mut self, quirk: &'static str) {
         if self.quirk.is_none() {
             self.quirk = Some(quirk);

@@ -56,7 +56,7 @@ _SCALAR = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
     st.sampled_from([0.0, -0.0, math.nan, 1.0]),
     _TEXT,
-    st.builds(Binary, st.binary(max_size=6), st.sampled_from([0, 1, 2, 3, 4, 5, 6, 0x80])),
+    st.builds(Binary, st.binary(max_size=6), st.sampled_from([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0x80])),
     st.binary(max_size=4),
     st.builds(ObjectId, st.binary(min_size=12, max_size=12)),
     st.booleans(),
