@@ -138,16 +138,29 @@ _INVALID_ELEMENTS = [
     _element(0x03, b"d", _I32.pack(9) + b"\x10a\x00\x00"),  # sub-document cut short
 ]
 
-# documents pymongo reads back differently from their bytes: the scan declines
-_QUIRK_ELEMENTS = [
-    _element(0x0E, b"sym", _string(b"a")),                      # Symbol
-    _element(0x06, b"u", b""),                                  # Undefined
-    _element(0x0C, b"p", _string(b"c") + b"\x01" * 12),         # DBPointer
-    _element(0x0B, b"r", b"a\x00xi\x00"),                       # regex options unsorted
-    _element(0x04, b"arr", encode({"1": 1})),                   # array key not "0"
-    _element(0x03, b"ref", encode({"$ref": "c", "$id": 1})),    # a DBRef
-    _element(0x03, b"dup", _I32.pack(19) + b"\x10a\x00\x01\x00\x00\x00\x10a\x00\x02\x00\x00\x00\x00"),
+# values pymongo reads back differently from their bytes (type byte, value): the scan
+# declines
+_QUIRKS = [
+    (0x0E, _string(b"a")),                                      # Symbol
+    (0x06, b""),                                                # Undefined
+    (0x0C, _string(b"c") + b"\x01" * 12),                       # DBPointer
+    (0x0B, b"a\x00xi\x00"),                                     # regex options unsorted
+    (0x04, encode({"1": 1})),                                   # array key not "0"
+    (0x04, _I32.pack(12) + b"\x10\xff\x00\x01\x00\x00\x00\x00"),  # array key not UTF-8
+    (0x03, encode({"$ref": "c", "$id": 1})),                    # a DBRef
+    (0x03, _I32.pack(19) + b"\x10a\x00\x01\x00\x00\x00\x10a\x00\x02\x00\x00\x00\x00"),  # a twice
 ]
+
+
+def _quirk_element(quirk: tuple[int, bytes], where: str) -> bytes:
+    """The quirk as a field, as the meta, or inside the meta's sub-document."""
+    type_byte, value = quirk
+    if where == "field":
+        return _element(type_byte, b"q", value)
+    if where == "meta":
+        return _element(type_byte, b"m", value)
+    inner = _element(type_byte, b"q", value)
+    return _element(0x03, b"m", _I32.pack(len(inner) + 5) + inner + b"\x00")
 
 
 @st.composite
@@ -301,7 +314,9 @@ def test_repeated_shapes_and_metas(raws: list[bytes], ordered: bool) -> None:
 def test_quirks_decline(raws: list[bytes], data: st.DataObject) -> None:
     raws = [*raws, encode({"t": DatetimeMS(0)})]
     i = data.draw(st.integers(0, len(raws) - 1))
-    raws[i] = _with(raws[i], data.draw(st.sampled_from(_QUIRK_ELEMENTS)))
+    quirk = data.draw(st.sampled_from(_QUIRKS))
+    where = data.draw(st.sampled_from(["field", "meta", "nested"]))
+    raws[i] = _with(raws[i], _quirk_element(quirk, where))
     # an unordered batch always reaches the quirk; an ordered one only before an error
     assert native_scan.scan(b"".join(raws), OPTS, False) is None
     assert native.core is not None
@@ -383,6 +398,18 @@ def test_a_broken_frame_fails_the_batch() -> None:
     assert batch is not None
     assert [(i, c) for i, c, _ in batch.errors()] == [(1, ErrorCode.InvalidBSON)]
     assert native_scan.groups(batch) == [[0, 2]]
+
+
+def test_duplicate_field_names_decline() -> None:
+    raw = encode({"t": DatetimeMS(1), "x": 1})
+    assert native_scan.scan(_with(raw, _element(0x10, b"x", _I32.pack(2))), OPTS, True) is None
+    assert native_scan.scan(_with(raw, _element(0x09, b"t", bytes(8))), OPTS, True) is None
+    assert native_scan.scan(raw, OPTS, True) is not None
+
+
+def test_no_core_means_the_python_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(native_scan, "AVAILABLE", False)
+    assert native_scan.scan(encode({"t": DatetimeMS(1)}), OPTS, True) is None
 
 
 def test_empty_batch() -> None:
