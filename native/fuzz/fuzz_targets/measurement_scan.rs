@@ -1,7 +1,8 @@
 //! The measurement scan on arbitrary bytes: never a panic, and a result that holds
 //! together (one entry per document, the order a permutation of the accepted
 //! measurements grouped by series and sorted by time, errors by index, an ordered scan
-//! stopping at its first error, series keys unique and already normalised).
+//! stopping at its first error, series keys unique and already normalised, each accepted
+//! document scanned alone giving what the batch gave).
 //!
 //! Input: a control byte, then the batch. Control bits: 0 ordered; 1 frame by offsets
 //! (the next byte is how many cut points, each two more bytes, little-endian, taken
@@ -93,6 +94,20 @@ fuzz_target!(|data: &[u8]| {
             assert!(!seen[i as usize]);
             seen[i as usize] = true;
         }
+    }
+    // each accepted measurement scanned alone gives what the batch gave (the per-batch
+    // meta cache and the scratch space carry nothing over)
+    for &i in &accepted {
+        let (s, l) = out.spans[i];
+        let alone = scan(&buf[s..s + l], None, &opts).expect("an accepted document scans alone");
+        assert!(alone.errors.is_empty());
+        assert_eq!(alone.times[0], out.times[i]);
+        assert_eq!(alone.field_counts[0], out.field_counts[i]);
+        assert_eq!(alone.value_bytes[0], out.value_bytes[i]);
+        assert_eq!(alone.max_value_lens[0], out.max_value_lens[i]);
+        assert_eq!(alone.has_id[0], out.has_id[i]);
+        assert_eq!(alone.nested[0], out.nested[i]);
+        assert_eq!(alone.series[0], out.series[out.series_of[i] as usize]);
     }
     // series keys: unique, the meta-less one empty, each a valid element that a second
     // scan (as the meta of a document) keeps as it is

@@ -254,7 +254,13 @@ fn scan_one<'a>(
         let value = elem.value().map_err(invalid)?;
         walker.value(value, 0)?;
         if opts.meta_field == Some(key) {
-            meta = Some((bytes.get(start..at).unwrap_or_default(), value));
+            // the element's bytes, if they are where the sizes say (else no caching)
+            let raw = bytes
+                .get(start..at)
+                .filter(|r| r.first() == Some(&(elem.element_type() as u8)))
+                .filter(|r| r.get(1..1 + key.len()) == Some(key.as_bytes()))
+                .unwrap_or_default();
+            meta = Some((raw, value));
             continue;
         }
         if key == opts.time_field {
