@@ -31,6 +31,7 @@ class ScannedBatch:
     def order(self) -> bytes: ...           # int32 measurement indexes, series by series
     def series_starts(self) -> bytes: ...   # int32, series_count + 1 entries
     def errors(self) -> list[tuple[int, int, str]]: ...
+    def fields(self, i: int) -> list[tuple[str, int, bytes]]: ...  # raw elements but the meta
     def document(self, i: int) -> bytes: ...
 
 def scan_measurements(buf: bytes, time_field: str, meta_field: str | None = None,

@@ -10,7 +10,7 @@
 //! 3 a small depth limit (21, maxBSONDepth's floor) instead of 200; 4 a small size limit.
 #![no_main]
 
-use _native::measurements::{scan, ScanFailure, ScanOptions};
+use _native::measurements::{fields, scan, ScanFailure, ScanOptions};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -108,6 +108,13 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(alone.has_id[0], out.has_id[i]);
         assert_eq!(alone.nested[0], out.nested[i]);
         assert_eq!(alone.series[0], out.series[out.series_of[i] as usize]);
+        // its fields (the added _id aside) are what the counts and sizes say
+        let fields =
+            fields(&buf[s..s + l], opts.meta_field).expect("an accepted document's fields");
+        let added = if out.has_id[i] { 0 } else { 1 };
+        assert_eq!(fields.len() as i32 + added, out.field_counts[i]);
+        let total: usize = fields.iter().map(|f| f.value.len()).sum();
+        assert_eq!(total as i64 + 12 * i64::from(added), out.value_bytes[i]);
     }
     // series keys: unique, the meta-less one empty, each a valid element that a second
     // scan (as the meta of a document) keeps as it is

@@ -15,6 +15,7 @@ use super::{scan, ScanFailure, ScanOptions, Scanned, DEFAULT_MAX_DEPTH, DEFAULT_
 #[pyclass(frozen, module = "storage._native")]
 pub struct ScannedBatch {
     buf: Py<PyBytes>,
+    meta_field: Option<String>,
     data: Scanned,
 }
 
@@ -146,6 +147,24 @@ impl ScannedBatch {
         PyList::new(py, items)
     }
 
+    /// The fields of document `i` but the meta, as the Python path's raw elements
+    /// (name, type byte, value bytes), without the `_id` it adds to a document that has
+    /// none; `NativeError(InvalidBSON)` for a document that is not valid.
+    fn fields<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyList>> {
+        let &(start, len) = self.data.spans.get(i).ok_or_else(|| {
+            pyo3::exceptions::PyIndexError::new_err("document index out of range")
+        })?;
+        let buf = self.buf.bind(py).as_bytes();
+        let doc = buf.get(start..start + len).unwrap_or_default();
+        let fields = super::fields(doc, self.meta_field.as_deref())
+            .map_err(|e| native_error(super::codes::INVALID_BSON, format!("Invalid BSON: {e}")))?;
+        let items: Vec<Bound<'py, PyTuple>> = fields
+            .iter()
+            .map(|f| (f.name, f.type_byte, PyBytes::new(py, f.value)).into_pyobject(py))
+            .collect::<PyResult<_>>()?;
+        PyList::new(py, items)
+    }
+
     /// The bytes of document `i` (for the Python path).
     fn document(&self, py: Python<'_>, i: usize) -> PyResult<Py<PyBytes>> {
         let &(start, len) = self.data.spans.get(i).ok_or_else(|| {
@@ -189,6 +208,7 @@ fn scan_measurements(
         match result {
             Ok(data) => Ok(ScannedBatch {
                 buf: buf.clone().unbind(),
+                meta_field: meta_field.map(str::to_string),
                 data,
             }),
             Err(ScanFailure::Batch { code, message }) => Err(native_error(code, message)),

@@ -216,6 +216,45 @@ fn invalid(e: impl std::fmt::Display) -> Refusal {
     Refusal::Error(codes::INVALID_BSON, format!("Invalid BSON: {e}"))
 }
 
+/// One field of a measurement as the Python path's `RawElement`: name, BSON type byte,
+/// value bytes (borrowed from the batch).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Field<'a> {
+    pub name: &'a str,
+    pub type_byte: u8,
+    pub value: &'a [u8],
+}
+
+/// The fields of a document other than the meta, in document order (what
+/// `measurements.elements` gives, without the `_id` it adds to a document that has none).
+pub fn fields<'a>(doc: &'a [u8], meta_field: Option<&str>) -> Result<Vec<Field<'a>>, String> {
+    let raw = RawDocument::from_bytes(doc).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    let mut at = 4usize;
+    for elem in raw.iter_elements() {
+        let elem = elem.map_err(|e| e.to_string())?;
+        let name = elem.key().as_str();
+        let type_byte = elem.element_type() as u8;
+        let start = at;
+        let value_start = start.saturating_add(2 + name.len());
+        at = value_start.saturating_add(elem.size());
+        if doc.get(start) != Some(&type_byte) {
+            return Err("element not where its size says".to_string());
+        }
+        let value = doc
+            .get(value_start..at)
+            .ok_or_else(|| "element past the document".to_string())?;
+        if meta_field != Some(name) {
+            out.push(Field {
+                name,
+                type_byte,
+                value,
+            });
+        }
+    }
+    Ok(out)
+}
+
 /// The bytes of the reference's BadValue for a missing or non-date time.
 pub fn time_error_message(time_field: &str) -> String {
     format!("'{time_field}' must be present and contain a valid BSON UTC datetime value")

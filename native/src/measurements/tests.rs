@@ -224,3 +224,30 @@ fn arbitrary_bytes_never_panic() {
         }
     }
 }
+
+#[test]
+fn fields_are_the_raw_elements_without_the_meta() {
+    let doc = rawdoc! {"t": DateTime::from_millis(1), "m": {"a": 1}, "s": "é", "n": bson::RawBsonRef::Null};
+    let got = fields(doc.as_bytes(), Some("m")).unwrap();
+    let one = 1i64.to_le_bytes();
+    let want = vec![
+        Field {
+            name: "t",
+            type_byte: 0x09,
+            value: &one,
+        },
+        Field {
+            name: "s",
+            type_byte: 0x02,
+            value: &[3, 0, 0, 0, 0xc3, 0xa9, 0],
+        },
+        Field {
+            name: "n",
+            type_byte: 0x0a,
+            value: &[],
+        },
+    ];
+    assert_eq!(got, want);
+    assert_eq!(fields(doc.as_bytes(), None).unwrap().len(), 4);
+    assert!(fields(&doc.as_bytes()[1..], None).is_err());
+}

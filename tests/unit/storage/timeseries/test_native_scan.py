@@ -30,7 +30,12 @@ from storage import native
 from storage.bsonutil import CODEC_OPTIONS, decode, encode
 from storage.errors import MongoError
 from storage.timeseries import native_scan
-from storage.timeseries.measurements import Measurement, MeasurementPreparer, time_of
+from storage.timeseries.measurements import (
+    Measurement,
+    MeasurementPreparer,
+    elements,
+    time_of,
+)
 from storage.timeseries.options import TimeseriesOptions, parse_timeseries_options
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
@@ -286,6 +291,11 @@ def _check(raws: list[bytes], options: TimeseriesOptions, ordered: bool, *,
         assert a.has_id[i] == ("_id" in decode(raws[i]))
         assert a.nested[i] == (m.signature is None)
         assert batch.document(i) == raws[i]
+        elems = elements(m)
+        if not a.has_id[i]:
+            assert elems[0][0] == "_id"  # the ObjectId the reference adds
+            elems = elems[1:]
+        assert batch.fields(i) == elems
     for i in range(len(raws)):
         if i not in seen:
             assert a.series_of[i] == -1
