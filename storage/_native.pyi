@@ -51,3 +51,34 @@ def decode_column(
 def decode_column_packed(
     column: Buffer, max_values: int = ..., /
 ) -> tuple[bytes, bytes, bytes] | None: ...
+# --- measurement scan (native/src/measurements; facade storage/timeseries/native_scan.py) ---
+
+class ScannedBatch:
+    """A scanned time-series insert batch; arrays are little-endian bytes for numpy."""
+
+    @property
+    def count(self) -> int: ...
+    @property
+    def scanned(self) -> int: ...
+    @property
+    def series_count(self) -> int: ...
+    def times(self) -> bytes: ...           # int64 per document
+    def series_of(self) -> bytes: ...       # int32 per document, -1 where refused
+    def field_counts(self) -> bytes: ...    # int32 per document
+    def value_bytes(self) -> bytes: ...     # int64 per document
+    def max_value_lens(self) -> bytes: ...  # int32 per document
+    def has_id(self) -> bytes: ...          # uint8 per document
+    def nested(self) -> bytes: ...          # uint8 per document
+    def spans(self) -> bytes: ...           # int64 (start, length) pairs
+    def series_keys(self) -> list[bytes]: ...
+    def series_meta_sizes(self) -> list[int]: ...
+    def series_meta(self, j: int) -> bytes | None: ...
+    def order(self) -> bytes: ...           # int32 measurement indexes, series by series
+    def series_starts(self) -> bytes: ...   # int32, series_count + 1 entries
+    def errors(self) -> list[tuple[int, int, str]]: ...
+    def fields(self, i: int) -> list[tuple[str, int, bytes]]: ...  # raw elements but the meta
+    def document(self, i: int) -> bytes: ...
+
+def scan_measurements(buf: bytes, time_field: str, meta_field: str | None = None,
+                      ordered: bool = True, offsets: list[int] | None = None,
+                      max_depth: int = 200, max_size: int = 16777216) -> ScannedBatch: ...
