@@ -5,6 +5,7 @@
 //! the work on bytes, and a panic turned into `NativeError` for that call (`boundary`).
 
 pub mod boundary;
+pub mod control;
 
 use pyo3::prelude::*;
 
@@ -18,5 +19,6 @@ fn version() -> &'static str {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     boundary::register(m)?;
+    control::bindings::register(m)?;
     Ok(())
 }

@@ -1,0 +1,426 @@
+//! `control.min` / `control.max` of a bucket: `MinMax` of `storage/timeseries/minmax.py`.
+//!
+//! One tree of nodes, one per path, each with a min side and a max side (unset, object,
+//! array or a scalar value); children in the reference's insertion order. A batch is
+//! checked whole (`check_batch`) before it is folded in, so folding cannot fail.
+
+use std::cmp::Ordering;
+
+use bson::oid::ObjectId;
+use bson::raw::{
+    CString, RawArrayBuf, RawBinaryRef, RawBsonRef, RawDocument, RawDocumentBuf, RawRegexRef,
+};
+use bson::spec::BinarySubtype;
+use bson::{DateTime, Timestamp};
+
+use super::order::{compare, rank, RANK_ARRAY, RANK_OBJECT};
+use super::{check_batch, Fail, Gate, Locator, Named};
+
+/// A scalar kept as a min or a max: the types `check_batch` lets through.
+#[derive(Clone, Debug)]
+pub enum Value {
+    MinKey,
+    MaxKey,
+    Null,
+    Int32(i32),
+    Int64(i64),
+    Double(f64),
+    Str(Box<str>),
+    Code(Box<str>),
+    Binary(u8, Box<[u8]>),
+    ObjectId([u8; 12]),
+    Bool(bool),
+    Date(i64),
+    Timestamp(u32, u32),
+    Regex(Box<(CString, CString)>),
+}
+
+impl Value {
+    /// The value of a checked scalar; `Declined` for what the gate refuses.
+    pub fn from_ref(v: RawBsonRef<'_>) -> Result<Value, Fail> {
+        Ok(match v {
+            RawBsonRef::MinKey => Value::MinKey,
+            RawBsonRef::MaxKey => Value::MaxKey,
+            RawBsonRef::Null => Value::Null,
+            RawBsonRef::Int32(x) => Value::Int32(x),
+            RawBsonRef::Int64(x) => Value::Int64(x),
+            RawBsonRef::Double(x) => Value::Double(x),
+            RawBsonRef::String(s) => Value::Str(s.into()),
+            RawBsonRef::JavaScriptCode(s) => Value::Code(s.into()),
+            RawBsonRef::Binary(b) => Value::Binary(u8::from(b.subtype), b.bytes.into()),
+            RawBsonRef::ObjectId(o) => Value::ObjectId(o.bytes()),
+            RawBsonRef::Boolean(x) => Value::Bool(x),
+            RawBsonRef::DateTime(d) => Value::Date(d.timestamp_millis()),
+            RawBsonRef::Timestamp(t) => Value::Timestamp(t.time, t.increment),
+            RawBsonRef::RegularExpression(r) => {
+                Value::Regex(Box::new((r.pattern.into(), r.options.into())))
+            }
+            other => {
+                return Err(Fail::Declined(format!(
+                    "{:?} is not kept natively",
+                    other.element_type()
+                )))
+            }
+        })
+    }
+
+    pub fn as_ref(&self) -> RawBsonRef<'_> {
+        match self {
+            Value::MinKey => RawBsonRef::MinKey,
+            Value::MaxKey => RawBsonRef::MaxKey,
+            Value::Null => RawBsonRef::Null,
+            Value::Int32(x) => RawBsonRef::Int32(*x),
+            Value::Int64(x) => RawBsonRef::Int64(*x),
+            Value::Double(x) => RawBsonRef::Double(*x),
+            Value::Str(s) => RawBsonRef::String(s),
+            Value::Code(s) => RawBsonRef::JavaScriptCode(s),
+            Value::Binary(t, b) => RawBsonRef::Binary(RawBinaryRef {
+                subtype: BinarySubtype::from(*t),
+                bytes: b,
+            }),
+            Value::ObjectId(o) => RawBsonRef::ObjectId(ObjectId::from_bytes(*o)),
+            Value::Bool(x) => RawBsonRef::Boolean(*x),
+            Value::Date(ms) => RawBsonRef::DateTime(DateTime::from_millis(*ms)),
+            Value::Timestamp(time, increment) => RawBsonRef::Timestamp(Timestamp {
+                time: *time,
+                increment: *increment,
+            }),
+            Value::Regex(r) => RawBsonRef::RegularExpression(RawRegexRef {
+                pattern: &r.0,
+                options: &r.1,
+            }),
+        }
+    }
+
+    fn rank(&self) -> i32 {
+        rank(&self.as_ref())
+    }
+
+    /// Bytes owned on the heap.
+    pub fn heap_size(&self) -> usize {
+        match self {
+            Value::Str(s) | Value::Code(s) => s.len(),
+            Value::Binary(_, b) => b.len(),
+            Value::Regex(r) => {
+                std::mem::size_of::<(CString, CString)>() + r.0.as_str().len() + r.1.as_str().len()
+            }
+            _ => 0,
+        }
+    }
+
+    /// Overwrites `self` with `v`, reusing its allocation when the kinds match.
+    fn assign(&mut self, v: RawBsonRef<'_>) -> Result<(), Fail> {
+        match (&mut *self, v) {
+            (Value::Int64(x), RawBsonRef::Int64(y)) => *x = y,
+            (Value::Int32(x), RawBsonRef::Int32(y)) => *x = y,
+            (Value::Double(x), RawBsonRef::Double(y)) => *x = y,
+            (Value::Date(x), RawBsonRef::DateTime(y)) => *x = y.timestamp_millis(),
+            _ => *self = Value::from_ref(v)?,
+        }
+        Ok(())
+    }
+}
+
+/// One side (min or max) of a node.
+#[derive(Clone, Debug)]
+pub enum Side {
+    Unset,
+    Object,
+    Array,
+    Value(Value),
+}
+
+/// One path.
+#[derive(Clone, Debug)]
+pub struct Node {
+    name: Option<CString>,
+    min: Side,
+    max: Side,
+    /// Two children have one name (see `Locator::dup`): render as a dict would.
+    dup: bool,
+    children: Vec<Node>,
+}
+
+impl Named for Node {
+    fn name(&self) -> Option<&str> {
+        self.name.as_ref().map(|n| n.as_str())
+    }
+    fn set_name(&mut self, name: CString) {
+        self.name = Some(name);
+    }
+    fn named(name: Option<CString>) -> Self {
+        Node {
+            name,
+            min: Side::Unset,
+            max: Side::Unset,
+            dup: false,
+            children: Vec::new(),
+        }
+    }
+}
+
+impl Node {
+    fn heap_size(&self) -> usize {
+        let own = self.name.as_ref().map_or(0, |n| n.as_str().len())
+            + side_heap(&self.min)
+            + side_heap(&self.max)
+            + self.children.capacity() * std::mem::size_of::<Node>();
+        own + self.children.iter().map(Node::heap_size).sum::<usize>()
+    }
+}
+
+fn side_heap(s: &Side) -> usize {
+    match s {
+        Side::Value(v) => v.heap_size(),
+        _ => 0,
+    }
+}
+
+/// The field-wise minimum and maximum of a bucket's measurements.
+#[derive(Clone, Debug)]
+pub struct MinMax {
+    root: Node,
+}
+
+impl Default for MinMax {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MinMax {
+    pub fn new() -> Self {
+        let mut root = Node::named(None);
+        root.min = Side::Object;
+        root.max = Side::Object;
+        MinMax { root }
+    }
+
+    /// Folds the batch in, document by document (`MinMax.update` for each, or
+    /// `update_many`); `skip` is the meta field. All or nothing.
+    pub fn update_batch(&mut self, docs: &[&RawDocument], skip: Option<&str>) -> Result<(), Fail> {
+        check_batch(docs, Gate::MinMax, skip)?;
+        for d in docs {
+            update_obj(&mut self.root, d, true, true, skip)?;
+        }
+        Ok(())
+    }
+
+    /// `MinMax.from_control`: the state rebuilt from control.min and control.max.
+    pub fn from_control(min: &RawDocument, max: &RawDocument) -> Result<MinMax, Fail> {
+        let mut mm = MinMax::new();
+        mm.update_batch(&[min, max], None)?;
+        Ok(mm)
+    }
+
+    /// `control.min` as a BSON document.
+    pub fn min(&self) -> Result<RawDocumentBuf, Fail> {
+        render_obj(&self.root, true)
+    }
+
+    /// `control.max` as a BSON document.
+    pub fn max(&self) -> Result<RawDocumentBuf, Fail> {
+        render_obj(&self.root, false)
+    }
+
+    /// Bytes owned on the heap.
+    pub fn heap_size(&self) -> usize {
+        self.root.heap_size()
+    }
+}
+
+fn update_obj(
+    node: &mut Node,
+    doc: &RawDocument,
+    umin: bool,
+    umax: bool,
+    skip: Option<&str>,
+) -> Result<(), Fail> {
+    let mut loc = Locator::new();
+    for item in doc.iter() {
+        let (key, value) = item?;
+        if skip == Some(key.as_str()) {
+            continue;
+        }
+        let at = loc.locate(&mut node.children, key);
+        update(&mut node.children[at], value, umin, umax)?;
+    }
+    node.dup |= loc.dup;
+    Ok(())
+}
+
+fn update(node: &mut Node, value: RawBsonRef<'_>, umin: bool, umax: bool) -> Result<(), Fail> {
+    match value {
+        RawBsonRef::Document(d) => {
+            let mut umin = umin;
+            let mut umax = umax;
+            if umin {
+                umin = match &node.min {
+                    Side::Object | Side::Unset | Side::Array => true,
+                    Side::Value(v) => v.rank() > RANK_OBJECT,
+                };
+                if umin && !matches!(node.min, Side::Object) {
+                    node.min = Side::Object;
+                    node.children.iter_mut().for_each(|c| c.min = Side::Unset);
+                }
+            }
+            if umax {
+                umax = match &node.max {
+                    Side::Object | Side::Unset => true,
+                    Side::Array => false,
+                    Side::Value(v) => v.rank() < RANK_OBJECT,
+                };
+                if umax && !matches!(node.max, Side::Object) {
+                    node.max = Side::Object;
+                    node.children.iter_mut().for_each(|c| c.max = Side::Unset);
+                }
+            }
+            if umin || umax {
+                update_obj(node, d, umin, umax, None)?;
+            }
+        }
+        RawBsonRef::Array(a) => {
+            let mut umin = umin;
+            let mut umax = umax;
+            if umin {
+                umin = match &node.min {
+                    Side::Array | Side::Unset => true,
+                    Side::Object => false,
+                    Side::Value(v) => v.rank() > RANK_ARRAY,
+                };
+                if umin && !matches!(node.min, Side::Array) {
+                    node.min = Side::Array;
+                    node.children.iter_mut().for_each(|c| c.min = Side::Unset);
+                }
+            }
+            if umax {
+                umax = match &node.max {
+                    Side::Array | Side::Unset | Side::Object => true,
+                    Side::Value(v) => v.rank() < RANK_ARRAY,
+                };
+                if umax && !matches!(node.max, Side::Array) {
+                    node.max = Side::Array;
+                    node.children.iter_mut().for_each(|c| c.max = Side::Unset);
+                }
+            }
+            if umin || umax {
+                for (i, elem) in a.into_iter().enumerate() {
+                    let elem = elem?;
+                    if i == node.children.len() {
+                        node.children.push(Node::named(None));
+                    }
+                    update(&mut node.children[i], elem, umin, umax)?;
+                }
+            }
+        }
+        scalar => update_scalar(node, scalar, umin, umax)?,
+    }
+    Ok(())
+}
+
+/// `_update_scalar`: a value that is neither an object nor an array.
+fn update_scalar(node: &mut Node, v: RawBsonRef<'_>, umin: bool, umax: bool) -> Result<(), Fail> {
+    if umin {
+        let replace = match &node.min {
+            Side::Unset => true,
+            Side::Value(x) => compare(v, x.as_ref())? == Ordering::Less,
+            Side::Object => rank(&v) < RANK_OBJECT,
+            Side::Array => rank(&v) < RANK_ARRAY,
+        };
+        if replace {
+            set(&mut node.min, v)?;
+        }
+    }
+    if umax {
+        let replace = match &node.max {
+            Side::Unset => true,
+            Side::Value(x) => compare(v, x.as_ref())? == Ordering::Greater,
+            Side::Object => rank(&v) > RANK_OBJECT,
+            Side::Array => rank(&v) > RANK_ARRAY,
+        };
+        if replace {
+            set(&mut node.max, v)?;
+        }
+    }
+    Ok(())
+}
+
+fn set(side: &mut Side, v: RawBsonRef<'_>) -> Result<(), Fail> {
+    match side {
+        Side::Value(x) => x.assign(v),
+        _ => {
+            *side = Side::Value(Value::from_ref(v)?);
+            Ok(())
+        }
+    }
+}
+
+fn side(node: &Node, use_min: bool) -> &Side {
+    if use_min {
+        &node.min
+    } else {
+        &node.max
+    }
+}
+
+fn render_obj(node: &Node, use_min: bool) -> Result<RawDocumentBuf, Fail> {
+    let mut out = RawDocumentBuf::new();
+    if node.dup {
+        // Two children of one name: a dict keeps the first position and the last value.
+        let mut kept: Vec<(&CString, &Node)> = Vec::new();
+        for c in &node.children {
+            if matches!(side(c, use_min), Side::Unset) {
+                continue;
+            }
+            let name = c.name.as_ref().ok_or_else(unnamed)?;
+            match kept.iter_mut().find(|(n, _)| n.as_str() == name.as_str()) {
+                Some(slot) => slot.1 = c,
+                None => kept.push((name, c)),
+            }
+        }
+        for (name, c) in kept {
+            append_side(&mut out, name, c, use_min)?;
+        }
+    } else {
+        for c in &node.children {
+            if matches!(side(c, use_min), Side::Unset) {
+                continue;
+            }
+            let name = c.name.as_ref().ok_or_else(unnamed)?;
+            append_side(&mut out, name, c, use_min)?;
+        }
+    }
+    Ok(out)
+}
+
+fn unnamed() -> Fail {
+    Fail::Declined("an array entry is set in an object".into())
+}
+
+fn append_side(
+    out: &mut RawDocumentBuf,
+    name: &CString,
+    c: &Node,
+    use_min: bool,
+) -> Result<(), Fail> {
+    match side(c, use_min) {
+        Side::Value(v) => out.append(name, v.as_ref()),
+        Side::Object => out.append(name, render_obj(c, use_min)?),
+        Side::Array => out.append(name, render_arr(c, use_min)?),
+        Side::Unset => {}
+    }
+    Ok(())
+}
+
+fn render_arr(node: &Node, use_min: bool) -> Result<RawArrayBuf, Fail> {
+    let mut out = RawArrayBuf::new();
+    for c in &node.children {
+        match side(c, use_min) {
+            Side::Value(v) => out.push(v.as_ref()),
+            Side::Object => out.push(render_obj(c, use_min)?),
+            Side::Array => out.push(render_arr(c, use_min)?),
+            Side::Unset => {}
+        }
+    }
+    Ok(out)
+}
