@@ -208,56 +208,124 @@ pub(crate) enum Gate {
     Schema,
 }
 
-/// Checks a batch whole before any of it is applied: well-formed, not too deep, and
-/// free of what decoding would change (see the module doc).
-pub(crate) fn check_batch(
-    docs: &[&RawDocument],
-    gate: Gate,
-    skip: Option<&str>,
-) -> Result<(), Fail> {
-    for (i, d) in docs.iter().enumerate() {
-        check_doc(d, gate, skip, 0).map_err(|f| match f {
-            Fail::Invalid(m) => Fail::Invalid(format!("document {i}: {m}")),
-            Fail::Declined(m) => Fail::Declined(format!("document {i}: {m}")),
-        })?;
-    }
-    Ok(())
+/// One top-level field of a checked batch.
+pub(crate) type Field<'a> = (&'a CStr, RawBsonRef<'a>);
+
+/// A batch checked whole: every document's top-level fields (the skipped one left
+/// out), parsed once and kept for the fold, and where each document's fields end.
+pub(crate) struct Checked<'a> {
+    pub fields: Vec<Field<'a>>,
+    pub ends: Vec<usize>,
+    /// Whether each document has the same field names, in order, as the one before.
+    pub same_names: Vec<bool>,
 }
 
-fn check_doc(d: &RawDocument, gate: Gate, skip: Option<&str>, depth: usize) -> Result<(), Fail> {
+impl<'a> Checked<'a> {
+    /// The documents' fields, one slice per document.
+    pub fn documents(&self) -> impl Iterator<Item = &[Field<'a>]> {
+        let mut start = 0;
+        self.ends.iter().map(move |&end| {
+            let doc = &self.fields[start..end];
+            start = end;
+            doc
+        })
+    }
+}
+
+/// Checks a batch whole before any of it is applied: well-formed, not too deep, and
+/// free of what decoding would change (see the module doc).
+pub(crate) fn check_batch<'a>(
+    docs: &[&'a RawDocument],
+    gate: Gate,
+    skip: Option<&str>,
+) -> Result<Checked<'a>, Fail> {
+    let mut out = Checked {
+        fields: Vec::with_capacity(docs.len() * 8),
+        ends: Vec::with_capacity(docs.len()),
+        same_names: Vec::with_capacity(docs.len()),
+    };
+    let mut names: Vec<&str> = Vec::new();
+    let mut prev = 0..0;
+    for (i, d) in docs.iter().enumerate() {
+        let at = |f: Fail| match f {
+            Fail::Invalid(m) => Fail::Invalid(format!("document {i}: {m}")),
+            Fail::Declined(m) => Fail::Declined(format!("document {i}: {m}")),
+        };
+        let start = out.fields.len();
+        for item in d.iter() {
+            let (key, value) = item.map_err(|e| at(e.into()))?;
+            if skip == Some(key.as_str()) {
+                continue; // the meta field: not part of min/max or the schema
+            }
+            check_value(value, gate, 0, &mut names).map_err(at)?;
+            out.fields.push((key, value));
+        }
+        let this = start..out.fields.len();
+        // Measurements mostly repeat the previous one's names: then they are distinct.
+        let same = i > 0
+            && this.len() == prev.len()
+            && out.fields[this.clone()]
+                .iter()
+                .zip(&out.fields[prev.clone()])
+                .all(|(a, b)| a.0.as_str() == b.0.as_str());
+        if !same {
+            names.clear();
+            names.extend(out.fields[this.clone()].iter().map(|f| f.0.as_str()));
+            if has_duplicates(&mut names) {
+                return Err(at(Fail::Declined("a field name is repeated".into())));
+            }
+        }
+        out.ends.push(out.fields.len());
+        out.same_names.push(same);
+        prev = this;
+    }
+    Ok(out)
+}
+
+/// Checks a sub-document; `names` is scratch space, left as it was found.
+fn check_doc<'a>(
+    d: &'a RawDocument,
+    gate: Gate,
+    depth: usize,
+    names: &mut Vec<&'a str>,
+) -> Result<(), Fail> {
     if depth > MAX_DEPTH {
         return Err(Fail::Declined("nested too deeply".into()));
     }
-    let mut names: Vec<&str> = Vec::new();
+    let base = names.len();
     for item in d.iter() {
         let (key, value) = item?;
         let key = key.as_str();
-        if depth > 0 && key == "$ref" {
+        if key == "$ref" {
             return Err(Fail::Declined(
                 "a sub-document with $ref decodes as a DBRef".into(),
             ));
         }
-        if depth == 0 && skip == Some(key) {
-            continue; // the meta field: not part of min/max or the schema
-        }
-        check_value(value, gate, depth)?;
+        check_value(value, gate, depth, names)?;
         names.push(key);
     }
-    if has_duplicates(&mut names) {
+    let dup = has_duplicates(&mut names[base..]);
+    names.truncate(base);
+    if dup {
         return Err(Fail::Declined("a field name is repeated".into()));
     }
     Ok(())
 }
 
-fn check_value(v: RawBsonRef<'_>, gate: Gate, depth: usize) -> Result<(), Fail> {
+fn check_value<'a>(
+    v: RawBsonRef<'a>,
+    gate: Gate,
+    depth: usize,
+    names: &mut Vec<&'a str>,
+) -> Result<(), Fail> {
     match v {
-        RawBsonRef::Document(d) => check_doc(d, gate, None, depth + 1),
+        RawBsonRef::Document(d) => check_doc(d, gate, depth + 1, names),
         RawBsonRef::Array(a) => {
             if depth + 1 > MAX_DEPTH {
                 return Err(Fail::Declined("nested too deeply".into()));
             }
             for e in a {
-                check_value(e?, gate, depth + 1)?;
+                check_value(e?, gate, depth + 1, names)?;
             }
             Ok(())
         }

@@ -7,7 +7,7 @@
 use bson::raw::{CString, RawBsonRef, RawDocument};
 
 use super::order::rank;
-use super::{check_batch, Fail, Gate, Locator, Named};
+use super::{check_batch, Fail, Field, Gate, Locator, Named};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -75,9 +75,9 @@ impl Schema {
         docs: &[&RawDocument],
         skip: Option<&str>,
     ) -> Result<Option<usize>, Fail> {
-        check_batch(docs, Gate::Schema, skip)?;
-        for (i, d) in docs.iter().enumerate() {
-            if !update_obj(&mut self.root, d, skip)? {
+        let checked = check_batch(docs, Gate::Schema, skip)?;
+        for (i, fields) in checked.documents().enumerate() {
+            if !update_obj(&mut self.root, fields.iter().map(|&f| Ok(f)))? {
                 return Ok(Some(i));
             }
         }
@@ -99,13 +99,13 @@ impl Schema {
     }
 }
 
-fn update_obj(node: &mut SNode, doc: &RawDocument, skip: Option<&str>) -> Result<bool, Fail> {
+fn update_obj<'a>(
+    node: &mut SNode,
+    fields: impl Iterator<Item = Result<Field<'a>, Fail>>,
+) -> Result<bool, Fail> {
     let mut loc = Locator::new();
-    for item in doc.iter() {
+    for item in fields {
         let (key, value) = item?;
-        if skip == Some(key.as_str()) {
-            continue;
-        }
         let at = loc.locate(&mut node.children, key);
         if !update(&mut node.children[at], value)? {
             return Ok(false);
@@ -127,7 +127,7 @@ fn update(node: &mut SNode, value: RawBsonRef<'_>) -> Result<bool, Fail> {
                 State::Object => {}
                 _ => return Ok(false),
             }
-            update_obj(node, d, None)
+            update_obj(node, d.iter().map(|r| r.map_err(Fail::from)))
         }
         RawBsonRef::Array(a) => {
             match node.state {

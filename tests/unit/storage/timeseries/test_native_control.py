@@ -77,6 +77,13 @@ wide = st.lists(st.sampled_from(_WIDE_NAMES), unique=True, max_size=18).flatmap(
 batches = st.lists(st.one_of(measurements, wide), min_size=1, max_size=8).map(
     lambda docs: [decode(encode(d)) for d in docs])
 
+# Measurements of one shape (or a prefix of it), as a TSBS batch: the column-wise fold.
+shaped = st.lists(st.sampled_from(_TOP_NAMES), unique=True, min_size=1).flatmap(
+    lambda names: st.lists(
+        st.tuples(st.integers(1, len(names)), st.tuples(*[values for _ in names])).map(
+            lambda kv: dict(zip(names[:kv[0]], kv[1], strict=False))),
+        min_size=1, max_size=10)).map(lambda docs: [decode(encode(d)) for d in docs])
+
 SETTINGS = settings(max_examples=300, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
@@ -120,6 +127,17 @@ def test_a_batch_gives_the_reference_bytes(docs: list[dict[str, Any]]) -> None:
     assert_same(c, python_one_by_one(docs))
     mm = MinMax()
     mm.update_many(docs, META)
+    assert_same(c, mm)
+
+
+@SETTINGS
+@given(shaped, shaped)
+def test_batches_of_one_shape(docs: list[dict[str, Any]], more: list[dict[str, Any]]) -> None:
+    c = native_of(docs)
+    mm = python_one_by_one(docs)
+    assert_same(c, mm)
+    c.update(raw(more), None, META)
+    mm.update_many(more, META)
     assert_same(c, mm)
 
 
