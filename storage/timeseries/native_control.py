@@ -59,9 +59,8 @@ class NativeControl:
         native.check(self._c.update, documents, offsets, skip_field)
 
     def update_doc(self, doc: Mapping[str, Any] | bytes, skip_field: str | None = None) -> None:
-        """`MinMax.update` of one document (encoded first when given decoded)."""
-        raw = doc if isinstance(doc, bytes) else encode(doc)
-        native.check(self._c.update, raw, None, skip_field)
+        """`MinMax.update` of one document (encoded first, in its order, when decoded)."""
+        native.check(self._c.update, _raw(doc), None, skip_field)
 
     def min_bson(self) -> bytes:
         return native.check(self._c.min_bson)
@@ -85,8 +84,7 @@ class NativeControl:
 
     def compatible(self, doc: Mapping[str, Any] | bytes, skip_field: str | None = None) -> bool:
         """`Schema.compatible`: records `doc`'s types, False when a path changes type."""
-        raw = doc if isinstance(doc, bytes) else encode(doc)
-        return native.check(self._c.schema_compatible, raw, skip_field)
+        return native.check(self._c.schema_compatible, _raw(doc), skip_field)
 
     # -- the object -----------------------------------------------------------------------
 
@@ -95,6 +93,14 @@ class NativeControl:
 
     def __sizeof__(self) -> int:
         return object.__sizeof__(self) + self._c.__sizeof__()
+
+
+def _raw(doc: Mapping[str, Any] | bytes) -> bytes:
+    """`doc`'s BSON in its own field order (bson.encode would move a top-level _id first,
+    and the field order is part of control.min/max)."""
+    if isinstance(doc, bytes):
+        return doc
+    return encode({"": doc})[6:-1]
 
 
 def new() -> NativeControl | None:

@@ -4,6 +4,7 @@ included, for random measurement batches over all BSON types."""
 
 from __future__ import annotations
 
+import random
 import re
 import struct
 from array import array
@@ -191,6 +192,25 @@ def test_array_entries_claimed_by_an_object() -> None:
     assert_same(native_of(docs), python_one_by_one(docs))
 
 
+def _wide_value(rnd: random.Random, depth: int = 0) -> Any:
+    """Arrays and objects of up to 16 entries at one path: array entries claimed past the
+    12-step limit, and two children of one name (rendered as the reference's dict does)."""
+    r = rnd.random()
+    if depth < 2 and r < 0.3:
+        return [_wide_value(rnd, depth + 1) for _ in range(rnd.randint(0, 16))]
+    if depth < 2 and r < 0.6:
+        names = rnd.sample(_WIDE_NAMES, rnd.randint(0, 16))
+        return {k: _wide_value(rnd, depth + 1) for k in names}
+    return rnd.choice([0, 1, 2, Int64(3), 2.5, "s", None, True])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.randoms(use_true_random=False), st.integers(1, 8))
+def test_wide_objects_and_arrays_at_one_path(rnd: random.Random, n: int) -> None:
+    docs = [{"a": _wide_value(rnd)} for _ in range(n)]
+    assert_same(native_of(docs), python_one_by_one(docs))
+
+
 def test_the_meta_field_is_skipped_only_at_the_top() -> None:
     docs = [{META: 5, "a": {META: 1}}, {META: "z", "a": {META: 0}}]
     c = native_of(docs)
@@ -246,6 +266,14 @@ def test_from_control_round_trips(docs: list[dict[str, Any]]) -> None:
     for d in more:
         ref.update(d, META)
     assert_same(c, ref)
+
+
+def test_decoded_documents_keep_their_field_order() -> None:
+    c = native_control.NativeControl()
+    c.update_doc({"time": DatetimeMS(5), "_id": 1})
+    assert list(c.min()) == ["time", "_id"]
+    assert c.compatible({"time": DatetimeMS(1), "_id": 2})
+    assert not c.compatible({"_id": "x"})
 
 
 def test_copy_is_independent() -> None:
