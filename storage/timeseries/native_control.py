@@ -7,9 +7,10 @@ as BSON bytes (exactly `bson.encode(MinMax.min())` under `storage.bsonutil.CODEC
 or decoded, and checks and learns the schema (`kSchemaChange`).
 
 `AVAILABLE` is False, and `new()` / `from_control()` give None, when `storage.native.core`
-was not built. Where the native path cannot reproduce the reference for a batch (decimal128,
-a symbol, undefined, a DBPointer, code with scope, unnormalised regex options, a
-sub-document with `$ref`, a repeated field name, nesting past 200 levels) it raises
+was not built. Where the native path cannot reproduce the reference for a batch (a symbol,
+undefined, a DBPointer, code with scope, unnormalised regex options, a sub-document with
+`$ref`, a repeated field name, nesting past 200 levels; for the schema only undefined, a
+DBPointer, `$ref`, repeated names and depth matter) it raises
 `Declined` and changes nothing: the caller keeps the Python reference for that bucket.
 Malformed BSON raises `MongoError(InvalidBSON)`, also without changing anything.
 

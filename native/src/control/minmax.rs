@@ -11,7 +11,7 @@ use bson::raw::{
     CString, RawArrayBuf, RawBinaryRef, RawBsonRef, RawDocument, RawDocumentBuf, RawRegexRef,
 };
 use bson::spec::BinarySubtype;
-use bson::{DateTime, Timestamp};
+use bson::{DateTime, Decimal128, Timestamp};
 
 use super::order::{compare, rank, RANK_ARRAY, RANK_OBJECT};
 use super::{check_batch, Fail, Field, Gate, Locator, Named};
@@ -25,6 +25,7 @@ pub enum Value {
     Int32(i32),
     Int64(i64),
     Double(f64),
+    Decimal128([u8; 16]),
     Str(Box<str>),
     Code(Box<str>),
     Binary(u8, Box<[u8]>),
@@ -45,6 +46,7 @@ impl Value {
             RawBsonRef::Int32(x) => Value::Int32(x),
             RawBsonRef::Int64(x) => Value::Int64(x),
             RawBsonRef::Double(x) => Value::Double(x),
+            RawBsonRef::Decimal128(d) => Value::Decimal128(d.bytes()),
             RawBsonRef::String(s) => Value::Str(s.into()),
             RawBsonRef::JavaScriptCode(s) => Value::Code(s.into()),
             RawBsonRef::Binary(b) => Value::Binary(u8::from(b.subtype), b.bytes.into()),
@@ -72,6 +74,7 @@ impl Value {
             Value::Int32(x) => RawBsonRef::Int32(*x),
             Value::Int64(x) => RawBsonRef::Int64(*x),
             Value::Double(x) => RawBsonRef::Double(*x),
+            Value::Decimal128(d) => RawBsonRef::Decimal128(Decimal128::from_bytes(*d)),
             Value::Str(s) => RawBsonRef::String(s),
             Value::Code(s) => RawBsonRef::JavaScriptCode(s),
             Value::Binary(t, b) => RawBsonRef::Binary(RawBinaryRef {

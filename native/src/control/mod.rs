@@ -11,7 +11,7 @@
 //! and decoding changes a few values (a symbol becomes a string, undefined becomes
 //! null, a sub-document with `$ref` becomes a `DBRef`, regex options are normalised,
 //! a repeated field name keeps its first position and its last value). Where the result
-//! would depend on that, or where the order is not reproduced exactly (decimal128), the
+//! would depend on that, or where the order is not reproduced (code with scope), the
 //! work is *declined* (`Fail::Declined`) and the caller keeps the Python reference for
 //! the bucket. A batch is checked whole before any of it is applied, so a declined or
 //! malformed batch leaves the state as it was.
@@ -331,9 +331,6 @@ fn check_value<'a>(
         }
         RawBsonRef::Undefined => Err(Fail::Declined("undefined decodes as null".into())),
         RawBsonRef::DbPointer(_) => Err(Fail::Declined("a DBPointer decodes as a DBRef".into())),
-        RawBsonRef::Decimal128(_) if gate == Gate::MinMax => {
-            Err(Fail::Declined("decimal128 is not ordered natively".into()))
-        }
         RawBsonRef::Symbol(_) if gate == Gate::MinMax => {
             Err(Fail::Declined("a symbol decodes as a string".into()))
         }

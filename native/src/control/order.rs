@@ -8,7 +8,9 @@
 //! value; shorter first); arrays element by element; binData by length, subtype, bytes;
 //! ObjectId by bytes; bool false first; date by milliseconds; timestamp by (time,
 //! increment); regex by pattern then options; code with scope by code then scope.
-//! decimal128 and DBPointer are declined: not ordered here.
+//! decimal128 is ordered exactly against every number (against a double, by orders of
+//! magnitude and, when close, exact integer arithmetic); DBPointer is declined. A decimal128 is read as `bson.Decimal128.to_decimal` reads it (a
+//! coefficient past 34 digits, or the "11" combination form, is zero; every NaN equal).
 
 use std::cmp::Ordering;
 
@@ -75,7 +77,7 @@ fn compare_at(a: RawBsonRef<'_>, b: RawBsonRef<'_>, depth: usize) -> Result<Orde
         (RawBsonRef::Int32(x), RawBsonRef::Int32(y)) => x.cmp(&y),
         (RawBsonRef::Int64(x), RawBsonRef::Int64(y)) => x.cmp(&y),
         (RawBsonRef::Double(x), RawBsonRef::Double(y)) => cmp_f64(x, y),
-        _ if ra == RANK_NUMBER => cmp_numbers(number(a)?, number(b)?),
+        _ if ra == RANK_NUMBER => cmp_numbers(number(a)?, number(b)?)?,
         _ if ra == RANK_STRING || ra == RANK_CODE => text(a).cmp(text(b)),
         (RawBsonRef::Document(x), RawBsonRef::Document(y)) => compare_docs(x, y, depth + 1)?,
         (RawBsonRef::Array(x), RawBsonRef::Array(y)) => compare_arrays(x, y, depth + 1)?,
@@ -168,6 +170,7 @@ fn compare_arrays(a: &RawArray, b: &RawArray, depth: usize) -> Result<Ordering, 
 enum Num {
     Int(i64),
     Float(f64),
+    Dec(Dec),
 }
 
 fn number(v: RawBsonRef<'_>) -> Result<Num, Fail> {
@@ -175,16 +178,258 @@ fn number(v: RawBsonRef<'_>) -> Result<Num, Fail> {
         RawBsonRef::Int32(x) => Ok(Num::Int(i64::from(x))),
         RawBsonRef::Int64(x) => Ok(Num::Int(x)),
         RawBsonRef::Double(x) => Ok(Num::Float(x)),
-        _ => Err(Fail::Declined("decimal128 is not ordered natively".into())),
+        RawBsonRef::Decimal128(d) => Ok(Num::Dec(Dec::from_bytes(d.bytes()))),
+        _ => Err(Fail::Invalid("not a number".into())),
     }
 }
 
-fn cmp_numbers(a: Num, b: Num) -> Ordering {
-    match (a, b) {
+fn cmp_numbers(a: Num, b: Num) -> Result<Ordering, Fail> {
+    Ok(match (a, b) {
         (Num::Int(x), Num::Int(y)) => x.cmp(&y),
         (Num::Float(x), Num::Float(y)) => cmp_f64(x, y),
         (Num::Int(x), Num::Float(y)) => cmp_int_float(x, y),
         (Num::Float(x), Num::Int(y)) => cmp_int_float(y, x).reverse(),
+        (Num::Dec(x), Num::Dec(y)) => x.cmp(&y),
+        (Num::Dec(x), Num::Int(y)) => x.cmp(&Dec::from_i64(y)),
+        (Num::Int(x), Num::Dec(y)) => Dec::from_i64(x).cmp(&y),
+        (Num::Dec(x), Num::Float(y)) => cmp_dec_float(x, y)?,
+        (Num::Float(x), Num::Dec(y)) => cmp_dec_float(y, x)?.reverse(),
+    })
+}
+
+/// A decimal128's value: NaN (below every number), an infinity, or
+/// (-1)^neg * coef * 10^exp.
+#[derive(Clone, Copy, Debug)]
+pub enum Dec {
+    Nan,
+    Inf { neg: bool },
+    Finite { neg: bool, coef: u128, exp: i32 },
+}
+
+const DEC_MAX_COEF: u128 = 10u128.pow(34) - 1;
+const DEC_BIAS: i32 = 6176;
+
+impl Dec {
+    /// From BSON's little-endian BID bytes.
+    pub fn from_bytes(b: [u8; 16]) -> Dec {
+        let bits = u128::from_le_bytes(b);
+        let high = (bits >> 64) as u64;
+        let neg = high >> 63 == 1;
+        if (high >> 58) & 0x1f == 0x1f {
+            return Dec::Nan; // NaN and sNaN
+        }
+        if (high >> 58) & 0x1f == 0x1e {
+            return Dec::Inf { neg };
+        }
+        if (high >> 61) & 3 == 3 {
+            // the "11" form: a coefficient past 2^113, read as zero
+            let exp = ((high >> 47) & 0x3fff) as i32 - DEC_BIAS;
+            return Dec::Finite { neg, coef: 0, exp };
+        }
+        let exp = ((high >> 49) & 0x3fff) as i32 - DEC_BIAS;
+        let coef = bits & ((1u128 << 113) - 1);
+        let coef = if coef > DEC_MAX_COEF { 0 } else { coef };
+        Dec::Finite { neg, coef, exp }
+    }
+
+    fn from_i64(i: i64) -> Dec {
+        Dec::Finite {
+            neg: i < 0,
+            coef: u128::from(i.unsigned_abs()),
+            exp: 0,
+        }
+    }
+
+    /// -1, 0 or 1 for the sign, None for NaN.
+    fn sign(&self) -> Option<i8> {
+        match *self {
+            Dec::Nan => None,
+            Dec::Inf { neg } => Some(if neg { -1 } else { 1 }),
+            Dec::Finite { coef: 0, .. } => Some(0),
+            Dec::Finite { neg, .. } => Some(if neg { -1 } else { 1 }),
+        }
+    }
+
+    fn cmp(&self, other: &Dec) -> Ordering {
+        let (sa, sb) = match (self.sign(), other.sign()) {
+            (None, None) => return Ordering::Equal,
+            (None, _) => return Ordering::Less,
+            (_, None) => return Ordering::Greater,
+            (Some(a), Some(b)) => (a, b),
+        };
+        if sa != sb || sa == 0 {
+            return sa.cmp(&sb);
+        }
+        let magnitude = match (*self, *other) {
+            (Dec::Inf { .. }, Dec::Inf { .. }) => Ordering::Equal,
+            (Dec::Inf { .. }, _) => Ordering::Greater,
+            (_, Dec::Inf { .. }) => Ordering::Less,
+            (
+                Dec::Finite {
+                    coef: ca, exp: ea, ..
+                },
+                Dec::Finite {
+                    coef: cb, exp: eb, ..
+                },
+            ) => cmp_magnitudes(ca, ea, cb, eb),
+            _ => Ordering::Equal, // NaN handled above
+        };
+        if sa < 0 {
+            magnitude.reverse()
+        } else {
+            magnitude
+        }
+    }
+}
+
+fn digits(c: u128) -> i32 {
+    let mut n = 1;
+    let mut x = c;
+    while x >= 10 {
+        x /= 10;
+        n += 1;
+    }
+    n
+}
+
+/// ca * 10^ea against cb * 10^eb, both coefficients nonzero and at most 35 digits.
+fn cmp_magnitudes(ca: u128, ea: i32, cb: u128, eb: i32) -> Ordering {
+    let (da, db) = (digits(ca), digits(cb));
+    match (da + ea).cmp(&(db + eb)) {
+        Ordering::Equal => {}
+        o => return o,
+    }
+    // Same order of magnitude: the one with the larger exponent has fewer digits, and
+    // scaled to the other's exponent it has as many (at most 35: fits in a u128).
+    if ea >= eb {
+        (ca * 10u128.pow((ea - eb) as u32)).cmp(&cb)
+    } else {
+        ca.cmp(&(cb * 10u128.pow((eb - ea) as u32)))
+    }
+}
+
+/// A decimal128 against a double, exactly.
+fn cmp_dec_float(d: Dec, f: f64) -> Result<Ordering, Fail> {
+    if f.is_nan() {
+        return Ok(if matches!(d, Dec::Nan) {
+            Ordering::Equal
+        } else {
+            Ordering::Greater
+        });
+    }
+    if f.is_infinite() {
+        return Ok(d.cmp(&Dec::Inf { neg: f < 0.0 }));
+    }
+    let sf: i8 = if f == 0.0 {
+        0
+    } else if f < 0.0 {
+        -1
+    } else {
+        1
+    };
+    let sd = match d.sign() {
+        None => return Ok(Ordering::Less),
+        Some(s) => s,
+    };
+    if sd != sf || sd == 0 {
+        return Ok(sd.cmp(&sf));
+    }
+    let magnitude = match d {
+        Dec::Finite { coef, exp, .. } => cmp_dec_float_magnitude(coef, exp, f.abs()),
+        _ => Ordering::Greater, // an infinity against a finite double
+    };
+    Ok(if sf < 0 {
+        magnitude.reverse()
+    } else {
+        magnitude
+    })
+}
+
+/// coef * 10^exp against a finite positive double, both nonzero.
+fn cmp_dec_float_magnitude(coef: u128, exp: i32, f: f64) -> Ordering {
+    // Orders of magnitude first: |f| in [10^(af-1), 10^af), af off by at most one.
+    let ad = digits(coef) + exp;
+    let af = f.log10().floor() as i32 + 1;
+    if ad >= af + 2 {
+        return Ordering::Greater;
+    }
+    if ad <= af - 2 {
+        return Ordering::Less;
+    }
+    // Close: exponents are now bounded (the double's decade), so compare integers:
+    // coef * 10^exp vs m * 2^k, both sides times 10^max(0,-exp) * 2^max(0,-k).
+    let bits = f.to_bits();
+    let raw_exp = ((bits >> 52) & 0x7ff) as i32;
+    let frac = bits & ((1u64 << 52) - 1);
+    let (m, k) = if raw_exp == 0 {
+        (frac, -1074)
+    } else {
+        (frac | (1u64 << 52), raw_exp - 1075)
+    };
+    let (e10, e2) = (exp.min(0).unsigned_abs(), k.min(0).unsigned_abs());
+    let mut left = Big::from(coef);
+    left.mul_pow10(exp.max(0).unsigned_abs());
+    left.shl(e2);
+    let mut right = Big::from(u128::from(m));
+    right.shl(k.max(0).unsigned_abs());
+    right.mul_pow10(e10);
+    left.cmp(&right)
+}
+
+/// A non-negative integer of u32 limbs, least significant first: just enough for
+/// `cmp_dec_float_magnitude`.
+struct Big(Vec<u32>);
+
+impl Big {
+    fn from(x: u128) -> Big {
+        Big((0..4).map(|i| (x >> (32 * i)) as u32).collect())
+    }
+
+    fn mul_small(&mut self, m: u32) {
+        let mut carry = 0u64;
+        for limb in &mut self.0 {
+            let v = u64::from(*limb) * u64::from(m) + carry;
+            *limb = v as u32;
+            carry = v >> 32;
+        }
+        if carry > 0 {
+            self.0.push(carry as u32);
+        }
+    }
+
+    fn mul_pow10(&mut self, mut n: u32) {
+        while n >= 9 {
+            self.mul_small(1_000_000_000);
+            n -= 9;
+        }
+        self.mul_small(10u32.pow(n));
+    }
+
+    fn shl(&mut self, n: u32) {
+        let (words, bits) = ((n / 32) as usize, n % 32);
+        if bits > 0 {
+            let mut carry = 0u32;
+            for limb in &mut self.0 {
+                let v = (*limb << bits) | carry;
+                carry = *limb >> (32 - bits);
+                *limb = v;
+            }
+            if carry > 0 {
+                self.0.push(carry);
+            }
+        }
+        self.0.splice(0..0, std::iter::repeat(0).take(words));
+    }
+
+    fn cmp(&self, other: &Big) -> Ordering {
+        fn trimmed(v: &[u32]) -> &[u32] {
+            let n = v.iter().rposition(|&x| x != 0).map_or(0, |i| i + 1);
+            &v[..n]
+        }
+        let (a, b) = (trimmed(&self.0), trimmed(&other.0));
+        a.len()
+            .cmp(&b.len())
+            .then_with(|| a.iter().rev().cmp(b.iter().rev()))
     }
 }
 
@@ -197,7 +442,6 @@ pub fn cmp_f64(a: f64, b: f64) -> Ordering {
         (false, false) => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
     }
 }
-
 /// An int64 against a double, exactly (no rounding of the integer to a double).
 pub fn cmp_int_float(i: i64, f: f64) -> Ordering {
     const TWO_63: f64 = 9_223_372_036_854_775_808.0;
@@ -379,13 +623,78 @@ mod tests {
         assert_eq!(cmp(gb, gc), Ordering::Less);
     }
 
+    fn dec(s: &str) -> Decimal128 {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn decimals_exactly() {
+        use RawBsonRef as V;
+        let d = |s: &str| V::Decimal128(dec(s));
+        let less = [
+            (d("NaN"), d("-Infinity")),
+            (d("NaN"), V::Double(f64::NEG_INFINITY)),
+            (d("-Infinity"), V::Int64(i64::MIN)),
+            (d("-1E+100"), V::Double(-1e99)),
+            (V::Int64(i64::MIN), d("-9223372036854775807")),
+            (d("-0.5"), d("-0")),
+            (d("0"), d("1E-6176")),
+            (d("1.0"), d("1.01")),
+            (d("0.1"), V::Double(0.1)), // 0.1 as a double is a little more
+            (d("0.1000000000000000055511151231257827"), V::Double(0.1)),
+            (V::Double(0.1), d("0.1000000000000000055511151231257828")),
+            (V::Double(5e-324), d("5E-324")),
+            (d("4.9E-324"), V::Double(5e-324)),
+            (V::Double(1e308), d("1.0000000000000001E+308")),
+            (d("1.5"), V::Double(1.75)),
+            (V::Int32(9), d("9.000000000000000000000000000000001")),
+            (d("9007199254740993"), V::Double(9007199254740994.0)),
+            (V::Double(9007199254740992.0), d("9007199254740993")),
+            (d("1E+6111"), d("Infinity")),
+            (V::Double(f64::MAX), d("1E+309")),
+        ];
+        for (a, b) in less {
+            assert_eq!(cmp(a, b), Ordering::Less, "{a:?} < {b:?}");
+            assert_eq!(cmp(b, a), Ordering::Greater, "{b:?} > {a:?}");
+        }
+        let equal = [
+            (d("1"), d("1.000")),
+            (d("-0"), d("0E+10")),
+            (d("0"), V::Double(-0.0)),
+            (d("NaN"), V::Double(f64::NAN)),
+            (d("1.5"), V::Double(1.5)),
+            (d("-100"), V::Int32(-100)),
+            (d("Infinity"), V::Double(f64::INFINITY)),
+            (d("1E+3"), V::Int64(1000)),
+        ];
+        for (a, b) in equal {
+            assert_eq!(cmp(a, b), Ordering::Equal, "{a:?} = {b:?}");
+        }
+        // A coefficient past 34 digits reads as zero.
+        let mut big = [0xffu8; 16];
+        big[14] = 0x01;
+        big[15] = 0x30; // exponent 0, coefficient 2^113 - 1
+        assert_eq!(
+            cmp(V::Decimal128(Decimal128::from_bytes(big)), V::Int32(0)),
+            Ordering::Equal
+        );
+    }
+
     #[test]
     fn declines_what_it_does_not_order() {
-        let d = RawBsonRef::Decimal128(Decimal128::from_bytes([0; 16]));
-        assert!(matches!(
-            compare(d, RawBsonRef::Int32(1)),
-            Err(Fail::Declined(_))
-        ));
-        assert_eq!(compare(d, RawBsonRef::String("")).unwrap(), Ordering::Less);
+        let mut bytes = vec![0u8; 4];
+        bytes.extend_from_slice(b"\x0cp\x00\x02\x00\x00\x00n\x00");
+        bytes.extend_from_slice(&[0; 12]);
+        bytes.push(0);
+        let n = bytes.len() as i32;
+        bytes[..4].copy_from_slice(&n.to_le_bytes());
+        let doc = RawDocument::from_bytes(&bytes).unwrap();
+        let p = doc.get("p").unwrap().unwrap();
+        assert!(matches!(p, RawBsonRef::DbPointer(_)));
+        assert!(matches!(compare(p, p), Err(Fail::Declined(_))));
+        assert_eq!(
+            compare(p, RawBsonRef::String("")).unwrap(),
+            Ordering::Greater
+        );
     }
 }
