@@ -7,6 +7,7 @@
 pub mod boundary;
 pub mod bsoncolumn;
 pub mod measurements;
+pub mod control;
 
 use pyo3::prelude::*;
 
@@ -22,5 +23,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     boundary::register(m)?;
     bsoncolumn::register(m)?;
     measurements::bindings::register(m)?;
+    control::bindings::register(m)?;
     Ok(())
 }
