@@ -6,6 +6,7 @@
 
 pub mod boundary;
 pub mod bsoncolumn;
+pub mod bucket;
 
 use pyo3::prelude::*;
 
@@ -20,5 +21,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     boundary::register(m)?;
     bsoncolumn::register(m)?;
+    bucket::register(m)?;
     Ok(())
 }
