@@ -215,9 +215,11 @@ impl PyBucketColumns {
         self.clone()
     }
 
-    /// Bytes held: this object and the heap of every builder and committed column.
-    fn __sizeof__(&self) -> usize {
-        std::mem::size_of::<Self>() + self.inner.heap_size()
+    /// Bytes held: this object (its type's basic size) and the heap of every builder
+    /// and committed column.
+    fn __sizeof__(slf: &Bound<'_, Self>) -> PyResult<usize> {
+        let basic: usize = slf.get_type().getattr("__basicsize__")?.extract()?;
+        Ok(basic + slf.borrow().inner.heap_size())
     }
 
     /// Rows appended (or reopened).

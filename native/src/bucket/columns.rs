@@ -74,6 +74,15 @@ pub struct BucketColumns {
     compressed_size: usize,
 }
 
+/// Bytes the allocator takes for an allocation of `n` bytes (none for `n == 0`).
+fn chunk(n: usize) -> usize {
+    if n == 0 {
+        0
+    } else {
+        ((n + 8 + 15) & !15).max(32)
+    }
+}
+
 /// Length of the longest common prefix of `a` and `b`.
 pub fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     let n = a.len().min(b.len());
@@ -184,16 +193,19 @@ impl BucketColumns {
             .filter_map(|f| f.column.as_deref().map(|c| (&*f.name, c)))
     }
 
-    /// Heap bytes held: the field table, names, builders and committed columns.
+    /// Heap bytes held: the field table, names, builders and committed columns, each
+    /// allocation counted as the allocator's chunk for it (glibc: 8 bytes of header,
+    /// rounded up to 16, at least 32), so the figure bounds the real footprint.
     pub fn heap_size(&self) -> usize {
-        self.fields.capacity() * std::mem::size_of::<Field>()
+        chunk(self.fields.capacity() * std::mem::size_of::<Field>())
             + self
                 .fields
                 .iter()
                 .map(|f| {
-                    f.name.len()
-                        + f.builder.as_ref().map_or(0, ColumnBuilder::heap_size)
-                        + f.column.as_ref().map_or(0, |c| c.len())
+                    chunk(f.name.len())
+                        // a builder holds two buffers (its output and the last value)
+                        + f.builder.as_ref().map_or(0, |b| chunk(b.heap_size()) + 24)
+                        + f.column.as_ref().map_or(0, |c| chunk(c.len()))
                 })
                 .sum::<usize>()
     }
@@ -254,12 +266,15 @@ impl BucketColumns {
             builders.push(b);
         }
         // every column finalized: commit
-        for name in &new_names {
-            self.fields.push(Field {
-                name: (*name).into(),
-                builder: None,
-                column: None,
-            });
+        if !new_names.is_empty() {
+            self.fields.reserve_exact(new_names.len());
+            for name in &new_names {
+                self.fields.push(Field {
+                    name: (*name).into(),
+                    builder: None,
+                    column: None,
+                });
+            }
         }
         let mut changes = Vec::with_capacity(total);
         let mut delta = 0i64;
@@ -496,6 +511,20 @@ mod tests {
                 Some((T_INT32, &i32v(5)))
             ])
         );
+    }
+
+    #[test]
+    fn sizes() {
+        // the field table holds builders inline: keep this in view when it grows
+        assert!(
+            std::mem::size_of::<Field>() <= 320,
+            "{}",
+            std::mem::size_of::<Field>()
+        );
+        assert_eq!(chunk(0), 0);
+        assert_eq!(chunk(1), 32);
+        assert_eq!(chunk(24), 32);
+        assert_eq!(chunk(25), 48);
     }
 
     #[test]
