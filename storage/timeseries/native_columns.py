@@ -80,8 +80,10 @@ def append(columns: _BucketColumns, documents: RawBatch, rows: Sequence[int] | a
     """Append the documents `rows` names (in that order) to `columns`, the meta field
     left out: the changed columns in column order and the change in total size. Raises
     Declined with `columns` unchanged (see the module docstring)."""
-    r = rows if isinstance(rows, array) and rows.typecode == "i" else array("i", rows)
-    changes, delta = columns.append(documents.buffer, documents.offsets, r, meta_field)
+    # the starts of these documents only: the native call then reads O(len(rows)), not
+    # the whole batch's offsets, for each bucket
+    starts = array("q", map(documents.offsets.__getitem__, rows))
+    changes, delta = columns.append(documents.buffer, starts, None, meta_field)
     return [NativeColumnChange(*c) for c in changes], delta
 
 

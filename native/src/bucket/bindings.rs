@@ -34,9 +34,9 @@ fn bytes_of<'a>(obj: &'a Bound<'_, PyAny>) -> PyResult<Cow<'a, [u8]>> {
 
 /// Little-endian bytes of a buffer of fixed-size integers: `bytes` (or another byte
 /// buffer) as they are, or an `array` / memoryview of the element type `T`.
-fn ints_of<'a, T: pyo3::buffer::Element + Copy>(
+fn ints_of<'a, T: pyo3::buffer::Element + Copy, const N: usize>(
     obj: &'a Bound<'_, PyAny>,
-    to_le: impl Fn(T) -> Vec<u8>,
+    to_le: impl Fn(T) -> [u8; N],
 ) -> PyResult<Cow<'a, [u8]>> {
     if let Ok(b) = obj.cast::<PyBytes>() {
         return Ok(Cow::Borrowed(b.as_bytes()));
@@ -46,7 +46,11 @@ fn ints_of<'a, T: pyo3::buffer::Element + Copy>(
     }
     if let Ok(buf) = PyBuffer::<T>::get(obj) {
         let v = buf.to_vec(obj.py())?;
-        return Ok(Cow::Owned(v.into_iter().flat_map(to_le).collect()));
+        let mut out = Vec::with_capacity(v.len() * std::mem::size_of::<T>());
+        for x in v {
+            out.extend_from_slice(&to_le(x));
+        }
+        return Ok(Cow::Owned(out));
     }
     bytes_of(obj)
 }
@@ -150,7 +154,10 @@ impl PyBucketColumns {
     /// Append the documents of `buffer` that `rows` names, in that order: `offsets`
     /// holds each document's start in `buffer` (little-endian int64 bytes or an
     /// `array('q')`; a document is as long as its int32 size says), `rows` the document
-    /// indexes (little-endian int32 bytes or an `array('i')`). `skip_field` (the meta field) is left out.
+    /// indexes (little-endian int32 bytes or an `array('i')`; None: every document of
+    /// `offsets` in order). `offsets` other than `bytes` is copied whole on each call:
+    /// for a few rows of a large batch, pass the starts of those documents only (the
+    /// facade does) and `rows=None`. `skip_field` (the meta field) is left out.
     /// Returns, per column in column order, (name, column bytes, is_new, offset of the
     /// first byte that differs from the previous column; 0 when new), and the change in
     /// total column size. Raises Declined (columns unchanged) for an object or array
@@ -161,13 +168,22 @@ impl PyBucketColumns {
         py: Python<'py>,
         buffer: &Bound<'py, PyAny>,
         offsets: &Bound<'py, PyAny>,
-        rows: &Bound<'py, PyAny>,
+        rows: Option<&Bound<'py, PyAny>>,
         skip_field: Option<&str>,
     ) -> PyResult<(Bound<'py, PyList>, i64)> {
         guard("BucketColumns.append", || {
             let buffer = bytes_of(buffer)?;
-            let offsets = ints_of::<i64>(offsets, |x| x.to_le_bytes().to_vec())?;
-            let rows = ints_of::<i32>(rows, |x| x.to_le_bytes().to_vec())?;
+            let offsets = ints_of(offsets, i64::to_le_bytes)?;
+            let all: Vec<u8>;
+            let rows = match rows {
+                Some(rows) => ints_of(rows, i32::to_le_bytes)?,
+                None => {
+                    let n = i32::try_from(offsets.len() / 8)
+                        .map_err(|_| PyValueError::new_err("too many documents"))?;
+                    all = (0..n).flat_map(i32::to_le_bytes).collect();
+                    Cow::Borrowed(&all[..])
+                }
+            };
             let docs = documents(&buffer, &offsets, &rows)?;
             let size: usize = docs.iter().map(|d| d.len()).sum();
             let inner = &mut self.inner;

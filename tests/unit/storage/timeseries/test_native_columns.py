@@ -219,3 +219,18 @@ def test_sizeof_counts_the_columns() -> None:
     native_columns.append(nat, Raw([{TIME: DatetimeMS(i), "s": "x" * 500} for i in range(3)]),
                           [0, 1, 2], META)
     assert sys.getsizeof(nat) >= empty + nat.compressed_size
+
+
+def test_offsets_and_rows_in_every_accepted_form() -> None:
+    assert native_columns.BucketColumns is not None
+    t = DatetimeMS(1_000)
+    raw = Raw([{TIME: t, "a": i} for i in range(4)])
+    rows = [3, 1]
+    starts = array("q", [raw.offsets[i] for i in rows])
+    forms = [(raw.offsets, array("i", rows)), (raw.offsets.tobytes(), array("i", rows).tobytes()),
+             (starts, None), (starts.tobytes(), None)]
+    got = []
+    for offsets, r in forms:
+        nat = native_columns.BucketColumns(TIME)
+        got.append((nat.append(raw.buffer, offsets, r, META), nat.column_bytes()))
+    assert all(g == got[0] for g in got)
