@@ -203,8 +203,9 @@ impl BucketColumns {
                 .iter()
                 .map(|f| {
                     chunk(f.name.len())
-                        // a builder holds two buffers (its output and the last value)
-                        + f.builder.as_ref().map_or(0, |b| chunk(b.heap_size()) + 24)
+                        // a builder holds three buffers (its output, the last value
+                        // and the values waiting for a block)
+                        + f.builder.as_ref().map_or(0, |b| chunk(b.heap_size()) + 48)
                         + f.column.as_ref().map_or(0, |c| chunk(c.len()))
                 })
                 .sum::<usize>()
