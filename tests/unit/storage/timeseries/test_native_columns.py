@@ -234,3 +234,21 @@ def test_offsets_and_rows_in_every_accepted_form() -> None:
         nat = native_columns.BucketColumns(TIME)
         got.append((nat.append(raw.buffer, offsets, r, META), nat.column_bytes()))
     assert all(g == got[0] for g in got)
+
+
+def test_strings_that_are_not_utf8_are_bytes_to_the_columns() -> None:
+    assert native_columns.BucketColumns is not None
+    t = DatetimeMS(1_000)
+    docs = []
+    for s in [b"ab", b"\xff\xfe", b"a\xc3"]:
+        raw = bson.encode({TIME: t, "s": "x" * len(s)})
+        docs.append(raw.replace(b"x" * len(s), s))
+    buffer = b"".join(docs)
+    offsets = array("q", [0, len(docs[0]), len(docs[0]) + len(docs[1])])
+    py, nat = Columns(TIME), native_columns.BucketColumns(TIME)
+    changes, delta = py.append([[(TIME, *to_element(t)), ("s", 2, len(s).to_bytes(4, "little")
+                                  + s[:-1] + b"\x00")] for s in
+                                 [b"ab\x00", b"\xff\xfe\x00", b"a\xc3\x00"]])
+    got, got_delta = nat.append(buffer, offsets, None, META)
+    assert got_delta == delta
+    assert [(c[0], c[1]) for c in got] == [(c.name, c.column) for c in changes]
