@@ -8,6 +8,7 @@ pub mod boundary;
 pub mod bsoncolumn;
 pub mod measurements;
 pub mod control;
+pub mod bucket;
 
 use pyo3::prelude::*;
 
@@ -24,5 +25,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     bsoncolumn::register(m)?;
     measurements::bindings::register(m)?;
     control::bindings::register(m)?;
+    bucket::register(m)?;
     Ok(())
 }

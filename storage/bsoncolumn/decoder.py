@@ -218,11 +218,8 @@ class _Stream:
             self.enc = enc = wrap128(self.enc + decode_int128(delta))
             lv = self.lv
             if lt in (T_STRING, T_CODE):
+                # bytes, not text: MongoDB's BSONColumn does not validate UTF-8
                 s = decode_string(enc)
-                try:
-                    s.decode("utf-8")
-                except UnicodeDecodeError:
-                    raise _err("Invalid UTF-8 string in BSON Column") from None
                 v = _I.pack(len(s) + 1) + s + b"\x00"
             elif lt == T_BINARY:
                 size = _I.unpack_from(lv)[0]

@@ -3,8 +3,12 @@
 BSONColumn stores elements without field names as `type byte, 0x00, value bytes`, and
 compares values by their bytes, so the codec handles values as `(type, value bytes)`.
 This module knows each type's value size, iterates the elements of an object and
-validates untrusted values (bounds, terminators, nested documents, UTF-8) so a decoded
-column is always valid BSON. Whole documents are otherwise left to `bson`.
+validates untrusted values (bounds, terminators, nested documents) so a decoded column
+is always well-formed BSON. Strings, regexes and field names are bytes here and are not
+checked to be UTF-8, as MongoDB's BSONColumn does not check them: a column holding such a
+string decodes and re-encodes to the same bytes (where values become Python objects,
+`storage.bsoncolumn.reader.VALUES_CODEC_OPTIONS` decodes them with replacement
+characters). Whole documents are otherwise left to `bson`.
 """
 
 from __future__ import annotations
@@ -131,18 +135,10 @@ def iter_elements(buf: bytes, start: int, end: int) -> Iterator[tuple[int, bytes
         pos = vend
 
 
-def _check_utf8(data: bytes) -> None:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise _bad("Invalid UTF-8 string in BSON Column") from None
-
-
 def _validate_string(buf: bytes, pos: int, size: int) -> None:
     # int32 length (already checked) + bytes + NUL
     if buf[pos + size - 1] != 0:
         raise _bad()
-    _check_utf8(buf[pos + 4 : pos + size - 1])
 
 
 def validate_value(t: int, buf: bytes, pos: int, end: int, depth: int = 0) -> int:
@@ -161,8 +157,6 @@ def validate_value(t: int, buf: bytes, pos: int, end: int, depth: int = 0) -> in
         if scope + _i32(buf, scope, pos + size) != pos + size:
             raise _bad()
         _validate_document(buf, scope, pos + size, depth)
-    elif t == T_REGEX:
-        _check_utf8(buf[pos : pos + size])
     elif t == T_DBPOINTER:
         _validate_string(buf, pos, size - 12)
     elif t == T_BOOL and buf[pos] > 1:
@@ -190,7 +184,6 @@ def _validate_document(buf: bytes, start: int, end: int, depth: int) -> None:
         name_end = buf.find(b"\x00", pos + 1, last)
         if name_end < 0:
             raise _bad()
-        _check_utf8(buf[pos + 1 : name_end])
         pos = name_end + 1
         pos += validate_value(t, buf, pos, last, depth + 1)
     if pos != last:

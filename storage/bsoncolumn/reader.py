@@ -1,7 +1,12 @@
 """`BSONColumn`: reading a column as Python values, arrays, chosen paths or aggregates.
 
-Values are decoded with bucketd's single CODEC_OPTIONS (int32 → int, int64 → Int64,
-dates → DatetimeMS, ...); skipped rows are `MISSING`. Decoding happens once, on first
+Values are decoded with bucketd's CODEC_OPTIONS (int32 → int, int64 → Int64, dates →
+DatetimeMS, ...) but for strings that are not valid UTF-8 (`VALUES_CODEC_OPTIONS`):
+a column keeps strings as bytes, as MongoDB's BSONColumn does, and such a string (or
+regex, or field name of an object value) becomes text with U+FFFD for each invalid
+sequence instead of an error: what a driver decoding MongoDB's reply with
+`unicode_decode_error_handler="replace"` shows, where MongoDB would send the bytes as
+they are and a strict driver would fail. Skipped rows are `MISSING`. Decoding happens once, on first
 use. Numeric, date, bool and timestamp columns also decode to numpy arrays
 (`numeric()`), which `count`, `first`, `last`, `min` and `max` use when they can, so
 those aggregates need no Python object per value.
@@ -13,12 +18,13 @@ import struct
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import bson
 import numpy as np
 from bson import Binary, Int64, Timestamp
 from bson.datetime_ms import DatetimeMS
 
 from storage.bson_order import sort_key
-from storage.bsonutil import decode
+from storage.bsonutil import CODEC_OPTIONS
 from storage.vocabulary.bson_types import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64, T_TIMESTAMP
 from storage.vocabulary.missing import MISSING
 
@@ -28,7 +34,10 @@ from .decoder import DEFAULT_MAX_VALUES, Element, decode_elements
 from .errors import BSONColumnError
 from .paths import decode_paths
 
-__all__ = ["BSONColumn", "decompress_paths", "elements_to_values"]
+__all__ = ["VALUES_CODEC_OPTIONS", "BSONColumn", "decompress_paths", "elements_to_values"]
+
+#: CODEC_OPTIONS, with invalid UTF-8 in strings replaced by U+FFFD (see the docstring).
+VALUES_CODEC_OPTIONS = CODEC_OPTIONS.with_options(unicode_decode_error_handler="replace")
 
 _I32 = struct.Struct("<i")
 _BINDATA_COLUMN = 7
@@ -36,7 +45,7 @@ _BINDATA_COLUMN = 7
 
 def elements_to_values(rows: Sequence[Element | None]) -> list[Any]:
     """Python values of raw rows (one bson decode for all); MISSING for None."""
-    doc = decode(rows_to_document(list(rows)))
+    doc = bson.decode(rows_to_document(list(rows)), VALUES_CODEC_OPTIONS)
     return [MISSING if r is None else doc[str(i)] for i, r in enumerate(rows)]
 
 

@@ -121,9 +121,10 @@ impl ColumnBuilder {
         Ok(self.state.finalize()?)
     }
 
-    /// Bytes held (output and the pending state), for `__sizeof__`.
+    /// Bytes held (output, last value and the values waiting for a block), for
+    /// `__sizeof__`.
     pub fn heap_size(&self) -> usize {
-        self.state.buf.capacity() + self.state.st.pvalue.capacity()
+        self.state.buf.capacity() + self.state.st.heap_size()
     }
 
     /// A builder in the state of the one that wrote `column` (`from_column` of the

@@ -400,10 +400,8 @@ impl Stream {
             let enc = self.enc128;
             let v = match lt {
                 T_STRING | T_CODE => {
+                    // bytes, not text: MongoDB's BSONColumn does not validate UTF-8
                     let s = decode_string(enc);
-                    if std::str::from_utf8(&s).is_err() {
-                        return Err(Malformed);
-                    }
                     let mut v = ((s.len() + 1) as i32).to_le_bytes().to_vec();
                     v.extend_from_slice(&s);
                     v.push(0);

@@ -1,7 +1,8 @@
 //! Raw scalar BSON values, the unit BSONColumn works on: their sizes and validation.
 //!
 //! Python reference: `storage/bsoncolumn/rawbson.py` (`value_size`, `validate_value`,
-//! `check_old_binary`). Only scalar values are read here (lengths, terminators, UTF-8);
+//! `check_old_binary`). Only scalar values are read here (lengths, terminators; strings
+//! and regexes are bytes, not checked to be UTF-8, as in MongoDB's BSONColumn);
 //! values holding documents (non-empty objects and arrays, code with scope) are
 //! `Unsupported`: the caller declines them and the Python reference does the work.
 
@@ -95,7 +96,7 @@ fn value_size(t: u8, buf: &[u8], pos: usize, end: usize) -> Option<usize> {
 
 fn valid_string(v: &[u8]) -> bool {
     // int32 length (already checked) + bytes + NUL
-    v.last() == Some(&0) && std::str::from_utf8(&v[4..v.len() - 1]).is_ok()
+    v.last() == Some(&0)
 }
 
 /// Subtype 2 (old binary) repeats its length inside: int32 n, then n bytes.
@@ -123,7 +124,6 @@ pub fn check_value(t: u8, buf: &[u8], pos: usize, end: usize) -> Check {
             }
             v == [5, 0, 0, 0, 0]
         }
-        T_REGEX => std::str::from_utf8(v).is_ok(),
         T_DBPOINTER => valid_string(&v[..size - 12]),
         T_BOOL => v[0] <= 1,
         T_BINARY => v[4] != 2 || valid_old_binary(v),
@@ -162,7 +162,12 @@ mod tests {
         assert_eq!(check_element(T_INT32, &[1, 0, 0, 0]), Check::Valid(4));
         assert_eq!(check_element(T_INT32, &[1, 0, 0]), Check::Invalid);
         assert_eq!(check_element(T_STRING, b"\x02\0\0\0a\0"), Check::Valid(6));
-        assert_eq!(check_element(T_STRING, b"\x02\0\0\0\xff\0"), Check::Invalid);
+        // not UTF-8: bytes to a column, as in MongoDB's BSONColumn
+        assert_eq!(
+            check_element(T_STRING, b"\x02\0\0\0\xff\0"),
+            Check::Valid(6)
+        );
+        assert_eq!(check_element(T_REGEX, b"\xff\0\0"), Check::Valid(3));
         assert_eq!(check_element(T_STRING, b"\x02\0\0\0ab"), Check::Invalid);
         assert_eq!(check_element(T_BOOL, &[2]), Check::Invalid);
         assert_eq!(check_element(T_OBJECT, &[5, 0, 0, 0, 0]), Check::Valid(5));

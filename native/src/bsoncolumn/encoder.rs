@@ -6,7 +6,7 @@
 //! the output bytes and a small cloneable `Core`, so a caller can take a snapshot and go
 //! back to it (the output only grows at its end, except the control byte being filled).
 
-use super::simple8b::{BlockSink, Fail, NoteWrites, Simple8bBuilder};
+use super::simple8b::{BlockSink, Fail, NoteWrites, Pending, Simple8bBuilder};
 use super::values::*;
 
 /// Deepest nesting of the restart after a written double block before declining.
@@ -160,6 +160,17 @@ pub struct Core {
     pub ctrl: Option<usize>,
     wtype: u8,
     depth: u32,
+}
+
+impl Core {
+    /// Heap bytes of the core: the last value and the values waiting for a block.
+    pub fn heap_size(&self) -> usize {
+        let s8b = match &self.enc {
+            Encoder::E64(e) => &e.s8b,
+            Encoder::E128(e) => &e.s8b,
+        };
+        self.pvalue.capacity() + s8b.pending.capacity() * std::mem::size_of::<Pending>()
+    }
 }
 
 /// A point to go back to: the core and the output length and control byte then.

@@ -1,0 +1,118 @@
+//! The properties the fuzz target `native/fuzz/fuzz_targets/bucket_columns.rs` checks,
+//! as a library function (the unit tests run it too).
+//!
+//! Python reference: `storage/timeseries/columns.py` `Columns`. Nothing here may panic
+//! on any input; a failing assertion is a bug.
+
+use super::columns::BucketColumns;
+use crate::bsoncolumn::builder::DEFAULT_MAX_VALUES;
+use crate::bsoncolumn::decoder::decode_column;
+
+/// Documents cut from `data` by their int32 sizes (a bad size ends the list; the bytes
+/// then are the last, malformed, document).
+fn split(data: &[u8]) -> Vec<&[u8]> {
+    let mut docs = Vec::new();
+    let mut rest = data;
+    while rest.len() >= 4 {
+        let n = i32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
+        match usize::try_from(n)
+            .ok()
+            .filter(|&n| n >= 5 && n <= rest.len())
+        {
+            Some(n) => {
+                docs.push(&rest[..n]);
+                rest = &rest[n..];
+            }
+            None => {
+                docs.push(rest);
+                break;
+            }
+        }
+    }
+    docs
+}
+
+/// Names, (name, column) pairs, count and size: all a caller can see of the columns.
+type Snapshot = (Vec<String>, Vec<(String, Vec<u8>)>, usize, usize);
+
+fn snapshot(c: &BucketColumns) -> Snapshot {
+    (
+        c.names().map(str::to_owned).collect(),
+        c.column_bytes()
+            .map(|(n, b)| (n.to_owned(), b.to_vec()))
+            .collect(),
+        c.count(),
+        c.compressed_size(),
+    )
+}
+
+/// Arbitrary bytes as measurement documents (the first byte picks the meta field and
+/// where the batch splits): an append either fails leaving the columns as they were or
+/// gives columns that decode to `count` rows, whose changes hold, and that reopen to
+/// columns continuing alike.
+pub fn check_append(data: &[u8]) {
+    let Some((&sel, rest)) = data.split_first() else {
+        return;
+    };
+    let docs = split(rest);
+    let skip = ["m", "tags", ""][sel as usize % 3];
+    let cut = (sel as usize / 3) % (docs.len() + 1);
+    let mut c = BucketColumns::new(Some("t"));
+    for batch in [&docs[..cut], &docs[cut..]] {
+        let before = snapshot(&c);
+        let prev: Vec<Option<Vec<u8>>> = (0..c.len())
+            .map(|i| c.field(i).1.map(<[u8]>::to_vec))
+            .collect();
+        let Ok(done) = c.append(batch.iter().copied(), Some(skip)) else {
+            assert_eq!(snapshot(&c), before, "a failed append changed the columns");
+            continue;
+        };
+        let mut delta = 0i64;
+        for ch in &done.changes {
+            let (_, column) = c.field(ch.field);
+            let column = column.expect("a changed column has bytes");
+            match prev.get(ch.field).cloned().flatten() {
+                Some(p) => {
+                    assert!(!ch.is_new);
+                    assert_eq!(p[..ch.offset], column[..ch.offset]);
+                    assert!(
+                        ch.offset == p.len().min(column.len()) || p[ch.offset] != column[ch.offset]
+                    );
+                    delta += column.len() as i64 - p.len() as i64;
+                }
+                None => {
+                    assert!(ch.is_new && ch.offset == 0);
+                    delta += column.len() as i64;
+                }
+            }
+        }
+        assert_eq!(delta, done.delta);
+        for (_, column) in c.column_bytes() {
+            let rows = decode_column(column, DEFAULT_MAX_VALUES)
+                .expect("a built column decodes")
+                .rows
+                .len();
+            assert_eq!(rows, c.count());
+        }
+    }
+    let data: Vec<(String, Vec<u8>)> = snapshot(&c).1;
+    let Ok(mut again) = BucketColumns::from_data(
+        data.iter().map(|(n, b)| (n.as_str(), b.as_slice())),
+        c.count(),
+    ) else {
+        return;
+    };
+    let mut c2 = c.clone();
+    let (a, b) = (
+        again.append(docs.iter().copied(), Some(skip)),
+        c2.append(docs.iter().copied(), Some(skip)),
+    );
+    assert_eq!(a.is_ok(), b.is_ok());
+    if a.is_ok() {
+        assert_eq!(
+            snapshot(&again).1,
+            snapshot(&c2).1,
+            "reopened columns continue alike"
+        );
+    }
+}

@@ -1,0 +1,98 @@
+"""The columns of an open bucket in the native core, fed with raw measurement documents.
+
+`BucketColumns` is `storage._native.BucketColumns` (native/src/bucket/), or None when
+the core is not built. It keeps what `columns.Columns` keeps (one BSONColumn builder per
+data field, the time field first, then first appearance; a field first seen at row k
+starts with k skips, a missing field gets a skip) and gives the same bytes, names,
+changes and size deltas, but takes the measurements as the raw BSON they arrived in: no
+element is built in Python and no value crosses into Python.
+
+`append(columns, documents, rows, meta_field)` is what `write_batch.prepare_bucket`
+calls: `documents` a `RawDocuments` (or anything with `buffer: bytes` and `offsets`, an
+`array('q')` of document starts), `rows` the indexes of the documents of the bucket in
+commit order (an `array('i')` or a sequence of ints). It returns the changed columns as
+`NativeColumnChange` (the `ColumnChange` fields but the previous bytes, replaced by the
+offset of the first byte that differs from them, which is all `diff` needs) and the
+change in total column size.
+
+Declined (`storage._native.Declined`, the columns unchanged) means the reference must do
+this batch: an object or array with fields in a measurement (interleaved columns), code
+with scope, a malformed document or value, a field twice in one document, an encoder
+state the native builder cannot reproduce. The caller then rebuilds the Python columns
+with `to_python(columns)` and appends through `Columns.append`. `BucketColumns.
+from_data(data, count)` reopens stored columns and declines those the native builder
+cannot continue (use `Columns.from_data`).
+
+`sys.getsizeof(columns)` (`__sizeof__`) is the heap the columns hold: the builders'
+buffers and pending values and the committed columns.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+from storage import native
+from storage.bsoncolumn import BinaryDiff
+
+from .columns import Columns
+
+if TYPE_CHECKING:
+    from storage._native import BucketColumns as _BucketColumns
+
+__all__ = ["AVAILABLE", "BucketColumns", "Declined", "NativeColumnChange", "append",
+           "to_python"]
+
+BucketColumns: type[_BucketColumns] | None = (
+    native.core.BucketColumns if native.core is not None else None)
+AVAILABLE: bool = BucketColumns is not None
+Declined: type[Exception] | None = native.core.Declined if native.core is not None else None
+
+
+class RawBatch(Protocol):
+    """What `append` reads of a batch's documents (`RawDocuments` has it)."""
+
+    @property
+    def buffer(self) -> bytes: ...
+    @property
+    def offsets(self) -> Any: ...  # array('q') of document starts
+
+
+class NativeColumnChange(NamedTuple):
+    """One column touched by an append (`columns.ColumnChange` with the offset of the
+    first changed byte instead of the previous bytes)."""
+
+    name: str
+    column: bytes
+    is_new: bool
+    offset: int = 0
+
+    @property
+    def diff(self) -> BinaryDiff:
+        if self.is_new:
+            return BinaryDiff(0, self.column)
+        return BinaryDiff(self.offset, self.column[self.offset:])
+
+
+def append(columns: _BucketColumns, documents: RawBatch, rows: Sequence[int] | array[int],
+           meta_field: str | None) -> tuple[list[NativeColumnChange], int]:
+    """Append the documents `rows` names (in that order) to `columns`, the meta field
+    left out: the changed columns in column order and the change in total size. Raises
+    Declined with `columns` unchanged (see the module docstring)."""
+    # the starts of these documents only: the native call then reads O(len(rows)), not
+    # the whole batch's offsets, for each bucket
+    starts = array("q", map(documents.offsets.__getitem__, rows))
+    changes, delta = columns.append(documents.buffer, starts, None, meta_field)
+    return [NativeColumnChange(*c) for c in changes], delta
+
+
+def to_python(columns: _BucketColumns) -> Columns:
+    """The Python `Columns` continuing `columns` (for a batch the native path declines):
+    the committed columns reopened, the names of fields without a column yet (the time
+    field before the first append) kept in place."""
+    py = Columns.from_data(columns.column_bytes(), columns.count)
+    if len(py.names()) != len(columns.names()):
+        # only the time field can lack a column, and only before the first append
+        py = Columns(columns.names()[0])
+    return py
