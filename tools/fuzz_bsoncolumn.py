@@ -37,7 +37,7 @@ from storage.bsoncolumn import (  # noqa: E402
 from storage.bsoncolumn.api import rows_to_document  # noqa: E402
 from storage.bsoncolumn.decoder import decode_elements  # noqa: E402
 from storage.bsoncolumn.paths import decode_paths  # noqa: E402
-from storage.bsonutil import CODEC_OPTIONS  # noqa: E402
+from storage.bsoncolumn.reader import VALUES_CODEC_OPTIONS  # noqa: E402
 
 VECTORS = ROOT / "tests" / "data" / "bsoncolumn.json"
 INTERESTING = [
@@ -183,7 +183,7 @@ def check(column: bytes, stats: Stats, others: bool = True) -> None:
             if len(rows) > 240 * len(column) + 1:
                 raise AssertionError(f"{len(rows)} rows from {len(column)} bytes")
             doc = rows_to_document(rows)
-            bson.decode(doc, codec_options=CODEC_OPTIONS)  # output is valid BSON
+            bson.decode(doc, codec_options=VALUES_CODEC_OPTIONS)  # output is valid BSON
             stats.decoded += 1
         if others:
             _check_other_decoders(column, rows)

@@ -27,7 +27,8 @@ from bson.binary import Binary
 from bson.datetime_ms import DatetimeMS
 
 from storage.bsoncolumn import BSONColumnBuilder, BSONColumnError, decompress
-from storage.bsonutil import CODEC_OPTIONS, decode, encode
+from storage.bsoncolumn.reader import VALUES_CODEC_OPTIONS
+from storage.bsonutil import decode, encode
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
@@ -105,7 +106,7 @@ def is_compressed_bucket(doc: Mapping[str, Any]) -> bool:
 
 def decode_column(column: bytes) -> dict[str, Any]:
     """{"<row>": value} of a BSONColumn (skipped rows absent)."""
-    return bson.decode(decompress(bytes(column)), CODEC_OPTIONS)
+    return bson.decode(decompress(bytes(column)), VALUES_CODEC_OPTIONS)
 
 
 @dataclass(slots=True)

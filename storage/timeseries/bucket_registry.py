@@ -32,8 +32,10 @@ A bucket's life::
     An OPEN bucket is forgotten too by a failed batch that touched it (`drop`), a
     direct write of it, clear and drop; a too-large write drops it (`remove_open`).
 
-Memory: an open bucket counts a fixed overhead, its series key and its compressed
-columns (and its fields' min/max once committed); an archived entry a fixed overhead.
+Memory: an open bucket counts what it holds, measured (`bucket_memory`): a fixed
+overhead, its series key, its columns and their builders (native ones report their own
+size), a per-field overhead and what its last write keeps; an archived entry a fixed
+overhead.
 Warm builders are bounded separately (`_WARM_MAX_BYTES`).
 """
 
@@ -54,11 +56,27 @@ from .stats import CatalogStats
 
 __all__ = ["BucketRegistry", "WarmColumns"]
 
-_BUCKET_OVERHEAD: Final = 512     # rough bytes of bookkeeping per open bucket
+# What an open bucket holds besides its columns (`Columns.memory_size`), measured with
+# tracemalloc plus the native builders' own sizes (tests/unit/storage/timeseries/
+# test_memory_accounting.py holds the figure to what is measured): the Bucket with its
+# sets, MinMax and Schema trees and last write's bookkeeping; per field its min/max and
+# schema nodes and map entries; per compressed byte the committed document and the
+# previous columns the last write keeps.
+_BUCKET_OVERHEAD: Final = 5000
+_FIELD_OVERHEAD: Final = 900
+_RETAINED_PER_COMPRESSED_BYTE: Final = 1.5
 _ARCHIVED_OVERHEAD: Final = 96    # per archived entry
 # Column builders of archived buckets kept warm, so reopening one does not rebuild them
 # from the stored bytes; bounded by what they hold (Columns.memory_size).
 _WARM_MAX_BYTES: Final = 64 * 1024 * 1024
+
+def bucket_memory(b: Bucket) -> int:
+    """The bytes open bucket `b` takes in memory (see the constants above)."""
+    cols = b.columns
+    return (_BUCKET_OVERHEAD + len(b.key) + cols.memory_size
+            + _FIELD_OVERHEAD * cols.num_fields
+            + int(_RETAINED_PER_COMPRESSED_BYTE * cols.compressed_size))
+
 
 SeriesKey = tuple[str, bytes]  # (collection, series key of the meta value)
 
@@ -115,12 +133,11 @@ class BucketRegistry:
     def add_open(self, b: Bucket) -> None:
         self.open_by_id[b.bucket_id] = b
         self.open_by_key.setdefault((b.coll, b.key), []).append(b)
-        self._set_memory(b, _BUCKET_OVERHEAD + len(b.key) + b.columns.compressed_size)
+        self._set_memory(b, bucket_memory(b))
 
     def account_commit(self, b: Bucket) -> None:
         """`b`'s memory after a commit (its committed fields' min/max included)."""
-        usage = (_BUCKET_OVERHEAD + len(b.key) + b.columns.compressed_size
-                 + 2 * 48 * len(b.field_names))
+        usage = bucket_memory(b)
         self.memory += usage - b.memory_usage
         b.memory_usage = usage
 

@@ -87,6 +87,9 @@ def _common_prefix(a: bytes, b: bytes) -> int:
     return lo
 
 
+# A Python BSONColumnBuilder's own objects (encoders, Simple-8b state), measured.
+_PY_BUILDER_BYTES = 400
+
 # Types whose columns the native builder keeps (none without the extension).
 if TYPE_CHECKING:
     #: A field's column state: the native builder of a uniform column, else the Python one.
@@ -138,11 +141,17 @@ class Columns:
         return list(self._state)
 
     @property
+    def num_fields(self) -> int:
+        return len(self._state)
+
+    @property
     def memory_size(self) -> int:
-        """Rough bytes held: committed columns plus the raw values of uniform ones (a
-        builder holds about its column again)."""
+        """Bytes held: the committed columns, and each field's builder — a native one
+        says its own size (`__sizeof__`: its struct and heap), a Python one is estimated
+        (measured: about its column twice over, plus its objects)."""
         raw = sum(sys.getsizeof(st) if type(st) is not BSONColumnBuilder
-                  else len(self._bytes.get(n, b"")) for n, st in self._state.items())
+                  else _PY_BUILDER_BYTES + 2 * len(self._bytes.get(n, b""))
+                  for n, st in self._state.items())
         return self.compressed_size + raw
 
     def column_bytes(self) -> list[tuple[str, bytes]]:

@@ -1,0 +1,69 @@
+"""The bucket catalog's memory figure is what its open buckets really hold.
+
+`timeseriesIdleBucketExpiryMemoryUsageThreshold` bounds the catalog's own figure, so the
+figure must follow the real footprint: the Python objects of each bucket (measured with
+tracemalloc) plus the heap of its native column builders (their `__sizeof__`, which
+tracemalloc does not see). Held within a band for buckets of one and of many
+measurements, few and many fields, numeric and string values, native and Python paths.
+"""
+
+from __future__ import annotations
+
+import gc
+import random
+import sys
+import tracemalloc
+
+import pytest
+from bson import Int64, ObjectId
+from bson.datetime_ms import DatetimeMS
+
+from storage.bsoncolumn import BSONColumnBuilder
+from storage.timeseries.bucket_catalog import BucketCatalog
+from storage.timeseries.options import TimeseriesOptions
+
+OPTIONS = TimeseriesOptions("t", "m", "seconds", 3600, None)
+
+
+def _measurements(buckets: int, per_bucket: int, fields: int, strings: bool) -> list[dict]:
+    rnd = random.Random(7)
+    docs = []
+    for j in range(per_bucket):
+        for i in range(buckets):
+            d = {"_id": ObjectId(), "t": DatetimeMS(1_700_000_000_000 + j * 1000),
+                 "m": {"host": f"h{i}", "dc": "x"}}
+            for f in range(fields):
+                d[f"f{f}"] = f"s{rnd.randrange(100)}" if strings else Int64(rnd.randrange(100))
+            docs.append(d)
+    return docs
+
+
+def _native_heap(cat: BucketCatalog) -> int:
+    return sum(sys.getsizeof(st) for b in cat.open_buckets()
+               for st in b.columns._state.values()
+               if st is not None and type(st) is not BSONColumnBuilder)
+
+
+@pytest.mark.parametrize(("buckets", "per_bucket", "fields", "strings"), [
+    (1000, 1, 1, False), (1000, 1, 12, False), (100, 100, 12, False),
+    (10, 1000, 12, False), (1000, 1, 12, True), (100, 100, 12, True),
+])
+def test_counted_memory_follows_the_measured_footprint(buckets: int, per_bucket: int,
+                                                       fields: int, strings: bool) -> None:
+    docs = _measurements(buckets, per_bucket, fields, strings)
+    cat = BucketCatalog()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for i in range(0, len(docs), 1000):
+            result = cat.insert_batch("db.c", OPTIONS, docs[i:i + 1000], None, ordered=False)
+            cat.commit(result)
+        del result
+        gc.collect()
+        traced = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert len(cat.open_buckets()) == buckets
+    measured = traced + _native_heap(cat)
+    ratio = cat.memory_usage / measured
+    assert 0.75 <= ratio <= 1.35, (cat.memory_usage, measured)
