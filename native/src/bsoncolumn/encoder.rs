@@ -512,3 +512,74 @@ fn try_rescale_pending(
     }
     Ok(Some(builder))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::builder::{encode_uniform, ColumnBuilder};
+    use super::super::decoder::decode_column;
+    use super::*;
+
+    /// The doubles `values` (8 bytes each) and skips (`None`) as builder rows.
+    fn rows(values: &[Option<f64>]) -> Vec<Option<(u8, [u8; 8])>> {
+        values
+            .iter()
+            .map(|v| v.map(|x| (T_DOUBLE, x.to_le_bytes())))
+            .collect()
+    }
+
+    /// Build a column of `rows` and check that it decodes to them.
+    fn build_and_check(rows: &[Option<(u8, [u8; 8])>]) -> Vec<u8> {
+        let mut b = ColumnBuilder::new();
+        b.extend(rows.iter().map(|r| r.as_ref().map(|(t, v)| (*t, &v[..]))))
+            .unwrap();
+        let column = b.finalize().unwrap();
+        let decoded = decode_column(&column, 1 << 20).unwrap().rows;
+        assert_eq!(decoded.len(), rows.len());
+        for (k, row) in rows.iter().enumerate() {
+            let expected = row.as_ref().map(|(t, v)| (*t, &v[..]));
+            assert_eq!(decoded.get(k), expected, "row {k}");
+        }
+        column
+    }
+
+    /// Minimized from two cargo-fuzz finds (tests/data/bsoncolumn_fuzz_double_*.bin):
+    /// doubles whose deltas repeat long enough for an RLE block, then a block write
+    /// restarts the scale from the value ending the previous block. That value was taken
+    /// as if the RLE block's values were still pending (the value before the run), so the
+    /// restart re-based the deltas on the wrong value and the column decoded wrongly.
+    /// The expected columns are the Python reference's (`BSONColumnBuilder`).
+    #[test]
+    fn a_restart_after_an_rle_block_starts_from_the_value_ending_it() {
+        let cases: [(&[u8], &[u8]); 2] = [
+            (
+                include_bytes!("testdata/fuzz_double_reopen_values.bin"),
+                include_bytes!("testdata/fuzz_double_reopen_column.bin"),
+            ),
+            (
+                include_bytes!("testdata/fuzz_double_decode_values.bin"),
+                include_bytes!("testdata/fuzz_double_decode_column.bin"),
+            ),
+        ];
+        for (values, expected) in cases {
+            let doubles: Vec<Option<f64>> = values
+                .chunks_exact(8)
+                .map(|c| Some(f64::from_bits(read_u64(c))))
+                .collect();
+            assert_eq!(build_and_check(&rows(&doubles)), expected);
+            assert_eq!(encode_uniform(T_DOUBLE, values).as_deref(), Some(expected));
+        }
+    }
+
+    /// A skip that ends an RLE run of double deltas writes the RLE block and, with only
+    /// the skip pending, restarts the scale from the value ending that block.
+    #[test]
+    fn a_skip_after_an_rle_run_of_doubles_keeps_the_values() {
+        for (step, n, tail) in [(0.5, 737, 0.001), (0.25, 492, 0.001), (0.25, 611, 7.0)] {
+            let mut doubles: Vec<Option<f64>> =
+                (0..n).map(|k| Some(0.5 + step * k as f64)).collect();
+            doubles.push(None);
+            doubles.push(Some(tail));
+            build_and_check(&rows(&doubles));
+        }
+    }
+}

@@ -302,13 +302,16 @@ impl Simple8bBuilder {
     fn rle_terminate(&mut self, w: &mut impl BlockSink) -> Result<(), Fail> {
         let mut count = self.rle_count / RLE_MULTIPLIER;
         if count >= 1 {
+            // the values of an RLE block leave the count before the sink sees the
+            // builder: the double encoder walks back over what is still pending to find
+            // the value ending the block
             while count > MAX_RLE_COUNT {
-                w.write(RLE_SELECTOR | ((MAX_RLE_COUNT - 1) << 4), self);
                 self.rle_count -= RLE_MULTIPLIER * MAX_RLE_COUNT;
+                w.write(RLE_SELECTOR | ((MAX_RLE_COUNT - 1) << 4), self);
                 count -= MAX_RLE_COUNT;
             }
-            w.write(RLE_SELECTOR | ((count - 1) << 4), self);
             self.rle_count -= RLE_MULTIPLIER * count;
+            w.write(RLE_SELECTOR | ((count - 1) << 4), self);
         }
         while self.rle_count > 0 {
             match self.last {
@@ -498,6 +501,32 @@ mod tests {
         assert_eq!(out.0[0] & 0xF, 2);
         assert_eq!(block_count(out.0[0]), 30);
         assert_eq!(out.0.iter().map(|&w| block_count(w)).sum::<u64>(), 61);
+    }
+
+    /// Notes, at each write, how many values the builder still holds.
+    struct Left(Vec<(u64, usize)>);
+    impl BlockSink for Left {
+        fn write(&mut self, block: u64, b: &Simple8bBuilder) {
+            self.0.push((block, b.pending_len()));
+        }
+    }
+
+    #[test]
+    fn an_rle_block_has_left_the_builder_when_the_sink_sees_it() {
+        // a block of 30 two-bit values, then an RLE run of 17 * 120 + 5 repeats: two RLE
+        // blocks (16 * 120 and 120) and 5 values left when a new value ends the run
+        let mut b = Simple8bBuilder::new(false);
+        let mut out = Left(vec![]);
+        for _ in 0..(30 + 17 * 120 + 5) {
+            assert!(b.append(2, &mut out).unwrap());
+        }
+        assert!(b.append(4, &mut out).unwrap());
+        let rle: Vec<_> = out.0.iter().filter(|(w, _)| w & 0xF == 0xF).collect();
+        assert_eq!(rle.len(), 2);
+        assert_eq!(block_count(rle[0].0), 16 * 120);
+        assert_eq!(rle[0].1, 120 + 5);
+        assert_eq!(block_count(rle[1].0), 120);
+        assert_eq!(rle[1].1, 5);
     }
 
     #[test]

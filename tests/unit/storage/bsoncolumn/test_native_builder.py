@@ -15,6 +15,7 @@ the Python decoder gives.
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -411,3 +412,41 @@ def test_packed_decoding_round_trips_through_extend_packed(rows: list[Row]) -> N
     b = core.ColumnBuilder()
     b.extend_packed(*packed)
     assert b.finalize() == column
+
+
+_DATA = Path(__file__).resolve().parents[3] / "data"
+
+
+@pytest.mark.parametrize("name", ["reopen", "decode"])
+def test_fuzz_double_columns_match_python_and_round_trip(name: str) -> None:
+    """Two cargo-fuzz finds: long runs of doubles where an RLE block is written and a
+    later block write restarts the scale. The native encoder took the value ending the
+    RLE block as if the block's values were still pending (the value before the run) and
+    wrote a column that decoded to other values (`native/src/bsoncolumn/simple8b.rs`
+    `rle_terminate`)."""
+    assert core is not None
+    rows = list(decode_elements((_DATA / f"bsoncolumn_fuzz_double_{name}.bin").read_bytes()))
+    expected = BSONColumnBuilder().extend_elements(rows).finalize()
+    assert decode_elements(expected) == rows
+    b = core.ColumnBuilder()
+    b.extend(rows)
+    column = b.finalize()
+    assert column == expected
+    assert decode_elements(column) == rows
+    assert core.decode_column(column) == rows
+    if all(r is not None and r[0] == 0x01 for r in rows):
+        assert core.encode_uniform(0x01, b"".join(r[1] for r in rows if r)) == expected
+
+
+@pytest.mark.parametrize(("step", "n", "tail"), [(0.5, 737, 0.001), (0.25, 611, 7.0)])
+def test_skip_after_an_rle_run_of_doubles_round_trips(step: float, n: int, tail: float) -> None:
+    """A skip ending an RLE run of double deltas writes the RLE block and restarts the
+    scale from the value ending that block."""
+    assert core is not None
+    rows: list[Row] = [(0x01, _D.pack(0.5 + step * k)) for k in range(n)]
+    rows += [None, (0x01, _D.pack(tail))]
+    b = core.ColumnBuilder()
+    b.extend(rows)
+    column = b.finalize()
+    assert decode_elements(column) == rows
+    assert core.decode_column(column) == rows
