@@ -6,9 +6,9 @@
 
 pub mod boundary;
 pub mod bsoncolumn;
-pub mod measurements;
-pub mod control;
 pub mod bucket;
+pub mod control;
+pub mod measurements;
 
 use pyo3::prelude::*;
 
