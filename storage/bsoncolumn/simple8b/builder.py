@@ -456,12 +456,15 @@ class Simple8bBuilder:
     def _rle_terminate(self, write: BlockWriter) -> None:
         count = self.rle_count // RLE_MULTIPLIER
         if count >= 1:
+            # the block's values leave the count before the writer sees the builder: the
+            # double encoder walks back over what is still pending to find the value
+            # ending the block
             while count > MAX_RLE_COUNT:
-                write(RLE_SELECTOR | ((MAX_RLE_COUNT - 1) << 4))
                 self.rle_count -= RLE_MULTIPLIER * MAX_RLE_COUNT
+                write(RLE_SELECTOR | ((MAX_RLE_COUNT - 1) << 4))
                 count -= MAX_RLE_COUNT
-            write(RLE_SELECTOR | ((count - 1) << 4))
             self.rle_count -= RLE_MULTIPLIER * count
+            write(RLE_SELECTOR | ((count - 1) << 4))
         while self.rle_count > 0:
             if self.last is None:
                 self._append_skip(False, write)

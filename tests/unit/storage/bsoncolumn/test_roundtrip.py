@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import struct
+
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -90,3 +93,23 @@ def test_diffs_after_reopen_apply_to_the_stored_column(head: list, tail: list) -
         b.skip() if e is None else b.append_element(*e)
     diff = b.intermediate()
     assert diff.apply(stored) == build(head + tail).finalize()
+
+
+@pytest.mark.parametrize(("step", "n", "tail"), [(0.5, 737, 0.001), (0.25, 611, 7.0)])
+def test_python_reference_skip_after_an_rle_run_of_doubles_round_trips(
+    step: float, n: int, tail: float
+) -> None:
+    """The reference builder, one value at a time and in bulk: an RLE block written when
+    a skip ends a run of equal double deltas leaves the count before the double encoder
+    looks for the value ending it (the bug the native fuzzing found, here as well)."""
+    pack = struct.Struct("<d").pack
+    rows: list = [(0x01, pack(0.5 + step * k)) for k in range(n)] + [None, (0x01, pack(tail))]
+    bulk = BSONColumnBuilder().extend_elements(rows).finalize()
+    one = BSONColumnBuilder()
+    for row in rows:
+        if row is None:
+            one.skip()
+        else:
+            one.append_element(*row)
+    assert one.finalize() == bulk
+    assert decode_elements(bulk) == rows
