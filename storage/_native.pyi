@@ -69,6 +69,8 @@ class ScannedBatch:
     def max_value_lens(self) -> bytes: ...  # int32 per document
     def has_id(self) -> bytes: ...          # uint8 per document
     def nested(self) -> bytes: ...          # uint8 per document
+    def shape_of(self) -> bytes: ...        # int32 per document, -1 where refused
+    def shapes(self) -> list[list[tuple[str, int]]]: ...  # (name, type) but the meta
     def spans(self) -> bytes: ...           # int64 (start, length) pairs
     def series_keys(self) -> list[bytes]: ...
     def series_meta_sizes(self) -> list[int]: ...

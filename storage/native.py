@@ -32,6 +32,15 @@ else:
 
 AVAILABLE: bool = core is not None
 
+
+class _NeverRaised(Exception):
+    """Stands for `Declined` when the native core is not there."""
+
+
+# raised by the core for work it leaves to the Python reference (what it was asked to do
+# is left undone)
+Declined: type[Exception] = core.Declined if core is not None else _NeverRaised
+
 T = TypeVar("T")
 
 

@@ -21,11 +21,13 @@ from bson import ObjectId
 
 from .columns import Columns
 from .elements import int_value_size
-from .measurements import Measurement, elements
+from .measurements import Measurement, document, elements
 from .minmax import MinMax, Schema
 from .rollover import RolloverAction
 
 if TYPE_CHECKING:
+    from .native_columns import NativeColumns
+    from .native_control import NativeControl
     from .write_batch import BucketWrite
 
 __all__ = ["Bucket", "SizeChange", "num_digits", "size_change"]
@@ -82,7 +84,7 @@ def _value_lens(m: Measurement) -> list[tuple[str, int]]:
     shape = m.shape
     if m.elems is not None or shape is None:
         return [(name, len(v)) for name, _t, v in elements(m)]
-    d = m.doc
+    d = document(m)
     return [(name, n if n is not None else int_value_size(d[name]))  # type: ignore[misc]
             for name, n in zip(shape.names, shape.value_lens)]
 
@@ -91,7 +93,7 @@ class Bucket:
     """In-memory state of one open bucket."""
 
     __slots__ = (
-        "bucket_id", "coll", "columns", "committed_write", "field_names", "index_doc",
+        "bucket_id", "coll", "columns", "committed_write", "control", "field_names", "index_doc",
         "kept_open_large",
         "key", "last_time_ms", "memory_usage", "meta", "min_time_ms", "minmax",
         "num_committed", "num_measurements", "opened_due_to_metadata", "reopened",
@@ -112,7 +114,10 @@ class Bucket:
         self.schema = Schema()
         # Top-level signatures already folded into `schema` (see Measurement.signature).
         self.schema_signatures: set[tuple] = set()
-        self.columns = Columns(time_field)
+        self.columns: Columns | NativeColumns = Columns(time_field)
+        # control.min/max and schema in the native core (then `minmax` and `schema` are
+        # unused), see bucket_state
+        self.control: NativeControl | None = None
         self.num_measurements = 0          # committed + staged
         self.num_committed = 0
         self.size = 0

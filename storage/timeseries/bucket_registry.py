@@ -51,6 +51,7 @@ from bson import ObjectId
 
 from .bucket import Bucket
 from .columns import Columns
+from .native_columns import NativeColumns
 from .rollover import RolloverAction
 from .stats import CatalogStats
 
@@ -86,7 +87,7 @@ class WarmColumns:
     """The column state of an archived or soft-closed bucket, kept for its reopening."""
 
     coll: str
-    columns: Columns
+    columns: Columns | NativeColumns
     last_time_ms: int | None
     size: int  # Columns.memory_size when kept
 

@@ -18,25 +18,39 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
+import numpy as np
 from bson import Int64, ObjectId
 from bson.datetime_ms import DatetimeMS
 
 from storage.bsoncolumn import native
 from storage.bsonutil import CODEC_OPTIONS, decode
 from storage.errors import MongoError
-from storage.vocabulary.bson_types import T_DATE, T_DOUBLE, T_INT32, T_INT64, T_OID
+from storage.vocabulary.bson_types import (
+    T_ARRAY,
+    T_DATE,
+    T_DOUBLE,
+    T_INT32,
+    T_INT64,
+    T_OBJECT,
+    T_OID,
+)
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 from storage.vocabulary.raw_documents import MalformedDocument, RawDocuments
 
+from . import native_scan
 from .columns import RawElement
 from .elements import DOUBLE_STRUCT, ELEMENT_PACKERS, INT64_STRUCT, int_value_size, to_element
 from .metadata import normalize_meta, series_key
 from .options import TimeseriesOptions
 
-__all__ = ["Measurement", "MeasurementPreparer", "Shape", "elements", "gather", "time_of"]
+if TYPE_CHECKING:
+    from storage._native import ScannedBatch
+
+__all__ = ["Measurement", "MeasurementPreparer", "ScannedDocuments", "Shape", "document", "elements", "gather",
+           "time_of"]
 
 # Python types a Shape takes as fixed-width values (Python int is sized by value).
 _SHAPE_TYPES: Final = frozenset((Int64, float, DatetimeMS, ObjectId, bool, type(None)))
@@ -69,7 +83,8 @@ class Measurement:
 
     index: int                 # position in the user's batch
     time_ms: int
-    doc: dict[str, Any]        # decoded document (meta included; min/max skip it)
+    doc: dict[str, Any] | None  # decoded document (meta included; min/max skip it);
+                                # None until `document()` for a scanned measurement
     elems: list[RawElement] | None  # raw elements without the meta field, in document
                                     # order (None until `elements()` when `shape` is set)
     key: bytes                 # series key of the normalized meta value
@@ -80,13 +95,35 @@ class Measurement:
     signature: tuple | None = None  # ((name, type), ...) when no value is an object/array
     value_bytes: int = 0       # total bytes of the values of `elems`
     shape: Shape | None = None
+    # the batch's documents and their native scan when the measurement came from one
+    # (its document is raw.documents.document(index)): native bucket state reads them
+    raw: ScannedDocuments | None = None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ScannedDocuments:
+    """A document sequence and its native scan (`native_scan.scan`)."""
+
+    documents: RawDocuments
+    batch: ScannedBatch
+
+
+def document(m: Measurement) -> dict[str, Any]:
+    """The decoded document of `m` (decoded on first use for a scanned measurement)."""
+    if m.doc is None:
+        assert m.raw is not None
+        m.doc = decode(m.raw.documents.document(m.index))
+    return m.doc
 
 
 def elements(m: Measurement) -> list[RawElement]:
     """The raw elements of `m` (built on first use for a measurement with a shape)."""
     if m.elems is None:
-        d = m.doc
-        m.elems = [(n, *to_element(d[n])) for n in m.names]
+        if m.raw is not None:
+            m.elems = m.raw.batch.fields(m.index)
+        else:
+            d = document(m)
+            m.elems = [(n, *to_element(d[n])) for n in m.names]
     return m.elems
 
 
@@ -103,6 +140,8 @@ class MeasurementPreparer:
         # (time field, meta field) -> measurement signature -> its Shape; None turns the
         # shaped path off (tests compare both paths)
         self.shapes: dict[tuple[str, str | None], dict[tuple, Shape]] | None = {}
+        # document sequences go through the native scan (tests compare both paths)
+        self.scan = native_scan.AVAILABLE
 
     def prepare_all(self, measurements: Sequence[Mapping[str, Any] | bytes] | RawDocuments,
                     options: TimeseriesOptions, ordered: bool
@@ -112,6 +151,9 @@ class MeasurementPreparer:
         decoded first, whole; one that is not valid BSON refuses the whole batch with
         InvalidBSON before anything is prepared."""
         if isinstance(measurements, RawDocuments):
+            scanned = self._prepare_scanned(measurements, options, ordered)
+            if scanned is not None:
+                return scanned
             measurements = _decoded_sequence(measurements)
         prepared: list[Measurement] = []
         errors: list[tuple[int, MongoError]] = []
@@ -136,6 +178,41 @@ class MeasurementPreparer:
                 if ordered:
                     break
         return prepared, errors
+    def _prepare_scanned(self, raw: RawDocuments, options: TimeseriesOptions, ordered: bool
+                         ) -> tuple[list[Measurement], list[tuple[int, MongoError]]] | None:
+        """`prepare_all` of a document sequence by the native scan, without decoding a
+        document; None where the decoding path must do it: no native core, a document the
+        scan declines, one without an `_id` (the decoding path gives it one), or one the
+        scan refuses for a reason other than its time (malformed BSON refuses the whole
+        batch there, as it always did)."""
+        batch = native_scan.scan(raw.buffer, options, ordered, offsets=raw.offsets) \
+            if self.scan else None
+        if batch is None:
+            return None
+        errors = native_scan.errors(batch)
+        if any(e.code != ErrorCode.BadValue for _i, e in errors):
+            return None
+        a = native_scan.arrays(batch)
+        accepted = np.flatnonzero(a.series_of >= 0)
+        if not a.has_id[accepted].all():
+            return None
+        keys = batch.series_keys()
+        meta_sizes = batch.series_meta_sizes()
+        metas = native_scan.series_metas(batch)
+        shapes = [_scanned_shape(fields) for fields in batch.shapes()]
+        shape_of = np.frombuffer(batch.shape_of(), dtype="<i4")
+        source = ScannedDocuments(raw, batch)
+        prepared: list[Measurement] = []
+        append = prepared.append
+        for i, t, s, sh, max_len, vb in zip(
+                accepted.tolist(), a.times[accepted].tolist(),
+                a.series_of[accepted].tolist(), shape_of[accepted].tolist(),
+                a.max_value_lens[accepted].tolist(), a.value_bytes[accepted].tolist()):
+            names, signature = shapes[sh]
+            append(Measurement(i, t, None, None, keys[s], metas[s], meta_sizes[s], names,
+                               max_len, signature, vb, None, source))
+        return prepared, errors
+
     def _prepare_shaped(self, index: int, doc: dict[str, Any], shape: Shape,
                         options: TimeseriesOptions) -> Measurement | None:
         """A measurement of a known shape: no per-field work beyond sizing Python ints
@@ -262,6 +339,19 @@ class MeasurementPreparer:
                     self._meta_cache.clear()
                 self._meta_cache[ck] = cached
         return cached
+
+
+# marks the signatures of scanned measurements (their shapes: (name, type byte) pairs)
+_SCANNED: Final = "bson"
+
+
+def _scanned_shape(fields: list[tuple[str, int]]) -> tuple[tuple[str, ...], tuple | None]:
+    """(names, signature) of the measurements of one shape of a scanned batch: the
+    signature (`Measurement.signature`, which the schema check trusts) only when no
+    field is an object or an array."""
+    names = tuple([name for name, _t in fields])
+    nested = any(t in (T_OBJECT, T_ARRAY) for _n, t in fields)
+    return names, None if nested else (_SCANNED, tuple(fields))
 
 
 def _decoded_sequence(raw: RawDocuments) -> list[dict[str, Any]]:

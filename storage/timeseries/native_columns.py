@@ -29,6 +29,7 @@ buffers and pending values and the committed columns.
 
 from __future__ import annotations
 
+import sys
 from array import array
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
@@ -41,13 +42,13 @@ from .columns import Columns
 if TYPE_CHECKING:
     from storage._native import BucketColumns as _BucketColumns
 
-__all__ = ["AVAILABLE", "BucketColumns", "Declined", "NativeColumnChange", "append",
-           "to_python"]
+__all__ = ["AVAILABLE", "BucketColumns", "Declined", "NativeColumnChange", "NativeColumns",
+           "append", "to_python"]
 
 BucketColumns: type[_BucketColumns] | None = (
     native.core.BucketColumns if native.core is not None else None)
 AVAILABLE: bool = BucketColumns is not None
-Declined: type[Exception] | None = native.core.Declined if native.core is not None else None
+Declined = native.Declined
 
 
 class RawBatch(Protocol):
@@ -96,3 +97,52 @@ def to_python(columns: _BucketColumns) -> Columns:
         # only the time field can lack a column, and only before the first append
         py = Columns(columns.names()[0])
     return py
+
+
+class NativeColumns:
+    """An open bucket's columns held by the native core: what `Bucket.columns` reads of
+    a `columns.Columns` (names, bytes, sizes), and `append_raw` instead of its appends."""
+
+    __slots__ = ("_c",)
+
+    def __init__(self, columns: _BucketColumns) -> None:
+        self._c = columns
+
+    @classmethod
+    def new(cls, time_field: str) -> NativeColumns | None:
+        """Empty columns of a new bucket, or None without the native core."""
+        return None if BucketColumns is None else cls(BucketColumns(time_field))
+
+    def names(self) -> list[str]:
+        return self._c.names()
+
+    @property
+    def num_fields(self) -> int:
+        return len(self._c.names())
+
+    @property
+    def count(self) -> int:
+        return self._c.count
+
+    @property
+    def compressed_size(self) -> int:
+        return self._c.compressed_size
+
+    @property
+    def memory_size(self) -> int:
+        """The heap the builders and the committed columns hold (`__sizeof__`)."""
+        return sys.getsizeof(self._c)
+
+    def column_bytes(self) -> list[tuple[str, bytes]]:
+        return self._c.column_bytes()
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._c
+
+    def append_raw(self, documents: RawBatch, rows: Sequence[int],
+                   meta_field: str | None) -> tuple[list[NativeColumnChange], int]:
+        """`append` (Declined leaves the columns as they were)."""
+        return append(self._c, documents, rows, meta_field)
+
+    def to_python(self) -> Columns:
+        return to_python(self._c)

@@ -33,12 +33,7 @@ __all__ = ["AVAILABLE", "Declined", "NativeControl", "from_control", "new"]
 
 AVAILABLE: Final = native.core is not None and hasattr(native.core, "Control")
 
-
-class _NeverRaised(Exception):
-    """Stands for Declined when the native core is not there."""
-
-
-Declined: type[Exception] = native.core.Declined if native.core is not None else _NeverRaised
+Declined = native.Declined
 
 Offsets = bytes | list[int] | None
 

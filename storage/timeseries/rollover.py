@@ -126,7 +126,9 @@ def determine_rollover(bucket: Bucket, m: Measurement, new_size: int, span_ms: i
             return RolloverReason.kCachePressure
     sig = m.signature
     if sig is None or sig not in bucket.schema_signatures:
-        if not bucket.schema.compatible(m.doc, meta_field):
+        from .bucket_state import schema_compatible  # bucket_state imports bucket, bucket this
+
+        if not schema_compatible(bucket, m, meta_field):
             return RolloverReason.kSchemaChange
         if sig is not None:
             bucket.schema_signatures.add(sig)

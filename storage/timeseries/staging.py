@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from bson import ObjectId
-from bson.datetime_ms import DatetimeMS
 
 from storage.bsonutil import decode
 from storage.errors import MongoError
@@ -28,6 +27,7 @@ from storage.vocabulary.missing import MISSING
 from .bucket import Bucket, SizeChange, num_digits, size_change
 from .bucket_id import BucketIdGenerator
 from .bucket_registry import BucketRegistry
+from .bucket_state import make_native, schema_learn, set_time_bound
 from .constants import META, TimeseriesParameters
 from .measurements import Measurement
 from .metadata import normalize_meta, series_key
@@ -157,7 +157,7 @@ class Stager:
                 newly_opened = True
         if newly_opened:
             sizes = size_change(bucket, m, p.timeseriesLargeMeasurementThreshold)
-            bucket.schema.update(m.doc, ctx.options.meta_field)
+            schema_learn(bucket, m, ctx.options.meta_field)
             if m.signature is not None:
                 bucket.schema_signatures.add(m.signature)
             if due_to_meta:
@@ -197,7 +197,9 @@ class Stager:
                              "generation collision. Increase the value of server parameter "
                              "'timeseriesInsertMaxRetriesOnDuplicates' and try again")
         b = Bucket(oid, ctx.coll, m.key, m.meta, ctx.options.time_field, rounded)
-        b.minmax.update({ctx.options.time_field: DatetimeMS(rounded)})
+        if m.raw is not None:
+            make_native(b)
+        set_time_bound(b, ctx.options.time_field, rounded)
         registry.add_open(b)
         return b
 

@@ -13,6 +13,7 @@ first read: the group commit writes only the last of several writes of one bucke
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -24,9 +25,15 @@ from storage.vocabulary.missing import MISSING
 from .bucket import Bucket
 from .bucket_document import BucketDocumentParts
 from .bucket_registry import BucketRegistry
-from .columns import ColumnChange
+from .bucket_state import (
+    AnyColumnChange,
+    control_documents,
+    fold_columns,
+    fold_control,
+    reference_columns,
+)
 from .constants import MAX_BUCKET_DOCUMENT_SIZE, VERSION_COMPRESSED_UNSORTED
-from .measurements import elements, gather, time_of
+from .measurements import Measurement, document, elements, gather, time_of
 from .options import TimeseriesOptions
 from .stats import CatalogStats, ExecutionStats
 
@@ -53,7 +60,7 @@ class BucketWrite:
     _document: bytes | None  # None until `document` builds it from `_parts`
     previous_count: int
     measurement_indexes: list[int]
-    column_changes: list[ColumnChange] = field(default_factory=list)
+    column_changes: Sequence[AnyColumnChange] = field(default_factory=list)
     control_changes: dict[str, Any] = field(default_factory=dict)
     # `document` decoded without `data` (all an index on a buckets collection reads),
     # and the same of the stored version it replaces (None: decode the stored bytes)
@@ -148,26 +155,39 @@ def prepare_bucket(ctx: BatchContext, b: Bucket, stats: CatalogStats) -> BucketW
         b.version = VERSION_COMPRESSED_UNSORTED
         changed_to_unsorted = True
         stats.inc(ctx.stats, "numCompressedBucketsConvertedToUnsorted")
-    shape = ms[0].shape
     mf = ctx.options.meta_field
     lazy = False
-    if shape is not None and all([m.shape is shape for m in ms]):
-        # fixed-width fields: control.min/max stay small, so a bucket whose columns
-        # are far below the limit cannot be too large and its document can wait
-        lazy = b.columns.compressed_size < _LAZY_DOCUMENT_MAX_COLUMNS
-        docs = [m.doc for m in ms]
-        columns, values, extremes = gather(shape, docs)
-        b.minmax.update_many(docs, mf, shape.names, values, extremes)
-        changes, delta = b.columns.append_values(columns, shape.type_bytes, len(docs))
+    control_folded = fold_control(b, ms, mf)
+    folded = fold_columns(b, ms, mf)
+    changes: Sequence[AnyColumnChange]
+    if folded is not None:
+        changes, delta = folded
+        if not control_folded:
+            b.minmax.update_many([document(m) for m in ms], mf, _common_names(ms))
     else:
-        names: tuple[str, ...] | None = ms[0].names
-        if not all(m.names == names for m in ms):
-            names = None
-        b.minmax.update_many([m.doc for m in ms], mf, names)
-        changes, delta = b.columns.append([elements(m) for m in ms], names)
+        columns = reference_columns(b)
+        shape = ms[0].shape
+        if shape is not None and all([m.shape is shape for m in ms]):
+            # fixed-width fields: control.min/max stay small, so a bucket whose columns
+            # are far below the limit cannot be too large and its document can wait
+            lazy = columns.compressed_size < _LAZY_DOCUMENT_MAX_COLUMNS
+            docs = [document(m) for m in ms]
+            values_of, values, extremes = gather(shape, docs)
+            b.minmax.update_many(docs, mf, shape.names, values, extremes)
+            changes, delta = columns.append_values(values_of, shape.type_bytes, len(docs))
+        else:
+            names = _common_names(ms)
+            if not control_folded:
+                b.minmax.update_many([document(m) for m in ms], mf, names)
+            changes, delta = columns.append([elements(m) for m in ms], names)
     new_fields = [f for f in b.columns.names() if f not in b.field_names]
     count = prev + len(ms)
-    min_doc, max_doc = b.minmax.min(), b.minmax.max()
+    min_doc, max_doc, control_size = control_documents(b)
+    if control_size:
+        # native control: the document's size is known closely enough to wait for it
+        columns_size = b.columns.compressed_size
+        lazy = (control_size + columns_size + 64 * len(b.columns.names()) + len(b.key)
+                + 1024 < MAX_BUCKET_DOCUMENT_SIZE)
     parts = BucketDocumentParts(b.bucket_id, b.version, min_doc, max_doc, count, b.meta,
                                 b.columns.column_bytes())
     index_doc: dict[str, Any] = {"_id": b.bucket_id, "control": {
@@ -193,3 +213,11 @@ def prepare_bucket(ctx: BatchContext, b: Bucket, stats: CatalogStats) -> BucketW
         _compressed_delta=delta, _new_fields=new_fields,
         _estimate=b.staged_estimate, _last_time_ms=ms[-1].time_ms,
         _parts=parts if lazy else None, series=b.key)
+
+
+def _common_names(ms: Sequence[Measurement]) -> tuple[str, ...] | None:
+    """The field names all of `ms` share in one order, or None."""
+    names: tuple[str, ...] | None = ms[0].names
+    if not all(m.names == names for m in ms):
+        names = None
+    return names

@@ -80,6 +80,23 @@ impl ScannedBatch {
         le_bytes(py, &self.data.nested, |b| [b as u8])
     }
 
+    /// The shape of each measurement, an index into `shapes()` (int32; -1 where refused).
+    fn shape_of(&self, py: Python<'_>) -> Py<PyBytes> {
+        le_bytes(py, &self.data.shape_of, i32::to_le_bytes)
+    }
+
+    /// The batch's distinct shapes: per shape the (name, BSON type) of each field but the
+    /// meta, in document order.
+    fn shapes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let items: Vec<Bound<'py, PyList>> = self
+            .data
+            .shapes
+            .iter()
+            .map(|fields| PyList::new(py, fields.iter().map(|(n, t)| (n.as_str(), *t))))
+            .collect::<PyResult<_>>()?;
+        PyList::new(py, items)
+    }
+
     /// (start, length) of each document in the buffer (int64 pairs).
     fn spans(&self, py: Python<'_>) -> Py<PyBytes> {
         let flat: Vec<i64> = self

@@ -97,6 +97,11 @@ pub struct Scanned {
     pub has_id: Vec<bool>,
     /// Some field other than the meta is an object or an array (no `signature` then).
     pub nested: Vec<bool>,
+    /// The shape of each measurement: an index into `shapes` (-1 where refused).
+    pub shape_of: Vec<i32>,
+    /// The distinct shapes of the batch in order of first appearance: the (name, BSON
+    /// type) of each field but the meta, in document order.
+    pub shapes: Vec<Vec<(String, u8)>>,
     pub series: Vec<Series>,
     /// Accepted measurements, series by series, each series' by time (stable).
     pub order: Vec<i32>,
@@ -265,10 +270,12 @@ fn scan_one<'a>(
     opts: &ScanOptions<'_>,
     walker: &mut Walker<'a>,
     names: &mut Vec<&'a str>,
+    shape: &mut Vec<u8>,
 ) -> Result<One<'a>, Refusal> {
     let doc = RawDocument::from_bytes(bytes).map_err(invalid)?;
     walker.reset();
     names.clear();
+    shape.clear();
     let mut time = None;
     let mut meta = None;
     let mut one = One {
@@ -308,6 +315,10 @@ fn scan_one<'a>(
         if key == "_id" {
             one.has_id = true;
         }
+        // the shape's key: type byte, name and NUL per field (names hold no NUL)
+        shape.push(elem.element_type() as u8);
+        shape.extend_from_slice(key.as_bytes());
+        shape.push(0);
         one.field_count += 1;
         one.value_bytes += size as i64;
         one.max_value_len = one
@@ -375,8 +386,11 @@ pub fn scan(
         max_value_lens: vec![0; n],
         has_id: vec![false; n],
         nested: vec![false; n],
+        shape_of: vec![-1; n],
         ..Scanned::default()
     };
+    let mut shape_ids: HashMap<Vec<u8>, i32> = HashMap::new();
+    let mut shape: Vec<u8> = Vec::with_capacity(256);
     let mut by_key: HashMap<Vec<u8>, i32> = HashMap::new();
     // meta element bytes -> series: identical bytes need no normalisation
     let mut by_raw: HashMap<&[u8], i32> = HashMap::new();
@@ -389,7 +403,7 @@ pub fn scan(
         }
         out.scanned = i + 1;
         let bytes = buf.get(start..start + len).unwrap_or_default();
-        let one = match scan_one(bytes, opts, &mut walker, &mut names) {
+        let one = match scan_one(bytes, opts, &mut walker, &mut names, &mut shape) {
             Ok(one) => one,
             Err(Refusal::Error(code, message)) => {
                 out.errors.push(MeasurementError {
@@ -425,6 +439,15 @@ pub fn scan(
         out.max_value_lens[i] = one.max_value_len;
         out.has_id[i] = one.has_id;
         out.nested[i] = one.nested;
+        out.shape_of[i] = match shape_ids.get(shape.as_slice()) {
+            Some(&id) => id,
+            None => {
+                let id = out.shapes.len() as i32;
+                out.shapes.push(shape_fields(&shape));
+                shape_ids.insert(shape.clone(), id);
+                id
+            }
+        };
         if let Some(m) = members.get_mut(series as usize) {
             m.push(i as i32);
         }
@@ -437,6 +460,21 @@ pub fn scan(
     }
     out.spans = spans;
     Ok(out)
+}
+
+/// The (name, type) pairs of a shape key (see `scan_one`).
+fn shape_fields(key: &[u8]) -> Vec<(String, u8)> {
+    let mut out = Vec::new();
+    let mut rest = key;
+    while let Some((&type_byte, tail)) = rest.split_first() {
+        let end = tail.iter().position(|&b| b == 0).unwrap_or(tail.len());
+        out.push((
+            String::from_utf8_lossy(&tail[..end]).into_owned(),
+            type_byte,
+        ));
+        rest = tail.get(end + 1..).unwrap_or_default();
+    }
+    out
 }
 
 fn series_index(

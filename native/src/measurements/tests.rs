@@ -251,3 +251,27 @@ fn fields_are_the_raw_elements_without_the_meta() {
     assert_eq!(fields(doc.as_bytes(), None).unwrap().len(), 4);
     assert!(fields(&doc.as_bytes()[1..], None).is_err());
 }
+
+#[test]
+fn shapes_are_the_field_names_and_types_but_the_meta() {
+    let docs = [
+        rawdoc! {"t": DateTime::from_millis(1), "m": "a", "x": 1.5, "y": 2_i64},
+        rawdoc! {"t": DateTime::from_millis(2), "x": 2.5, "m": {"k": 1}, "y": 3_i64},
+        rawdoc! {"t": DateTime::from_millis(3), "m": "a", "x": 1_i32, "y": 2_i64},
+        rawdoc! {"t": "not a date", "m": "a"},
+        rawdoc! {"y": 2_i64, "t": DateTime::from_millis(4), "x": 0.5},
+    ];
+    let out = scan(&batch(&docs), None, &opts(false)).unwrap();
+    assert_eq!(out.shape_of, vec![0, 0, 1, -1, 2]);
+    let named = |f: &[(&str, u8)]| -> Vec<(String, u8)> {
+        f.iter().map(|&(n, t)| (n.to_string(), t)).collect()
+    };
+    assert_eq!(
+        out.shapes,
+        vec![
+            named(&[("t", 0x09), ("x", 0x01), ("y", 0x12)]),
+            named(&[("t", 0x09), ("x", 0x10), ("y", 0x12)]),
+            named(&[("y", 0x12), ("t", 0x09), ("x", 0x01)]),
+        ]
+    );
+}

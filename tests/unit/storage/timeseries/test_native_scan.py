@@ -13,14 +13,12 @@ MongoDB refuses; what pymongo reads back differently must make the scan decline.
 
 from __future__ import annotations
 
-import math
 import struct
 from typing import Any
 
 import bson
 import pytest
-from bson import Code, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
-from bson.binary import Binary
+from bson import Code, Int64
 from bson.datetime_ms import DatetimeMS
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -40,81 +38,15 @@ from storage.timeseries.options import TimeseriesOptions, parse_timeseries_optio
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 
+from .strategies import VALUE as _VALUE
+from .strategies import measurement as _measurement
+
 pytestmark = pytest.mark.skipif(not native_scan.AVAILABLE, reason="native core not built")
 
 OPTS = parse_timeseries_options({"timeField": "t", "metaField": "m"})
 NOMETA = parse_timeseries_options({"timeField": "t"})
 _I32 = struct.Struct("<i")
 
-# -- strategies ------------------------------------------------------------------------------
-
-_NAME = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
-                max_size=5)
-_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=8)
-_DATE = st.one_of(
-    st.integers(-(2**63), 2**63 - 1),
-    st.integers(-(10**13), -1),                    # before 1970
-    st.integers(2**31 * 1000, 2**31 * 1000 + 10**12),  # after 2038
-    st.integers(1_700_000_000_000, 1_700_000_100_000),
-).map(DatetimeMS)
-_SCALAR = st.one_of(
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.sampled_from([0.0, -0.0, math.nan, 1.0]),
-    _TEXT,
-    st.builds(Binary, st.binary(max_size=6), st.sampled_from([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0x80])),
-    st.binary(max_size=4),
-    st.builds(ObjectId, st.binary(min_size=12, max_size=12)),
-    st.booleans(),
-    _DATE,
-    st.none(),
-    st.builds(Regex, st.text(st.characters(blacklist_categories=("Cs",),
-                                           blacklist_characters="\x00"), max_size=4),
-              st.sampled_from(["", "i", "ms", "ilmsux", "x"])),
-    st.builds(Code, _TEXT),
-    st.builds(Code, _TEXT, st.dictionaries(_NAME, st.integers(-5, 5), max_size=2)),
-    st.integers(-(2**31), 2**31 - 1),
-    st.integers(-(2**63), 2**63 - 1).map(Int64),
-    st.builds(Timestamp, st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1)),
-    st.sampled_from(["0", "-0", "1.5E+10", "NaN", "-Infinity", "1E-6176"]).map(Decimal128),
-    st.just(MinKey()), st.just(MaxKey()),
-)
-_VALUE = st.recursive(
-    _SCALAR,
-    lambda inner: st.one_of(st.lists(inner, max_size=3),
-                            st.dictionaries(_NAME.filter(lambda n: n not in ("$ref", "$id")),
-                                            inner, max_size=3)),
-    max_leaves=6)
-
-
-@st.composite
-def _shuffled(draw: st.DrawFn, v: Any) -> Any:
-    """`v` with the fields of every object in another order (arrays keep theirs)."""
-    if type(v) is dict:
-        items = draw(st.permutations(list(v.items())))
-        return {k: draw(_shuffled(x)) for k, x in items}
-    if type(v) is list:
-        return [draw(_shuffled(x)) for x in v]
-    return v
-
-
-@st.composite
-def _measurement(draw: st.DrawFn, metas: list[Any]) -> dict[str, Any]:
-    doc: dict[str, Any] = {}
-    fields = draw(st.lists(st.tuples(_NAME, _VALUE), max_size=4))
-    if draw(st.booleans()):
-        doc["_id"] = draw(st.one_of(st.builds(ObjectId), _SCALAR))
-    time = draw(_DATE) if draw(st.integers(0, 7)) else draw(st.one_of(
-        st.none(), st.integers(0, 5), st.integers(0, 5).map(Int64), _TEXT,
-        st.builds(Timestamp, st.integers(0, 9), st.integers(0, 9)), st.just("missing")))
-    for k, v in fields:
-        if k not in ("t", "m", "_id"):
-            doc[k] = v
-    if time != "missing":
-        doc["t"] = time
-    if metas and draw(st.integers(0, 5)) > 0:
-        doc["m"] = draw(_shuffled(draw(st.sampled_from(metas))))
-    items = draw(st.permutations(list(doc.items())))
-    return dict(items)
 
 
 def _element(type_byte: int, name: bytes, value: bytes) -> bytes:

@@ -1,0 +1,172 @@
+"""Which implementation holds an open bucket's columns and its control.min/max and schema,
+and the one way from the native core's to the Python reference's.
+
+A bucket allocated for a measurement of a native scan (`Measurement.raw`) keeps its
+columns in the native core (`native_columns.NativeColumns` as `Bucket.columns`) and its
+control.min/max and schema there too (`native_control.NativeControl` as
+`Bucket.control`); every other bucket holds the reference's `Columns`, `MinMax` and
+`Schema`. The catalog's rules do not know which: they ask this module.
+
+A native bucket hands a part over to the reference, for good, the first time that part
+meets what the native core does not take: a measurement that was decoded rather than
+scanned, or a batch the core declines (for the columns an object or array with fields, code
+with scope; for control.min/max and the schema nothing a scan accepts). The reference then
+continues from the committed state as reopening a stored bucket does (`MinMax` and `Schema`
+from control.min/max, the columns from their bytes), plus the schema of what is staged.
+Each part goes over alone: columns may stay native under a reference `MinMax`.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Sequence
+from typing import Any
+
+from bson.datetime_ms import DatetimeMS
+
+from storage.bsonutil import decode
+
+from .bucket import Bucket
+from .columns import ColumnChange, Columns
+from .measurements import Measurement, document
+from .minmax import MinMax, Schema, SchemaChange
+from .native_columns import Declined as ColumnsDeclined
+from .native_columns import NativeColumnChange, NativeColumns
+from .native_control import Declined as ControlDeclined
+from .native_control import new as new_native_control
+
+__all__ = ["AnyColumnChange", "control_documents", "fold_columns", "fold_control", "make_native",
+           "reference_columns", "schema_compatible", "schema_learn", "set_time_bound"]
+
+# the column changes a write may hold (a native fold's or the reference's)
+AnyColumnChange = ColumnChange | NativeColumnChange
+
+
+def make_native(b: Bucket) -> None:
+    """Give new bucket `b` (nothing in it yet) native columns and control, if the native
+    core is built."""
+    control = new_native_control()
+    columns = NativeColumns.new(b.time_field)
+    if control is not None and columns is not None:
+        b.control = control
+        b.columns = columns
+
+
+def set_time_bound(b: Bucket, time_field: str, rounded_ms: int) -> None:
+    """A new bucket's control.min/max start with its rounded time."""
+    bound = {time_field: DatetimeMS(rounded_ms)}
+    if b.control is not None:
+        b.control.update_doc(bound)
+    else:
+        b.minmax.update(bound)
+
+
+def schema_compatible(b: Bucket, m: Measurement, meta_field: str | None) -> bool:
+    """`Schema.compatible` of `m` with `b`'s schema: records `m`'s types, False when a
+    path changes type."""
+    control = b.control
+    if control is not None:
+        if m.raw is not None:
+            return control.compatible(bytes(m.raw.documents.document(m.index)), meta_field)
+        _reference_control(b, meta_field)
+    return b.schema.compatible(document(m), meta_field)
+
+
+def schema_learn(b: Bucket, m: Measurement, meta_field: str | None) -> None:
+    """`Schema.update` with the first measurement of a new bucket (SchemaChange when its
+    own paths disagree)."""
+    control = b.control
+    if control is not None and m.raw is not None:
+        if not control.compatible(bytes(m.raw.documents.document(m.index)), meta_field):
+            raise SchemaChange("a path of the measurement changes type")
+        return
+    if control is not None:
+        _reference_control(b, meta_field)
+    b.schema.update(document(m), meta_field)
+
+
+def _scanned_rows(ms: Sequence[Measurement]) -> list[int] | None:
+    """The batch rows of `ms` when all come from one native scan, else None."""
+    raw = ms[0].raw
+    if raw is None:
+        return None
+    for m in ms:
+        if m.raw is not raw:
+            return None
+    return [m.index for m in ms]
+
+
+def fold_control(b: Bucket, ms: Sequence[Measurement], meta_field: str | None) -> bool:
+    """Fold staged `ms` (in commit order) into `b`'s native control.min/max: True when
+    done, False when the caller must update the reference's `MinMax` (which `b` holds
+    from now on)."""
+    control = b.control
+    if control is None:
+        return False
+    rows = _scanned_rows(ms)
+    if rows is not None:
+        raw = ms[0].raw
+        assert raw is not None
+        offsets = raw.documents.offsets
+        starts = array("q", [offsets[i] for i in rows]).tobytes()
+        try:
+            control.update(raw.documents.buffer, starts, meta_field)
+            return True
+        except ControlDeclined:
+            pass
+    _reference_control(b, meta_field)
+    return False
+
+
+def fold_columns(b: Bucket, ms: Sequence[Measurement], meta_field: str | None
+                 ) -> tuple[list[NativeColumnChange], int] | None:
+    """Append staged `ms` (in commit order) to `b`'s native columns: the changed columns
+    and the change in size, or None when the caller must append with the reference's
+    `Columns` (which `b` holds from now on)."""
+    columns = b.columns
+    if not isinstance(columns, NativeColumns):
+        return None
+    rows = _scanned_rows(ms)
+    if rows is not None:
+        raw = ms[0].raw
+        assert raw is not None
+        try:
+            return columns.append_raw(raw.documents, rows, meta_field)
+        except ColumnsDeclined:
+            pass
+    b.columns = columns.to_python()
+    return None
+
+
+def reference_columns(b: Bucket) -> Columns:
+    """`b`'s columns as the reference's `Columns` (handed over if they were native)."""
+    columns = b.columns
+    if isinstance(columns, NativeColumns):
+        b.columns = columns = columns.to_python()
+    return columns
+
+
+def control_documents(b: Bucket) -> tuple[dict[str, Any], dict[str, Any], int]:
+    """control.min and control.max of `b`, decoded, and their encoded sizes (0 when they
+    are the reference's, which does not know them)."""
+    control = b.control
+    if control is None:
+        return b.minmax.min(), b.minmax.max(), 0
+    lo, hi = control.min_bson(), control.max_bson()
+    return decode(lo), decode(hi), len(lo) + len(hi)
+
+
+def _reference_control(b: Bucket, meta_field: str | None) -> None:
+    """Hand `b`'s control.min/max and schema over to the reference: rebuilt from the
+    native control.min/max (which hold what is committed: staging changes only the
+    schema), the schema then taught what is staged."""
+    control = b.control
+    if control is None:
+        return
+    b.control = None
+    lo, hi = control.min(), control.max()
+    b.minmax = MinMax.from_control(lo, hi)
+    schema = Schema.from_control(lo, hi)
+    for m in b.staged:
+        schema.update(document(m), meta_field)
+    b.schema = schema
