@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -19,13 +21,30 @@ from pytest_bucketd import BucketdProcess  # noqa: E402
 @contextmanager
 def bucketd(*extra: str) -> Iterator[BucketdProcess]:
     with tempfile.TemporaryDirectory(prefix="bucketd-bench-") as d:
-        proc = BucketdProcess([sys.executable, "-m", "server"], dbpath=d,
+        # BENCH_PROFILE=out.txt: the server runs under py-spy (collapsed stacks of every
+        # thread written to out.txt when it stops; its CPU figures are then py-spy's)
+        profile = os.environ.get("BENCH_PROFILE")
+        spy = ["py-spy", "record", "--format", "raw", "--threads", "--rate", "200",
+               "-o", profile, "--"] if profile else []
+        proc = BucketdProcess([*spy, sys.executable, "-m", "server"], dbpath=d,
                               extra_args=["--quiet", *extra])
         proc.start()
+        if spy:
+            # stopping stops the server under py-spy, which then writes its profile
+            proc.stop = lambda timeout=30.0: _stop_profiled(proc, timeout)  # type: ignore[method-assign]
         try:
             yield proc
         finally:
             proc.stop()
+
+
+def _stop_profiled(proc: BucketdProcess, timeout: float) -> int:
+    assert proc.proc is not None
+    children = subprocess.run(["pgrep", "-P", str(proc.proc.pid)], capture_output=True,
+                              text=True).stdout.split()
+    for pid in children:
+        os.kill(int(pid), signal.SIGTERM)
+    return proc.proc.wait(timeout)
 
 
 def peak_rss_mb(pid: int) -> float:
