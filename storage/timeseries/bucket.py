@@ -135,7 +135,7 @@ class Bucket:
         # the last BucketWrite committed, or the stored document of a reopened bucket
         self.committed_write: BucketWrite | None = None
         # the stored document without `data` (see BucketWrite.index_doc), when known
-        self.index_doc: dict[str, Any] | None = None
+        self.index_doc: dict[str, Any] | bytes | None = None  # bytes: native, undecoded
         self.uncompressed_size = 0
         self.memory_usage = 0
 

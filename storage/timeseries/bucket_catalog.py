@@ -152,7 +152,7 @@ class BucketCatalog:
             b.opened_due_to_metadata = False
             b.last_time_ms = w._last_time_ms
             b.committed_write = w
-            b.index_doc = w.index_doc
+            b.index_doc = w.index_source
             registry.account_commit(b)
         for b in result._touched:
             if registry.open_by_id.get(b.bucket_id) is not b:

@@ -25,6 +25,7 @@ from typing import Any
 from bson.datetime_ms import DatetimeMS
 
 from storage.bsonutil import decode
+from storage.vocabulary.missing import MISSING
 
 from .bucket import Bucket
 from .columns import ColumnChange, Columns
@@ -35,7 +36,7 @@ from .native_columns import NativeColumnChange, NativeColumns
 from .native_control import Declined as ControlDeclined
 from .native_control import new as new_native_control
 
-__all__ = ["AnyColumnChange", "control_documents", "fold_columns", "fold_control", "make_native",
+__all__ = ["AnyColumnChange", "control_documents", "fold_columns", "fold_control", "make_native", "native_documents",
            "reference_columns", "schema_compatible", "schema_learn", "set_time_bound"]
 
 # the column changes a write may hold (a native fold's or the reference's)
@@ -119,9 +120,9 @@ def fold_control(b: Bucket, ms: Sequence[Measurement], meta_field: str | None) -
 
 
 def fold_columns(b: Bucket, ms: Sequence[Measurement], meta_field: str | None
-                 ) -> tuple[list[NativeColumnChange], int] | None:
+                 ) -> tuple[list[tuple[str, bytes, bool, int]], int] | None:
     """Append staged `ms` (in commit order) to `b`'s native columns: the changed columns
-    and the change in size, or None when the caller must append with the reference's
+    (`NativeColumnChange` fields as a tuple) and the change in size, or None when the caller must append with the reference's
     `Columns` (which `b` holds from now on)."""
     columns = b.columns
     if not isinstance(columns, NativeColumns):
@@ -146,14 +147,24 @@ def reference_columns(b: Bucket) -> Columns:
     return columns
 
 
-def control_documents(b: Bucket) -> tuple[dict[str, Any], dict[str, Any], int]:
-    """control.min and control.max of `b`, decoded, and their encoded sizes (0 when they
-    are the reference's, which does not know them)."""
+def control_documents(b: Bucket) -> tuple[dict[str, Any], dict[str, Any]]:
+    """control.min and control.max of `b`, decoded."""
     control = b.control
     if control is None:
-        return b.minmax.min(), b.minmax.max(), 0
-    lo, hi = control.min_bson(), control.max_bson()
-    return decode(lo), decode(hi), len(lo) + len(hi)
+        return b.minmax.min(), b.minmax.max()
+    return decode(control.min_bson()), decode(control.max_bson())
+
+
+def native_documents(b: Bucket, count: int) -> tuple[bytes, bytes] | None:
+    """The bucket document of `b` holding `count` measurements and the same without
+    `data`, built by the native core from `b`'s native control and columns (None when
+    either is the reference's)."""
+    control, columns = b.control, b.columns
+    if control is None or not isinstance(columns, NativeColumns):
+        return None
+    key = b.key if b.meta is not MISSING else None
+    return (control.bucket_document(b.bucket_id.binary, b.version, count, key, columns),
+            control.bucket_document(b.bucket_id.binary, b.version, count, key, None))
 
 
 def _reference_control(b: Bucket, meta_field: str | None) -> None:

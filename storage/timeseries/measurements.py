@@ -56,6 +56,7 @@ __all__ = ["Measurement", "MeasurementPreparer", "ScannedDocuments", "Shape", "d
 _SHAPE_TYPES: Final = frozenset((Int64, float, DatetimeMS, ObjectId, bool, type(None)))
 _SHAPES_MAX: Final = 4096
 _META_CACHE_MAX: Final = 65536
+_UNKNOWN: Final = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +141,7 @@ class MeasurementPreparer:
         # (time field, meta field) -> measurement signature -> its Shape; None turns the
         # shaped path off (tests compare both paths)
         self.shapes: dict[tuple[str, str | None], dict[tuple, Shape]] | None = {}
+        self._key_metas: dict[bytes, Any] = {}   # series key -> normalized meta
         # document sequences go through the native scan (tests compare both paths)
         self.scan = native_scan.AVAILABLE
 
@@ -198,7 +200,7 @@ class MeasurementPreparer:
             return None
         keys = batch.series_keys()
         meta_sizes = batch.series_meta_sizes()
-        metas = native_scan.series_metas(batch)
+        metas = self._scanned_metas(batch, keys)
         shapes = [_scanned_shape(fields) for fields in batch.shapes()]
         shape_of = np.frombuffer(batch.shape_of(), dtype="<i4")
         source = ScannedDocuments(raw, batch)
@@ -212,6 +214,20 @@ class MeasurementPreparer:
             append(Measurement(i, t, None, None, keys[s], metas[s], meta_sizes[s], names,
                                max_len, signature, vb, None, source))
         return prepared, errors
+
+    def _scanned_metas(self, batch: ScannedBatch, keys: list[bytes]) -> list[Any]:
+        """The normalized meta of each series of `batch`, decoded once per series key
+        across batches (bounded as the meta cache)."""
+        cache = self._key_metas
+        out = []
+        for j, key in enumerate(keys):
+            meta = cache.get(key, _UNKNOWN)
+            if meta is _UNKNOWN:
+                if len(cache) >= _META_CACHE_MAX:
+                    cache.clear()
+                meta = cache[key] = native_scan.series_meta(batch, j)
+            out.append(meta)
+        return out
 
     def _prepare_shaped(self, index: int, doc: dict[str, Any], shape: Shape,
                         options: TimeseriesOptions) -> Measurement | None:

@@ -117,6 +117,11 @@ class NativeColumns:
         return self._c.names()
 
     @property
+    def native(self) -> _BucketColumns:
+        """The core's object (for `storage._native.bucket_document`)."""
+        return self._c
+
+    @property
     def num_fields(self) -> int:
         return len(self._c.names())
 
@@ -139,10 +144,12 @@ class NativeColumns:
     def __contains__(self, name: str) -> bool:
         return name in self._c
 
-    def append_raw(self, documents: RawBatch, rows: Sequence[int],
-                   meta_field: str | None) -> tuple[list[NativeColumnChange], int]:
-        """`append` (Declined leaves the columns as they were)."""
-        return append(self._c, documents, rows, meta_field)
+    def append_raw(self, documents: RawBatch, rows: Sequence[int], meta_field: str | None
+                   ) -> tuple[list[tuple[str, bytes, bool, int]], int]:
+        """`append`, the changes as plain tuples (`NativeColumnChange(*change)` when one
+        is looked at). Declined leaves the columns as they were."""
+        starts = array("q", map(documents.offsets.__getitem__, rows))
+        return self._c.append(documents.buffer, starts, None, meta_field)
 
     def to_python(self) -> Columns:
         return to_python(self._c)

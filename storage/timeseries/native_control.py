@@ -22,12 +22,15 @@ RawDocuments' offsets) naming the ones that go into this bucket.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from storage import native
 from storage.bsonutil import decode, encode
 
 from .minmax import SchemaChange
+
+if TYPE_CHECKING:
+    from .native_columns import NativeColumns
 
 __all__ = ["AVAILABLE", "Declined", "NativeControl", "from_control", "new"]
 
@@ -81,6 +84,17 @@ class NativeControl:
     def compatible(self, doc: Mapping[str, Any] | bytes, skip_field: str | None = None) -> bool:
         """`Schema.compatible`: records `doc`'s types, False when a path changes type."""
         return native.check(self._c.schema_compatible, _raw(doc), skip_field)
+
+    # -- the bucket document ------------------------------------------------------------
+
+    def bucket_document(self, bucket_id: bytes, version: int, count: int,
+                        meta_key: bytes | None, columns: NativeColumns | None) -> bytes:
+        """The compressed bucket document with this control.min/max and `columns`' data
+        (`bucket_document.build_bucket_document`'s bytes), or without `data` when
+        `columns` is None. `meta_key`: the series key, None without a meta."""
+        assert native.core is not None
+        return native.check(native.core.bucket_document, bucket_id, version, count, meta_key,
+                            self._c, None if columns is None else columns.native)
 
     # -- the object -----------------------------------------------------------------------
 

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from storage._native import ScannedBatch
 
 __all__ = ["AVAILABLE", "MAX_BSON_DEPTH", "Arrays", "arrays", "errors", "groups", "scan",
-           "series_metas"]
+           "series_meta", "series_metas"]
 
 AVAILABLE: Final = native.core is not None and hasattr(native.core, "scan_measurements")
 
@@ -108,8 +108,10 @@ def groups(batch: ScannedBatch) -> list[list[int]]:
 def series_metas(batch: ScannedBatch) -> list[Any]:
     """The normalized meta value of each series (decoded once per series), MISSING for
     the series of measurements without one."""
-    out: list[Any] = []
-    for j in range(batch.series_count):
-        doc = batch.series_meta(j)
-        out.append(MISSING if doc is None else decode(doc)[""])
-    return out
+    return [series_meta(batch, j) for j in range(batch.series_count)]
+
+
+def series_meta(batch: ScannedBatch, j: int) -> Any:
+    """The normalized meta value of series `j` (MISSING without one)."""
+    doc = batch.series_meta(j)
+    return MISSING if doc is None else decode(doc)[""]

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from bson import ObjectId
 
+from storage.bsonutil import decode
 from storage.errors import MongoError
 from storage.vocabulary.missing import MISSING
 
@@ -30,10 +31,13 @@ from .bucket_state import (
     control_documents,
     fold_columns,
     fold_control,
+    native_documents,
     reference_columns,
 )
+from .columns import ColumnChange
 from .constants import MAX_BUCKET_DOCUMENT_SIZE, VERSION_COMPRESSED_UNSORTED
 from .measurements import Measurement, document, elements, gather, time_of
+from .native_columns import NativeColumnChange
 from .options import TimeseriesOptions
 from .stats import CatalogStats, ExecutionStats
 
@@ -60,12 +64,15 @@ class BucketWrite:
     _document: bytes | None  # None until `document` builds it from `_parts`
     previous_count: int
     measurement_indexes: list[int]
-    column_changes: Sequence[AnyColumnChange] = field(default_factory=list)
+    # (a native append's changes stay plain tuples until `column_changes` is read)
+    _column_changes: Sequence[AnyColumnChange | tuple[str, bytes, bool, int]] = \
+        field(default_factory=list)
     control_changes: dict[str, Any] = field(default_factory=dict)
     # `document` decoded without `data` (all an index on a buckets collection reads),
-    # and the same of the stored version it replaces (None: decode the stored bytes)
-    index_doc: dict[str, Any] | None = None
-    previous_index_doc: dict[str, Any] | None = None
+    # and the same of the stored version it replaces (None: decode the stored bytes);
+    # either may be kept as what gives it (see `index_doc`)
+    _index: dict[str, Any] | bytes | None = None
+    _previous_index: dict[str, Any] | bytes | None = None
     # set by the catalog for its own bookkeeping at commit
     _compressed_delta: int = 0
     _new_fields: list[str] = field(default_factory=list)
@@ -85,6 +92,41 @@ class BucketWrite:
             self._document = self._parts.build()
             self._parts = None
         return self._document
+
+    @property
+    def column_changes(self) -> list[AnyColumnChange]:
+        return [c if isinstance(c, ColumnChange | NativeColumnChange) else NativeColumnChange(*c)
+                for c in self._column_changes]
+
+    @property
+    def index_doc(self) -> dict[str, Any] | None:
+        """The document without `data`, decoded on first use when the native core built
+        it as bytes."""
+        index = self._index
+        if type(index) is bytes:
+            index = self._index = decode(index)
+        return index  # type: ignore[return-value]
+
+    @index_doc.setter
+    def index_doc(self, doc: dict[str, Any] | None) -> None:
+        self._index = doc
+
+    @property
+    def previous_index_doc(self) -> dict[str, Any] | None:
+        """`index_doc` of the stored version this write replaces (decoded on first use)."""
+        prev = self._previous_index
+        if type(prev) is bytes:
+            prev = self._previous_index = decode(prev)
+        return prev  # type: ignore[return-value]
+
+    @previous_index_doc.setter
+    def previous_index_doc(self, doc: dict[str, Any] | None) -> None:
+        self._previous_index = doc
+
+    @property
+    def index_source(self) -> dict[str, Any] | bytes | None:
+        """`index_doc` as kept: decoded, or the bytes the native core built."""
+        return self._index
 
     @property
     def size_hint(self) -> int:
@@ -159,7 +201,7 @@ def prepare_bucket(ctx: BatchContext, b: Bucket, stats: CatalogStats) -> BucketW
     lazy = False
     control_folded = fold_control(b, ms, mf)
     folded = fold_columns(b, ms, mf)
-    changes: Sequence[AnyColumnChange]
+    changes: Sequence[AnyColumnChange | tuple[str, bytes, bool, int]]
     if folded is not None:
         changes, delta = folded
         if not control_folded:
@@ -182,18 +224,22 @@ def prepare_bucket(ctx: BatchContext, b: Bucket, stats: CatalogStats) -> BucketW
             changes, delta = columns.append([elements(m) for m in ms], names)
     new_fields = [f for f in b.columns.names() if f not in b.field_names]
     count = prev + len(ms)
-    min_doc, max_doc, control_size = control_documents(b)
-    if control_size:
-        # native control: the document's size is known closely enough to wait for it
-        columns_size = b.columns.compressed_size
-        lazy = (control_size + columns_size + 64 * len(b.columns.names()) + len(b.key)
-                + 1024 < MAX_BUCKET_DOCUMENT_SIZE)
-    parts = BucketDocumentParts(b.bucket_id, b.version, min_doc, max_doc, count, b.meta,
-                                b.columns.column_bytes())
-    index_doc: dict[str, Any] = {"_id": b.bucket_id, "control": {
-        "version": b.version, "min": min_doc, "max": max_doc, "count": count}}
-    if b.meta is not MISSING:
-        index_doc["meta"] = b.meta
+    built = native_documents(b, count)
+    parts: BucketDocumentParts | None = None
+    bucket_doc: bytes | None
+    index_doc: dict[str, Any] | bytes
+    if built is not None:
+        bucket_doc, index_doc = built
+        lazy = False
+    else:
+        min_doc, max_doc = control_documents(b)
+        parts = BucketDocumentParts(b.bucket_id, b.version, min_doc, max_doc, count, b.meta,
+                                    b.columns.column_bytes())
+        bucket_doc = None if lazy else parts.build()
+        index_doc = {"_id": b.bucket_id, "control": {
+            "version": b.version, "min": min_doc, "max": max_doc, "count": count}}
+        if b.meta is not MISSING:
+            index_doc["meta"] = b.meta
     grown = 0
     for row, m in enumerate(ms, prev):
         grown += (2 + len(str(row))) * len(m.names) + m.value_bytes
@@ -204,12 +250,12 @@ def prepare_bucket(ctx: BatchContext, b: Bucket, stats: CatalogStats) -> BucketW
     rewritten = b.bucket_id in ctx.rewrites
     return BucketWrite(
         kind="update" if prev or rewritten else "insert",
-        bucket_id=b.bucket_id, _document=None if lazy else parts.build(),
+        bucket_id=b.bucket_id, _document=bucket_doc,
         previous_count=prev,
         measurement_indexes=[m.index for m in ms],
-        column_changes=[] if rewritten else changes,
-        control_changes=control, index_doc=index_doc,
-        previous_index_doc=None if rewritten or not prev else b.index_doc,
+        _column_changes=[] if rewritten else changes,
+        control_changes=control, _index=index_doc,
+        _previous_index=None if rewritten or not prev else b.index_doc,
         _compressed_delta=delta, _new_fields=new_fields,
         _estimate=b.staged_estimate, _last_time_ms=ms[-1].time_ms,
         _parts=parts if lazy else None, series=b.key)

@@ -13,7 +13,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
 use super::columns::{AppendError, BucketColumns};
+use super::document::{build, Parts};
 use crate::boundary::{guard, Declined};
+use crate::control::bindings::Control;
 
 /// Document bytes from which an append releases the GIL (below, the release and the
 /// re-acquisition cost more than the work, and re-acquiring can wait for other threads).
@@ -251,7 +253,43 @@ impl PyBucketColumns {
     }
 }
 
+/// bucket_document(bucket_id, version, count, meta_key, control, columns=None) -> bytes
+///
+/// The compressed bucket document of a bucket whose control and columns are native
+/// (`build_bucket_document`'s bytes): `bucket_id` the 12 ObjectId bytes, `meta_key` the
+/// series key (None without a meta). Without `columns`, the document without `data`.
+#[pyfunction]
+#[pyo3(signature = (bucket_id, version, count, meta_key, control, columns=None))]
+fn bucket_document<'py>(
+    py: Python<'py>,
+    bucket_id: &[u8],
+    version: i32,
+    count: i32,
+    meta_key: Option<&[u8]>,
+    control: PyRef<'_, Control>,
+    columns: Option<PyRef<'_, PyBucketColumns>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    guard("bucket_document", || {
+        let id: [u8; 12] = bucket_id
+            .try_into()
+            .map_err(|_| PyValueError::new_err("bucket_id: 12 bytes"))?;
+        let (min, max) = control.min_max()?;
+        let parts = Parts {
+            id,
+            version,
+            count,
+            meta_key,
+            min: &min,
+            max: &max,
+        };
+        let doc = build(&parts, columns.as_ref().map(|c| c.inner.column_bytes()))
+            .map_err(|e| PyValueError::new_err(e.0))?;
+        Ok(PyBytes::new(py, doc.as_bytes()))
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(bucket_document, m)?)?;
     m.add_class::<PyBucketColumns>()?;
     Ok(())
 }

@@ -13,6 +13,7 @@
 //!   `storage/timeseries/native_columns.py`).
 
 pub mod columns;
+pub mod document;
 pub mod fuzzing;
 
 mod bindings;

@@ -48,12 +48,26 @@ fn offsets_arg(offsets: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<i64>>>
     ))
 }
 
+/// Batches from which an update releases the GIL: bytes without offsets, documents with.
+const DETACH_BYTES: usize = 16 * 1024;
+const DETACH_DOCUMENTS: usize = 64;
+
 /// A bucket's control.min/control.max (`MinMax`) and schema (`Schema`).
 #[pyclass(module = "storage._native", name = "Control")]
 #[derive(Clone, Default)]
 pub struct Control {
     minmax: MinMax,
     schema: Schema,
+}
+
+impl Control {
+    /// control.min and control.max (for the native bucket document).
+    pub(crate) fn min_max(&self) -> PyResult<(bson::RawDocumentBuf, bson::RawDocumentBuf)> {
+        Ok((
+            self.minmax.min().map_err(to_py)?,
+            self.minmax.max().map_err(to_py)?,
+        ))
+    }
 }
 
 #[pymethods]
@@ -77,11 +91,16 @@ impl Control {
         guard("Control.update", || {
             let offs = offsets_arg(offsets)?;
             let minmax = &mut self.minmax;
-            py.detach(|| {
+            let mut work = || {
                 let docs = super::documents(documents, offs.as_deref())?;
                 minmax.update_batch(&docs, skip_field)
-            })
-            .map_err(to_py)
+            };
+            // a few documents take less than releasing and re-taking the GIL, which
+            // can wait for the thread that took it
+            let many = offs.as_ref().map_or(documents.len() >= DETACH_BYTES, |o| {
+                o.len() >= DETACH_DOCUMENTS
+            });
+            if many { py.detach(work) } else { work() }.map_err(to_py)
         })
     }
 
@@ -123,7 +142,7 @@ impl Control {
     /// control.min as BSON (what `bson.encode(MinMax.min())` gives).
     fn min_bson<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         guard("Control.min_bson", || {
-            let doc = py.detach(|| self.minmax.min()).map_err(to_py)?;
+            let doc = self.minmax.min().map_err(to_py)?;
             Ok(PyBytes::new(py, doc.as_bytes()))
         })
     }
@@ -131,7 +150,7 @@ impl Control {
     /// control.max as BSON (what `bson.encode(MinMax.max())` gives).
     fn max_bson<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         guard("Control.max_bson", || {
-            let doc = py.detach(|| self.minmax.max()).map_err(to_py)?;
+            let doc = self.minmax.max().map_err(to_py)?;
             Ok(PyBytes::new(py, doc.as_bytes()))
         })
     }
