@@ -20,14 +20,13 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bson.datetime_ms import DatetimeMS
 
 from storage.bsonutil import decode
 from storage.vocabulary.missing import MISSING
 
-from .bucket import Bucket
 from .columns import ColumnChange, Columns
 from .measurements import Measurement, document
 from .minmax import MinMax, Schema, SchemaChange
@@ -35,6 +34,9 @@ from .native_columns import Declined as ColumnsDeclined
 from .native_columns import NativeColumnChange, NativeColumns
 from .native_control import Declined as ControlDeclined
 from .native_control import new as new_native_control
+
+if TYPE_CHECKING:
+    from .bucket import Bucket
 
 __all__ = ["AnyColumnChange", "control_documents", "fold_columns", "fold_control", "make_native", "native_documents",
            "reference_columns", "schema_compatible", "schema_learn", "set_time_bound"]

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Final
 
 from storage.vocabulary.bson_types import INT32_MAX
 
+from .bucket_state import schema_compatible
 from .constants import LARGE_MEASUREMENTS_MAX_BUCKET_SIZE, TimeseriesParameters
 
 if TYPE_CHECKING:
@@ -126,8 +127,6 @@ def determine_rollover(bucket: Bucket, m: Measurement, new_size: int, span_ms: i
             return RolloverReason.kCachePressure
     sig = m.signature
     if sig is None or sig not in bucket.schema_signatures:
-        from .bucket_state import schema_compatible  # bucket_state imports bucket, bucket this
-
         if not schema_compatible(bucket, m, meta_field):
             return RolloverReason.kSchemaChange
         if sig is not None:
