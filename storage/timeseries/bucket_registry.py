@@ -42,6 +42,7 @@ Warm builders are bounded separately (`_WARM_MAX_BYTES`).
 from __future__ import annotations
 
 import bisect
+import sys
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -66,6 +67,12 @@ __all__ = ["BucketRegistry", "WarmColumns"]
 _BUCKET_OVERHEAD: Final = 5000
 _FIELD_OVERHEAD: Final = 900
 _RETAINED_PER_COMPRESSED_BYTE: Final = 1.5
+# The same for a bucket with native control (`Bucket.control`, its heap counted by its
+# own `__sizeof__`): no Python min/max and schema trees per field; per compressed byte the
+# committed document, its data-less view and the column changes the last write keeps.
+_NATIVE_BUCKET_OVERHEAD: Final = 3300
+_NATIVE_FIELD_OVERHEAD: Final = 350
+_NATIVE_RETAINED_PER_COMPRESSED_BYTE: Final = 2.4
 _ARCHIVED_OVERHEAD: Final = 96    # per archived entry
 # Column builders of archived buckets kept warm, so reopening one does not rebuild them
 # from the stored bytes; bounded by what they hold (Columns.memory_size).
@@ -74,6 +81,10 @@ _WARM_MAX_BYTES: Final = 64 * 1024 * 1024
 def bucket_memory(b: Bucket) -> int:
     """The bytes open bucket `b` takes in memory (see the constants above)."""
     cols = b.columns
+    if b.control is not None:
+        return (_NATIVE_BUCKET_OVERHEAD + len(b.key) + cols.memory_size
+                + sys.getsizeof(b.control) + _NATIVE_FIELD_OVERHEAD * cols.num_fields
+                + int(_NATIVE_RETAINED_PER_COMPRESSED_BYTE * cols.compressed_size))
     return (_BUCKET_OVERHEAD + len(b.key) + cols.memory_size
             + _FIELD_OVERHEAD * cols.num_fields
             + int(_RETAINED_PER_COMPRESSED_BYTE * cols.compressed_size))

@@ -4,8 +4,10 @@ reopening requests, and measurement/time builders."""
 from __future__ import annotations
 
 import datetime as dt
+from array import array
 from typing import Any
 
+import bson
 from bson import ObjectId
 from bson.datetime_ms import DatetimeMS
 
@@ -15,6 +17,7 @@ from storage.timeseries.options import TimeseriesOptions
 from storage.timeseries.reopening import ReopeningQuery
 from storage.timeseries.unpack import BucketSpec, unpack_bucket
 from storage.timeseries.write_batch import BatchResult
+from storage.vocabulary.raw_documents import RawDocuments
 
 
 def ms(iso: str) -> int:
@@ -25,6 +28,17 @@ def ms(iso: str) -> int:
 
 def date(iso_or_ms: str | int) -> DatetimeMS:
     return DatetimeMS(ms(iso_or_ms) if isinstance(iso_or_ms, str) else iso_or_ms)
+
+
+def sequence(docs: list[dict[str, Any]]) -> RawDocuments:
+    """`docs` as a document sequence off the wire (each in its own field order)."""
+    raws = [bson.encode(d) for d in docs]
+    offsets = array("q")
+    at = 0
+    for r in raws:
+        offsets.append(at)
+        at += len(r)
+    return RawDocuments(b"".join(raws), offsets)
 
 
 class FakeStore:

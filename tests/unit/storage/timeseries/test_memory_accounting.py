@@ -20,7 +20,11 @@ from bson.datetime_ms import DatetimeMS
 
 from storage.bsoncolumn import BSONColumnBuilder
 from storage.timeseries.bucket_catalog import BucketCatalog
+from storage.timeseries.native_columns import NativeColumns
+from storage.timeseries.native_scan import AVAILABLE as NATIVE
 from storage.timeseries.options import TimeseriesOptions
+
+from .helpers import sequence
 
 OPTIONS = TimeseriesOptions("t", "m", "seconds", 3600, None)
 
@@ -39,24 +43,37 @@ def _measurements(buckets: int, per_bucket: int, fields: int, strings: bool) -> 
 
 
 def _native_heap(cat: BucketCatalog) -> int:
-    return sum(sys.getsizeof(st) for b in cat.open_buckets()
-               for st in b.columns._state.values()
-               if st is not None and type(st) is not BSONColumnBuilder)
+    total = 0
+    for b in cat.open_buckets():
+        if isinstance(b.columns, NativeColumns):
+            total += sys.getsizeof(b.columns.native)
+        else:
+            total += sum(sys.getsizeof(st) for st in b.columns._state.values()
+                         if st is not None and type(st) is not BSONColumnBuilder)
+        if b.control is not None:
+            total += sys.getsizeof(b.control)
+    return total
 
 
+@pytest.mark.parametrize("raw", [False, pytest.param(True, marks=pytest.mark.skipif(
+    not NATIVE, reason="native core not built"))], ids=["decoded", "native"])
 @pytest.mark.parametrize(("buckets", "per_bucket", "fields", "strings"), [
     (1000, 1, 1, False), (1000, 1, 12, False), (100, 100, 12, False),
     (10, 1000, 12, False), (1000, 1, 12, True), (100, 100, 12, True),
 ])
 def test_counted_memory_follows_the_measured_footprint(buckets: int, per_bucket: int,
-                                                       fields: int, strings: bool) -> None:
+                                                       fields: int, strings: bool,
+                                                       raw: bool) -> None:
+    """Decoded batches keep reference buckets; document sequences native ones."""
     docs = _measurements(buckets, per_bucket, fields, strings)
+    batches = [docs[i:i + 1000] for i in range(0, len(docs), 1000)]
+    inputs = [sequence(b) for b in batches] if raw else batches
     cat = BucketCatalog()
     gc.collect()
     tracemalloc.start()
     try:
-        for i in range(0, len(docs), 1000):
-            result = cat.insert_batch("db.c", OPTIONS, docs[i:i + 1000], None, ordered=False)
+        for batch in inputs:
+            result = cat.insert_batch("db.c", OPTIONS, batch, None, ordered=False)
             cat.commit(result)
         del result
         gc.collect()
@@ -64,6 +81,7 @@ def test_counted_memory_follows_the_measured_footprint(buckets: int, per_bucket:
     finally:
         tracemalloc.stop()
     assert len(cat.open_buckets()) == buckets
+    assert all((b.control is not None) == raw for b in cat.open_buckets())
     measured = traced + _native_heap(cat)
     ratio = cat.memory_usage / measured
     assert 0.75 <= ratio <= 1.35, (cat.memory_usage, measured)

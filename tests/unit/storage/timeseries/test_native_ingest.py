@@ -14,7 +14,6 @@ dicts) interleaved, which hand a native bucket over to the reference mid-life.
 
 from __future__ import annotations
 
-from array import array
 from dataclasses import asdict
 from typing import Any
 
@@ -30,10 +29,9 @@ from storage.timeseries.bucket_catalog import BucketCatalog
 from storage.timeseries.constants import TimeseriesParameters
 from storage.timeseries.native_columns import NativeColumns
 from storage.timeseries.options import parse_timeseries_options
-from storage.vocabulary.raw_documents import RawDocuments
 
 from . import strategies as gen
-from .helpers import FakeStore
+from .helpers import FakeStore, sequence
 
 pytestmark = pytest.mark.skipif(not BucketCatalog()._measurements.scan,
                                 reason="native core not built")
@@ -48,17 +46,6 @@ PARAMS = {
                                  timeseriesLargeMeasurementThreshold=12),
     "count": TimeseriesParameters(timeseriesBucketMaxCount=4),
 }
-
-
-def sequence(docs: list[dict[str, Any]]) -> RawDocuments:
-    """`docs` as a document sequence off the wire (each in its own field order)."""
-    raws = [bson.encode(d) for d in docs]
-    offsets = array("q")
-    at = 0
-    for r in raws:
-        offsets.append(at)
-        at += len(r)
-    return RawDocuments(b"".join(raws), offsets)
 
 
 def run(batches: list[tuple[list[dict[str, Any]], bool, bool]], native: bool,
