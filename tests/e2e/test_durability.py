@@ -132,3 +132,65 @@ def test_time_series_inserts_survive_kill_minus_nine(tmp_path) -> None:
             assert c.ts.command("validate", "system.buckets.w")["valid"] is True
     finally:
         proc.stop()
+
+
+def _ts_writer(uri: str, seed: int, acked: list[int], stop: threading.Event) -> None:
+    """insert_many (document sequences: the native path) of 50 measurements with
+    `j: true` until stopped or the server dies; `acked` gets each acknowledged `i`.
+    Half the measurements share ten meta values, half have their own."""
+    rnd = random.Random(seed)
+    c = pymongo.MongoClient(uri, serverSelectionTimeoutMS=2000, socketTimeoutMS=2000,
+                            retryWrites=False)
+    coll = c.crash.get_collection("ts", write_concern=WriteConcern(w=1, j=True))
+    t0 = datetime.datetime(2024, 1, 1)
+    i = seed * 1_000_000
+    try:
+        while not stop.is_set():
+            batch = [{"t": t0 + datetime.timedelta(seconds=rnd.randint(0, 7200)),
+                      "m": {"host": (i + k) % 10 if k % 2 else f"own-{i + k}", "dc": "x"},
+                      "i": i + k, "v": rnd.random(), "s": "x" * rnd.randint(0, 40)}
+                     for k in range(50)]
+            try:
+                coll.insert_many(batch, ordered=bool(seed % 2))
+            except pymongo.errors.PyMongoError:
+                return
+            acked.extend(d["i"] for d in batch)
+            i += 50
+    finally:
+        c.close()
+
+
+def test_native_time_series_ingest_survives_kill_minus_nine(tmp_path) -> None:
+    """20 crashes in the middle of `j: true` time-series inserts (out-of-order times,
+    shared and own meta values): after each, every acknowledged measurement is there
+    exactly once and the buckets collection validates."""
+    proc = start_server(tmp_path)
+    try:
+        with pymongo.MongoClient(proc.uri) as c:
+            c.crash.create_collection("ts", timeseries={"timeField": "t", "metaField": "m"})
+        all_acked: list[int] = []
+        for seed in range(1, 21):
+            acked: list[int] = []
+            stop = threading.Event()
+            t = threading.Thread(target=_ts_writer, args=(proc.uri, seed, acked, stop))
+            t.start()
+            time.sleep(random.Random(seed).uniform(0.1, 0.6))
+            proc.kill()
+            stop.set()
+            t.join(10)
+            all_acked.extend(acked)
+            proc = start_server(tmp_path)
+            with pymongo.MongoClient(proc.uri, serverSelectionTimeoutMS=5000) as c:
+                seen = [d["i"] for d in c.crash.ts.find({}, {"_id": 0, "i": 1})]
+                present = set(seen)
+                assert len(present) == len(seen), "a measurement is there twice"
+                missing = [i for i in all_acked if i not in present]
+                assert not missing, f"cycle {seed}: {len(missing)} acknowledged lost"
+                counts = sum(b["control"]["count"]
+                             for b in c.crash["system.buckets.ts"].find({}, {"control": 1}))
+                assert counts == len(seen)
+        assert all_acked, "no insert was acknowledged before a crash"
+        with pymongo.MongoClient(proc.uri) as c:
+            assert c.crash.command("validate", "system.buckets.ts")["valid"] is True
+    finally:
+        proc.stop()
