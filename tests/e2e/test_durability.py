@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import datetime
+import itertools
 import random
 import threading
 import time
+from collections.abc import Iterator
 
 import pymongo
 import pytest
@@ -52,24 +54,12 @@ def _crash_once(tmp_path, seed: int) -> None:
     acked: list[int] = []
     stop = threading.Event()
 
-    def writer() -> None:
-        c = pymongo.MongoClient(proc.uri, serverSelectionTimeoutMS=2000, socketTimeoutMS=2000,
-                                retryWrites=False)
-        coll = c.crash.get_collection("w", write_concern=WriteConcern(w=1, j=True))
-        i = seed * 1_000_000
-        try:
-            while not stop.is_set():
-                batch = [{"_id": i + k, "pad": "x" * rnd.randint(0, 200)} for k in range(5)]
-                try:
-                    coll.insert_many(batch)
-                except pymongo.errors.PyMongoError:
-                    return
-                acked.extend(d["_id"] for d in batch)
-                i += 5
-        finally:
-            c.close()
+    def batches() -> Iterator[list[dict]]:
+        for i in itertools.count(seed * 1_000_000, 5):
+            yield [{"_id": i + k, "pad": "x" * rnd.randint(0, 200)} for k in range(5)]
 
-    t = threading.Thread(target=writer)
+    t = threading.Thread(target=_journaled_writes,
+                         args=(proc.uri, "w", batches(), "_id", True, acked, stop))
     t.start()
     time.sleep(rnd.uniform(0.05, 0.6))
     proc.kill()
@@ -134,30 +124,36 @@ def test_time_series_inserts_survive_kill_minus_nine(tmp_path) -> None:
         proc.stop()
 
 
-def _ts_writer(uri: str, seed: int, acked: list[int], stop: threading.Event) -> None:
-    """insert_many (document sequences: the native path) of 50 measurements with
-    `j: true` until stopped or the server dies; `acked` gets each acknowledged `i`.
-    Half the measurements share ten meta values, half have their own."""
-    rnd = random.Random(seed)
+def _journaled_writes(uri: str, name: str, batches: Iterator[list[dict]], key: str,
+                      ordered: bool, acked: list[int], stop: threading.Event) -> None:
+    """`insert_many` of each batch into crash.<name> with `j: true` until stopped or the
+    server dies; `acked` gets the `key` of each acknowledged document."""
     c = pymongo.MongoClient(uri, serverSelectionTimeoutMS=2000, socketTimeoutMS=2000,
                             retryWrites=False)
-    coll = c.crash.get_collection("ts", write_concern=WriteConcern(w=1, j=True))
-    t0 = datetime.datetime(2024, 1, 1)
-    i = seed * 1_000_000
+    coll = c.crash.get_collection(name, write_concern=WriteConcern(w=1, j=True))
     try:
-        while not stop.is_set():
-            batch = [{"t": t0 + datetime.timedelta(seconds=rnd.randint(0, 7200)),
-                      "m": {"host": (i + k) % 10 if k % 2 else f"own-{i + k}", "dc": "x"},
-                      "i": i + k, "v": rnd.random(), "s": "x" * rnd.randint(0, 40)}
-                     for k in range(50)]
+        for batch in batches:
+            if stop.is_set():
+                return
             try:
-                coll.insert_many(batch, ordered=bool(seed % 2))
+                coll.insert_many(batch, ordered=ordered)
             except pymongo.errors.PyMongoError:
                 return
-            acked.extend(d["i"] for d in batch)
-            i += 50
+            acked.extend(d[key] for d in batch)
     finally:
         c.close()
+
+
+def _measurement_batches(seed: int) -> Iterator[list[dict]]:
+    """Batches of 50 measurements at out-of-order times, half under ten shared meta
+    values, half each under its own; `i` numbers them."""
+    rnd = random.Random(seed)
+    t0 = datetime.datetime(2024, 1, 1)
+    for i in itertools.count(seed * 1_000_000, 50):
+        yield [{"t": t0 + datetime.timedelta(seconds=rnd.randint(0, 7200)),
+                "m": {"host": (i + k) % 10 if k % 2 else f"own-{i + k}", "dc": "x"},
+                "i": i + k, "v": rnd.random(), "s": "x" * rnd.randint(0, 40)}
+               for k in range(50)]
 
 
 def test_native_time_series_ingest_survives_kill_minus_nine(tmp_path) -> None:
@@ -172,7 +168,8 @@ def test_native_time_series_ingest_survives_kill_minus_nine(tmp_path) -> None:
         for seed in range(1, 21):
             acked: list[int] = []
             stop = threading.Event()
-            t = threading.Thread(target=_ts_writer, args=(proc.uri, seed, acked, stop))
+            t = threading.Thread(target=_journaled_writes, args=(
+                proc.uri, "ts", _measurement_batches(seed), "i", bool(seed % 2), acked, stop))
             t.start()
             time.sleep(random.Random(seed).uniform(0.1, 0.6))
             proc.kill()
