@@ -47,7 +47,6 @@ from .write_batch import BatchContext
 __all__ = ["Stager"]
 
 _DATE_MIN: Final = -(2**63)
-_NONE: Final = object()
 # A bucket over the effective size that still gets one of these (the checks after the
 # size rule's) was let stay open by timeseriesBucketMinCount: kept open for large ones.
 _KEPT_OPEN: Final = (RolloverReason.kNone, RolloverReason.kSchemaChange)
@@ -114,7 +113,7 @@ class Stager:
         digits = num_digits(b.num_measurements + room)
         large = p.timeseriesLargeMeasurementThreshold
         committed, sigs = b.field_names, b.schema_signatures
-        known: object = _NONE  # the last signature found known (a batch's shapes share theirs)
+        known: object = MISSING  # the last signature found known (a batch's shapes share theirs)
         k = 0
         for m in group[start:start + room]:
             if m.time_ms >= end_time or m.max_value_len + digits + 2 > large:
