@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from protocol import MAX_BSON_SIZE
+from storage import native
 
 from ..context import CommandRequest
 from ..version import BUCKETD_VERSION, GIT_VERSION, MONGODB_VERSION, VERSION_ARRAY
@@ -39,7 +40,7 @@ def build_info() -> dict[str, Any]:
         "debug": False,
         "maxBsonObjectSize": MAX_BSON_SIZE,
         "storageEngines": ["sqlite"],
-        "bucketd": {"version": BUCKETD_VERSION},
+        "bucketd": {"version": BUCKETD_VERSION, "nativeCore": native.describe()},
     }
 
 
