@@ -14,6 +14,10 @@ with scope; for control.min/max and the schema nothing a scan accepts). The refe
 continues from the committed state as reopening a stored bucket does (`MinMax` and `Schema`
 from control.min/max, the columns from their bytes), plus the schema of what is staged.
 Each part goes over alone: columns may stay native under a reference `MinMax`.
+
+While all parts are native, `fold_all` does a bucket's whole prepareCommit (columns,
+min/max, the document with and without `data`) in one call to the core; `fold_control`,
+`fold_columns` and `native_documents` are the part-by-part way it falls back to.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from .native_control import new as new_native_control
 if TYPE_CHECKING:
     from .bucket import Bucket
 
-__all__ = ["AnyColumnChange", "control_documents", "fold_columns", "fold_control", "make_native", "native_documents",
+__all__ = ["AnyColumnChange", "control_documents", "fold_all", "fold_columns", "fold_control", "make_native", "native_documents",
            "reference_columns", "schema_compatible", "schema_learn", "set_time_bound"]
 
 # the column changes a write may hold (a native fold's or the reference's)
@@ -139,6 +143,34 @@ def fold_columns(b: Bucket, ms: Sequence[Measurement], meta_field: str | None
             pass
     b.columns = columns.to_python()
     return None
+
+
+def fold_all(b: Bucket, ms: Sequence[Measurement], meta_field: str | None, count: int
+             ) -> tuple[list[tuple[str, bool, int]], int, tuple[bytes, bytes] | None] | None:
+    """`fold_columns`, `fold_control` and `native_documents` of staged `ms` in one call to
+    the core, for a bucket whose parts are all native and whose `ms` all come from one
+    scan: the changed columns as (name, is_new, offset), the change in size, and the
+    bucket document and its data-less view. The documents are None when the control
+    declined (it then belongs to the reference, which has not folded `ms` yet). None,
+    with nothing changed, where the caller must fold part by part."""
+    control, columns = b.control, b.columns
+    if control is None or not isinstance(columns, NativeColumns):
+        return None
+    rows = _scanned_rows(ms)
+    if rows is None:
+        return None
+    raw = ms[0].raw
+    assert raw is not None
+    try:
+        changes, delta, doc, index = control.fold_bucket(
+            columns, raw.documents, rows, meta_field, b.bucket_id.binary, b.version, count,
+            b.key if b.meta is not MISSING else None)
+    except ColumnsDeclined:
+        return None
+    if doc is None or index is None:
+        _reference_control(b, meta_field)
+        return changes, delta, None
+    return changes, delta, (doc, index)
 
 
 def reference_columns(b: Bucket) -> Columns:

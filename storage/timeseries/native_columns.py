@@ -123,7 +123,7 @@ class NativeColumns:
 
     @property
     def num_fields(self) -> int:
-        return len(self._c.names())
+        return len(self._c)
 
     @property
     def count(self) -> int:

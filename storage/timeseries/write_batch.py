@@ -29,6 +29,7 @@ from .bucket_registry import BucketRegistry
 from .bucket_state import (
     AnyColumnChange,
     control_documents,
+    fold_all,
     fold_columns,
     fold_control,
     native_documents,
@@ -65,8 +66,8 @@ class BucketWrite:
     previous_count: int
     measurement_indexes: list[int]
     # (a native append's changes stay plain tuples until `column_changes` is read)
-    _column_changes: Sequence[AnyColumnChange | tuple[str, bytes, bool, int]] = \
-        field(default_factory=list)
+    _column_changes: Sequence[AnyColumnChange | tuple[str, bytes, bool, int]
+                              | tuple[str, bool, int]] = field(default_factory=list)
     control_changes: dict[str, Any] = field(default_factory=dict)
     # `document` decoded without `data` (all an index on a buckets collection reads),
     # and the same of the stored version it replaces (None: decode the stored bytes);
@@ -95,8 +96,21 @@ class BucketWrite:
 
     @property
     def column_changes(self) -> list[AnyColumnChange]:
-        return [c if isinstance(c, ColumnChange | NativeColumnChange) else NativeColumnChange(*c)
-                for c in self._column_changes]
+        changes = self._column_changes
+        data: dict[str, Any] | None = None
+        out: list[AnyColumnChange] = []
+        for c in changes:
+            if isinstance(c, ColumnChange | NativeColumnChange):
+                out.append(c)
+            elif len(c) == 4:
+                out.append(NativeColumnChange(*c))
+            else:
+                # a fused fold's (name, is_new, offset): the column is in the document
+                if data is None:
+                    data = decode(self.document)["data"]
+                name, is_new, offset = c
+                out.append(NativeColumnChange(name, bytes(data[name]), is_new, offset))
+        return out
 
     @property
     def index_doc(self) -> dict[str, Any] | None:
@@ -198,10 +212,18 @@ def prepare_bucket(ctx: BatchContext, b: Bucket, stats: CatalogStats) -> BucketW
         changed_to_unsorted = True
         stats.inc(ctx.stats, "numCompressedBucketsConvertedToUnsorted")
     mf = ctx.options.meta_field
+    count = prev + len(ms)
     lazy = False
-    control_folded = fold_control(b, ms, mf)
-    folded = fold_columns(b, ms, mf)
-    changes: Sequence[AnyColumnChange | tuple[str, bytes, bool, int]]
+    changes: Sequence[AnyColumnChange | tuple[str, bytes, bool, int] | tuple[str, bool, int]]
+    built: tuple[bytes, bytes] | None = None
+    fused = fold_all(b, ms, mf, count)
+    folded: tuple[Sequence[Any], int] | None
+    if fused is not None:
+        folded, built = (fused[0], fused[1]), fused[2]
+        control_folded = built is not None
+    else:
+        control_folded = fold_control(b, ms, mf)
+        folded = fold_columns(b, ms, mf)
     if folded is not None:
         changes, delta = folded
         if not control_folded:
@@ -222,9 +244,11 @@ def prepare_bucket(ctx: BatchContext, b: Bucket, stats: CatalogStats) -> BucketW
             if not control_folded:
                 b.minmax.update_many([document(m) for m in ms], mf, names)
             changes, delta = columns.append([elements(m) for m in ms], names)
-    new_fields = [f for f in b.columns.names() if f not in b.field_names]
-    count = prev + len(ms)
-    built = native_documents(b, count)
+    # the committed names are some of the columns' names: new ones only when they differ
+    new_fields = [] if b.columns.num_fields == len(b.field_names) else \
+        [f for f in b.columns.names() if f not in b.field_names]
+    if built is None:
+        built = native_documents(b, count)
     parts: BucketDocumentParts | None = None
     bucket_doc: bytes | None
     index_doc: dict[str, Any] | bytes
@@ -240,10 +264,7 @@ def prepare_bucket(ctx: BatchContext, b: Bucket, stats: CatalogStats) -> BucketW
             "version": b.version, "min": min_doc, "max": max_doc, "count": count}}
         if b.meta is not MISSING:
             index_doc["meta"] = b.meta
-    grown = 0
-    for row, m in enumerate(ms, prev):
-        grown += (2 + len(str(row))) * len(m.names) + m.value_bytes
-    b.uncompressed_size += grown
+    b.uncompressed_size += _uncompressed_growth(ms, prev)
     control: dict[str, Any] = {"count": count}
     if changed_to_unsorted:
         control["version"] = VERSION_COMPRESSED_UNSORTED
@@ -259,6 +280,30 @@ def prepare_bucket(ctx: BatchContext, b: Bucket, stats: CatalogStats) -> BucketW
         _compressed_delta=delta, _new_fields=new_fields,
         _estimate=b.staged_estimate, _last_time_ms=ms[-1].time_ms,
         _parts=parts if lazy else None, series=b.key)
+
+
+def _uncompressed_growth(ms: Sequence[Measurement], first_row: int) -> int:
+    """Bytes `ms` (rows `first_row`...) add to the bucket as an uncompressed (v1) bucket
+    would hold them: per field an element named by its row number, and the values."""
+    n = len(ms)
+    width = len(ms[0].names)
+    values = sum([m.value_bytes for m in ms])
+    if all([len(m.names) == width for m in ms]):
+        return width * (2 * n + _digits_in_range(first_row, first_row + n)) + values
+    return sum([(2 + len(str(row))) * len(m.names) for row, m in enumerate(ms, first_row)]) \
+        + values
+
+
+def _digits_in_range(lo: int, hi: int) -> int:
+    """sum(len(str(r)) for r in range(lo, hi)), by decades."""
+    total, digits, start = 0, 1, 0
+    while start < hi:
+        end = start * 10 if start else 10
+        a, b = max(lo, start), min(hi, end)
+        if a < b:
+            total += (b - a) * digits
+        start, digits = end, digits + 1
+    return total
 
 
 def _common_names(ms: Sequence[Measurement]) -> tuple[str, ...] | None:

@@ -7,6 +7,7 @@
 
 use std::borrow::Cow;
 
+use bson::raw::RawDocument;
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -240,6 +241,11 @@ impl PyBucketColumns {
         Ok(basic + slf.borrow().inner.heap_size())
     }
 
+    /// Fields (columns and the time field before its first append).
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
     /// Rows appended (or reopened).
     #[getter]
     fn count(&self) -> usize {
@@ -288,8 +294,105 @@ fn bucket_document<'py>(
     })
 }
 
+/// What `fold_bucket` gives Python: the changed columns as (name, is_new, offset of the
+/// first changed byte), the change in column size, and the bucket document and its
+/// data-less view (None when the control declined the batch).
+type Folded<'py> = (
+    Vec<(String, bool, usize)>,
+    i64,
+    Option<Bound<'py, PyBytes>>,
+    Option<Bound<'py, PyBytes>>,
+);
+
+/// fold_bucket(control, columns, buffer, starts, skip_field, bucket_id, version, count,
+/// meta_key) -> (changes, delta, document, index_document)
+///
+/// One bucket's whole prepareCommit in one call: the documents of `buffer` starting at
+/// `starts` (int64s, in commit order) appended to `columns` (as `append`), folded into
+/// `control`'s min/max (as `Control.update`), and the bucket document of `count` rows
+/// built with and without `data` (as `bucket_document`). The columns are appended
+/// first: when they decline, Declined is raised and neither changed. When the control
+/// declines after that, the columns stay appended and both documents are None (the
+/// caller folds min/max with the reference). The GIL is released for the work.
+#[pyfunction]
+#[pyo3(signature = (control, columns, buffer, starts, skip_field, bucket_id, version, count, meta_key))]
+#[allow(clippy::too_many_arguments)]
+fn fold_bucket<'py>(
+    py: Python<'py>,
+    mut control: PyRefMut<'_, Control>,
+    mut columns: PyRefMut<'_, PyBucketColumns>,
+    buffer: &Bound<'py, PyAny>,
+    starts: &Bound<'py, PyAny>,
+    skip_field: Option<&str>,
+    bucket_id: &[u8],
+    version: i32,
+    count: i32,
+    meta_key: Option<&[u8]>,
+) -> PyResult<Folded<'py>> {
+    guard("fold_bucket", || {
+        let id: [u8; 12] = bucket_id
+            .try_into()
+            .map_err(|_| PyValueError::new_err("bucket_id: 12 bytes"))?;
+        let buffer = bytes_of(buffer)?;
+        let starts = ints_of(starts, i64::to_le_bytes)?;
+        let n = i32::try_from(starts.len() / 8)
+            .map_err(|_| PyValueError::new_err("too many documents"))?;
+        let all: Vec<u8> = (0..n).flat_map(i32::to_le_bytes).collect();
+        let docs = documents(&buffer, &starts, &all)?;
+        let size: usize = docs.iter().map(|d| d.len()).sum();
+        let inner = &mut columns.inner;
+        let ctl = &mut *control;
+        let mut work = move || -> PyResult<_> {
+            let appended = inner
+                .append(docs.iter().copied(), skip_field)
+                .map_err(declined)?;
+            let raw: Result<Vec<&RawDocument>, _> =
+                docs.iter().map(|d| RawDocument::from_bytes(d)).collect();
+            let folded = raw.is_ok_and(|raw| ctl.fold(&raw, skip_field).is_ok());
+            if !folded {
+                return Ok((appended, None));
+            }
+            let (min, max) = ctl.min_max()?;
+            let parts = Parts {
+                id,
+                version,
+                count,
+                meta_key,
+                min: &min,
+                max: &max,
+            };
+            let bad = |e: super::document::BuildError| PyValueError::new_err(e.0);
+            let doc = build(&parts, Some(inner.column_bytes())).map_err(bad)?;
+            let index = build(&parts, None::<std::iter::Empty<(&str, &[u8])>>).map_err(bad)?;
+            Ok((appended, Some((doc, index))))
+        };
+        let (appended, built) = if size >= DETACH_BYTES {
+            py.detach(work)
+        } else {
+            work()
+        }?;
+        let changes = appended
+            .changes
+            .iter()
+            .map(|c| {
+                let (name, _) = columns.inner.field(c.field);
+                (name.to_owned(), c.is_new, c.offset)
+            })
+            .collect();
+        let (doc, index) = match built {
+            Some((d, i)) => (
+                Some(PyBytes::new(py, d.as_bytes())),
+                Some(PyBytes::new(py, i.as_bytes())),
+            ),
+            None => (None, None),
+        };
+        Ok((changes, appended.delta, doc, index))
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bucket_document, m)?)?;
+    m.add_function(wrap_pyfunction!(fold_bucket, m)?)?;
     m.add_class::<PyBucketColumns>()?;
     Ok(())
 }

@@ -61,6 +61,16 @@ pub struct Control {
 }
 
 impl Control {
+    /// Folds `docs` into min/max (`update`'s work, for the fused bucket fold). All or
+    /// nothing.
+    pub(crate) fn fold(
+        &mut self,
+        docs: &[&bson::raw::RawDocument],
+        skip_field: Option<&str>,
+    ) -> Result<(), Fail> {
+        self.minmax.update_batch(docs, skip_field)
+    }
+
     /// control.min and control.max (for the native bucket document).
     pub(crate) fn min_max(&self) -> PyResult<(bson::RawDocumentBuf, bson::RawDocumentBuf)> {
         Ok((

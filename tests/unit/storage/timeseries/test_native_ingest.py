@@ -56,15 +56,19 @@ def run(batches: list[tuple[list[dict[str, Any]], bool, bool]], native: bool,
     cat._measurements.scan = native
     store = FakeStore()
     refused = []
+    changes = []
     native_buckets = 0
     for docs, ordered, raw in batches:
         measurements: Any = sequence(docs) if raw else [dict(d) for d in docs]
         r = cat.insert_batch("c", OPTS, measurements, store, ordered=ordered)
         refused.append([(i, e.code, str(e)) for i, e in r.errors])
+        # the DocDiff of each write: which columns changed and from which byte
+        changes.append({str(w.bucket_id): [(c.name, c.is_new, c.diff.offset, c.diff.data)
+                                           for c in w.column_changes] for w in r.writes})
         native_buckets += sum(isinstance(b.columns, NativeColumns) or b.control is not None
                               for b in cat.open_buckets("c"))
         store.apply(cat, r)
-    return {"docs": store.docs.get("c", {}), "refused": refused,
+    return {"docs": store.docs.get("c", {}), "refused": refused, "changes": changes,
             "stats": asdict(cat.execution_stats("c")),
             "open": sorted(str(b.bucket_id) for b in cat.open_buckets("c")),
             "native_buckets": native_buckets}
@@ -77,6 +81,7 @@ def check(batches: list[tuple[list[dict[str, Any]], bool, bool]],
     native_buckets = got.pop("native_buckets")
     want.pop("native_buckets")
     assert got["refused"] == want["refused"]
+    assert got["changes"] == want["changes"]
     assert got["stats"] == want["stats"]
     assert got["open"] == want["open"]
     assert got["docs"].keys() == want["docs"].keys()
