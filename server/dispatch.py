@@ -83,7 +83,7 @@ async def execute(server: ServerState, conn: ConnectionState, body: dict[str, An
         cmd = _lookup(name)
         if db is None:
             raise MongoError(40571, "OP_MSG requests require a $db argument")
-        if not isinstance(db, str) or not db or "." in db or "\x00" in db or " " in db:
+        if type(db) is not str or not db or "." in db or "\x00" in db or " " in db:
             raise MongoError(ErrorCode.InvalidNamespace, f"Invalid database name: '{db}'")
         if cmd.admin_only and db != "admin":
             raise MongoError(ErrorCode.Unauthorized,

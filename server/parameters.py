@@ -23,6 +23,7 @@ class ParameterSpec:
     kind: type  # int, float, bool, str or dict
     runtime: bool  # settable with the setParameter command
     minimum: int | None = None
+    maximum: int | None = None
 
 
 PARAMETERS: Final[dict[str, ParameterSpec]] = {p.name: p for p in (
@@ -37,7 +38,7 @@ PARAMETERS: Final[dict[str, ParameterSpec]] = {p.name: p for p in (
     ParameterSpec("internalQueryMaxBlockingSortMemoryUsageBytes", 100 * 1024 * 1024, int, True, 0),
     ParameterSpec("internalDocumentSourceGroupMaxMemoryBytes", 100 * 1024 * 1024, int, True, 0),
     ParameterSpec("allowDiskUseByDefault", True, bool, True),
-    ParameterSpec("journalCommitInterval", 100, int, True, 1),
+    ParameterSpec("journalCommitInterval", 100, int, True, 1, 500),
     # Time-series bucket catalog (mongod's timeseries.idl names and defaults).
     ParameterSpec("timeseriesBucketMaxCount", 1000, int, False, 1),
     ParameterSpec("timeseriesBucketMaxSize", 128_000, int, False, 1),
@@ -72,6 +73,10 @@ def _coerce(spec: ParameterSpec, value: Any, *, from_string: bool) -> Any:
                 raise MongoError(ErrorCode.BadValue,
                                  f"Invalid value for parameter {spec.name}: {out} is not greater "
                                  f"than or equal to {spec.minimum}")
+            if spec.maximum is not None and out > spec.maximum:
+                raise MongoError(ErrorCode.BadValue,
+                                 f"Invalid value for parameter {spec.name}: {out} is not less "
+                                 f"than or equal to {spec.maximum}")
             return out
         if kind is float:
             return float(value)

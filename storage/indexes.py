@@ -114,7 +114,7 @@ def default_index_name(key: Mapping[str, Any]) -> str:
 
 def _plugin_name(key: Mapping[str, Any]) -> str:
     for v in key.values():
-        if isinstance(v, str):
+        if type(v) is str:
             return v
     for name in key:
         if name == "$**" or name.endswith(".$**"):
@@ -192,13 +192,13 @@ def _validate_key_pattern(key: Mapping[str, Any]) -> None:
                 raise _Bad(code, "Values in the index key pattern cannot be NaN.")
             if f == 0.0:
                 raise _Bad(code, "Values in the index key pattern cannot be 0.")
-        elif not isinstance(value, str):
+        elif type(value) is not str:
             raise _Bad(code, f"Values in v:2 index key pattern cannot be of type "
                              f"{type_name(value)}. Only numbers > 0, numbers < 0, and strings "
                              f"are allowed.")
-        if isinstance(value, str) and value != plugin:
+        if type(value) is str and value != plugin:
             raise _Bad(code, "Can't use more than one index plugin for a single index.")
-        if isinstance(value, str) and value == "wildcard":
+        if type(value) is str and value == "wildcard":
             raise _Bad(code, "The key pattern value for an 'wildcard' index must be a non-zero "
                              "number, not a string.")
         if name == "":
@@ -219,7 +219,7 @@ def _validate_key_pattern(key: Mapping[str, Any]) -> None:
                 raise _Bad(code, "Index key contains an illegal field name: field name starts "
                                  "with '$'.")
     for value in key.values():
-        if isinstance(value, str) and value == "":
+        if type(value) is str and value == "":
             raise _Bad(code, "Values in the index key pattern cannot be empty strings")
 
 
@@ -238,7 +238,7 @@ def _check_stage1(raw: dict[str, Any], compile_filter: PartialFilterCompiler | N
                 raise _Bad(tm, f"The field 'key' must be an object, but got {type_name(value)}")
             _validate_key_pattern(value)
         elif name == "name":
-            if not isinstance(value, str):
+            if type(value) is not str:
                 raise _Bad(tm, f"The field 'name' must be a string, but got {type_name(value)}")
         elif name == "hidden":
             if not isinstance(value, bool):
@@ -282,7 +282,7 @@ def _check_stage1(raw: dict[str, Any], compile_filter: PartialFilterCompiler | N
                 raise _Bad(tm, f"The field '{name} has value {name}: {to_mongo_string(value)}, "
                                f"which is not convertible to bool")
         elif name in ("default_language", "language_override"):
-            if not isinstance(value, str):
+            if type(value) is not str:
                 raise _Bad(tm, f"The field '{name}' must be a string, but got "
                                f"{type_name(value)}")
         elif name in _NUMBER_FIELDS and not _is_number(value):

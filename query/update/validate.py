@@ -5,6 +5,9 @@
   or undefined (BadValue 2 on insert, InvalidIdField 53 after an update) and an
   ``_id`` document may not hold ``$``-prefixed fields.
 - `check_replacement(doc)`: an update's replacement document (52 for ``$`` fields).
+- Both inserted and updated documents may nest at most `MAX_STORAGE_DEPTH` non-empty
+  objects or arrays deep, the document itself included (Overflow 15): mongod keeps 20 of
+  maxBSONDepth's 200 levels for what it wraps a stored document in (replies, oplog).
 """
 
 from __future__ import annotations
@@ -17,7 +20,11 @@ from bson import Regex
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
-__all__ = ["validate_document_for_storage", "check_replacement", "check_id_for_storage"]
+__all__ = ["MAX_STORAGE_DEPTH", "validate_document_for_storage", "check_replacement",
+           "check_id_for_storage", "storage_depth_exceeded"]
+
+# mongod's BSONDepth::getMaxDepthForUserStorage() at the default maxBSONDepth (200 - 20)
+MAX_STORAGE_DEPTH = 180
 
 
 def _is_regex(v: Any) -> bool:
@@ -53,8 +60,28 @@ def check_id_for_storage(value: Any) -> None:
                              f"'$'-prefixed fields: {bad} is not valid for storage.")
 
 
+def storage_depth_exceeded(doc: dict[str, Any], limit: int = MAX_STORAGE_DEPTH) -> bool:
+    """Whether `doc` nests more than `limit` non-empty objects or arrays deep (the document
+    is level 1; empty ones do not count). Walked without recursion."""
+    stack: list[tuple[Any, int]] = [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        children = value.values() if isinstance(value, dict) else value
+        for child in children:
+            if isinstance(child, dict | list) and child:
+                if depth >= limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
+
+
 def validate_document_for_storage(doc: dict[str, Any], *, for_insert: bool = True) -> None:
     """Raise MongoError if `doc` may not be stored as MongoDB would refuse it."""
+    if storage_depth_exceeded(doc):
+        raise MongoError(ErrorCode.Overflow,
+                         "cannot insert document because it exceeds "
+                         f"{MAX_STORAGE_DEPTH} levels of nesting" if for_insert else
+                         f"Document exceeds maximum nesting depth of {MAX_STORAGE_DEPTH}")
     for k in doc:
         if k.startswith("$"):
             if for_insert:

@@ -80,7 +80,7 @@ def get_int(body: dict[str, Any], command: str, field: str, default: int | None 
 def get_str(body: dict[str, Any], command: str, field: str, default: str | None = None
             ) -> str | None:
     v = body.get(field, default)
-    if v is None or isinstance(v, str):
+    if v is None or type(v) is str:
         return v
     raise _wrong_type(command, field, v, "string")
 
@@ -104,7 +104,7 @@ def get_list(body: dict[str, Any], command: str, field: str,
 def namespace_arg(body: dict[str, Any], command: str) -> str:
     """The collection name given as the command's first value."""
     v = body[command]
-    if not isinstance(v, str):
+    if type(v) is not str:
         raise MongoError(ErrorCode.InvalidNamespace,
                          f"collection name has invalid type {type_name(v)}")
     if not v:

@@ -25,7 +25,7 @@ def _target(body: dict[str, Any]) -> str | None:
     v = body["aggregate"]
     if v == 1 and not isinstance(v, bool):
         return None
-    if not isinstance(v, str):
+    if type(v) is not str:
         raise MongoError(ErrorCode.FailedToParse,
                          "Invalid {aggregate: ...} value; must be a string or the number 1")
     if not v:

@@ -30,7 +30,7 @@ from ._write import after_direct_write, check_batch_size, make_validator, parse_
 def _namespaces(ns_info: list[Any]) -> list[tuple[str, str]]:
     out = []
     for item in ns_info:
-        if not isinstance(item, dict) or not isinstance(item.get("ns"), str):
+        if not isinstance(item, dict) or type(item.get("ns")) is not str:
             raise MongoError(ErrorCode.TypeMismatch, "BSON field 'bulkWrite.nsInfo' must hold "
                              "objects with an 'ns' string")
         db, dot, coll = item["ns"].partition(".")

@@ -21,7 +21,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     name = namespace_arg(body, "distinct")
     name = raw_target(req.storage.catalog, req.db, name, body)
     key = require(body, "distinct", "key")
-    if not isinstance(key, str):
+    if type(key) is not str:
         raise MongoError(ErrorCode.TypeMismatch, "BSON field 'distinct.key' is the wrong type "
                          f"'{type(key).__name__}', expected type 'string'")
     if not key:

@@ -13,7 +13,7 @@ from ..log import LOG
 
 async def handle(req: CommandRequest) -> dict[str, Any]:
     which = req.body["getLog"]
-    if not isinstance(which, str):
+    if type(which) is not str:
         raise MongoError(ErrorCode.TypeMismatch,
                          "Argument to getLog must be of type String; found "
                          f"{which!r} of type {type(which).__name__}")

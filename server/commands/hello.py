@@ -36,7 +36,7 @@ def _negotiate_compression(req: CommandRequest, requested: Any) -> None:
         raise MongoError(ErrorCode.TypeMismatch, "'compression' is not an array")
     names: list[str] = []
     for item in requested:
-        if not isinstance(item, str):
+        if type(item) is not str:
             raise MongoError(ErrorCode.BadValue, "'compression' is not an array of strings")
         if item in SUPPORTED and item in COMPRESSOR_NAMES and item not in names:
             names.append(item)

@@ -36,8 +36,8 @@ def raw_sequences(server: ServerState, body: dict[str, Any], db: Any) -> Collect
     """The document sequences this insert takes raw: `documents` when it goes to a
     time-series collection (not with rawData, which writes the buckets themselves)."""
     name = body.get("insert")
-    if server.storage is None or not isinstance(name, str) or not name or \
-            not isinstance(db, str) or body.get("rawData") is True:
+    if server.storage is None or type(name) is not str or not name or \
+            type(db) is not str or body.get("rawData") is True:
         return ()
     # read-only use of the catalog's in-memory table, as `handle` does
     if resolve_namespace(server.storage.catalog, db, name).timeseries is None:

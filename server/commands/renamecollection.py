@@ -13,7 +13,7 @@ from ._args import check_fields, get_bool, require
 
 
 def _split(ns: Any, field: str) -> tuple[str, str]:
-    if not isinstance(ns, str):
+    if type(ns) is not str:
         raise MongoError(ErrorCode.TypeMismatch, f"'{field}' must be of type String")
     db, dot, coll = ns.partition(".")
     if not dot or not db or not coll:

@@ -181,7 +181,7 @@ def _bounded_int(path: str, v: Any) -> int:
 
 
 def _granularity(path: str, v: Any) -> str:
-    if not isinstance(v, str):
+    if type(v) is not str:
         raise _wrong_type(path, v, "string")
     if v not in GRANULARITIES:
         raise MongoError(ErrorCode.BadValue,
@@ -243,10 +243,10 @@ def parse_timeseries_options(spec: Any, *, ns: str = "", command: str = "create"
         raise MongoError(ErrorCode.IDLFailedToParse,
                          f"BSON field '{base}.timeField' is missing but a required field")
     time_field = spec["timeField"]
-    if not isinstance(time_field, str):
+    if type(time_field) is not str:
         raise _wrong_type(f"{base}.timeField", time_field, "string")
     meta_field = spec.get("metaField")
-    if "metaField" in spec and not isinstance(meta_field, str):
+    if "metaField" in spec and type(meta_field) is not str:
         raise _wrong_type(f"{base}.metaField", meta_field, "string")
     granularity = (_granularity(f"{base}.granularity", spec["granularity"])
                    if "granularity" in spec else None)
@@ -309,7 +309,7 @@ def parse_expire_after_seconds(value: Any, *, command: str = "create",
 
 def parse_coll_mod_expire_after_seconds(value: Any, *, now_ms: int | None = None) -> int | None:
     """`collMod`'s expireAfterSeconds on a time-series collection: seconds, or None for "off"."""
-    if isinstance(value, str):
+    if type(value) is str:
         if value != "off":
             raise MongoError(ErrorCode.InvalidOptions,
                              "Invalid string value for the 'clusteredIndex::expireAfterSeconds' "

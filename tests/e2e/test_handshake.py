@@ -120,3 +120,16 @@ async def test_async_pymongo_and_motor(uri: str, compressor: str) -> None:
     with pymongo.MongoClient(uri) as observer:
         counters = _compression_counters(observer, compressor)
     assert counters["decompressor"]["bytesIn"] > 0
+
+
+@pytest.mark.parametrize("value", [0, 501, 600_000, 10**9])
+def test_journal_commit_interval_stays_within_mongods_range(client: pymongo.MongoClient,
+                                                           value: int) -> None:
+    # a wider window would let any client widen what a kill -9 loses (mongod: 1-500 ms)
+    before = client.admin.command({"getParameter": 1, "journalCommitInterval": 1})
+    with pytest.raises(pymongo.errors.OperationFailure) as exc:
+        client.admin.command({"setParameter": 1, "journalCommitInterval": value})
+    assert exc.value.code == 2 and "journalCommitInterval" in str(exc.value)
+    assert client.admin.command({"getParameter": 1, "journalCommitInterval": 1}) == before
+    for good in (1, 500, before["journalCommitInterval"]):
+        client.admin.command({"setParameter": 1, "journalCommitInterval": good})
