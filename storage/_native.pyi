@@ -132,7 +132,6 @@ class BucketColumns:
 
 def bucket_document(bucket_id: bytes, version: int, count: int, meta_key: bytes | None,
                     control: Control, columns: BucketColumns | None = None) -> bytes: ...
-def fold_bucket(control: Control, columns: BucketColumns, buffer: Buffer, starts: Buffer,
-                skip_field: str | None, bucket_id: bytes, version: int, count: int,
-                meta_key: bytes | None
-                ) -> tuple[list[tuple[str, bool, int]], int, bytes | None, bytes | None]: ...
+def fold_buckets(buffer: Buffer, skip_field: str | None, jobs: list[tuple[Any, ...]]
+                 ) -> list[tuple[list[tuple[str, bool, int]], int, bytes | None, bytes | None]
+                           | None]: ...

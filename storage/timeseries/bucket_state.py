@@ -15,9 +15,10 @@ continues from the committed state as reopening a stored bucket does (`MinMax` a
 from control.min/max, the columns from their bytes), plus the schema of what is staged.
 Each part goes over alone: columns may stay native under a reference `MinMax`.
 
-While all parts are native, `fold_all` does a bucket's whole prepareCommit (columns,
-min/max, the document with and without `data`) in one call to the core; `fold_control`,
-`fold_columns` and `native_documents` are the part-by-part way it falls back to.
+While all parts are native, `fold_all` does the buckets' whole prepareCommit (columns,
+min/max, the document with and without `data`) in one call to the core, which folds
+the buckets of a batch in parallel; `fold_control`, `fold_columns` and
+`native_documents` are the part-by-part way it falls back to.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from bson.datetime_ms import DatetimeMS
 
+from storage import native
 from storage.bsonutil import decode
 from storage.vocabulary.missing import MISSING
 
@@ -42,7 +44,7 @@ from .native_control import new as new_native_control
 if TYPE_CHECKING:
     from .bucket import Bucket
 
-__all__ = ["AnyColumnChange", "control_documents", "fold_all", "fold_columns", "fold_control", "make_native", "native_documents",
+__all__ = ["AnyColumnChange", "Folded", "control_documents", "fold_all", "fold_columns", "fold_control", "make_native", "native_documents",
            "reference_columns", "schema_compatible", "schema_learn", "set_time_bound"]
 
 # the column changes a write may hold (a native fold's or the reference's)
@@ -145,32 +147,54 @@ def fold_columns(b: Bucket, ms: Sequence[Measurement], meta_field: str | None
     return None
 
 
-def fold_all(b: Bucket, ms: Sequence[Measurement], meta_field: str | None, count: int
-             ) -> tuple[list[tuple[str, bool, int]], int, tuple[bytes, bytes] | None] | None:
-    """`fold_columns`, `fold_control` and `native_documents` of staged `ms` in one call to
-    the core, for a bucket whose parts are all native and whose `ms` all come from one
-    scan: the changed columns as (name, is_new, offset), the change in size, and the
-    bucket document and its data-less view. The documents are None when the control
-    declined (it then belongs to the reference, which has not folded `ms` yet). None,
-    with nothing changed, where the caller must fold part by part."""
-    control, columns = b.control, b.columns
-    if control is None or not isinstance(columns, NativeColumns):
-        return None
-    rows = _scanned_rows(ms)
-    if rows is None:
-        return None
-    raw = ms[0].raw
-    assert raw is not None
-    try:
-        changes, delta, doc, index = control.fold_bucket(
-            columns, raw.documents, rows, meta_field, b.bucket_id.binary, b.version, count,
-            b.key if b.meta is not MISSING else None)
-    except ColumnsDeclined:
-        return None
-    if doc is None or index is None:
-        _reference_control(b, meta_field)
-        return changes, delta, None
-    return changes, delta, (doc, index)
+# what the core's fold gives for one bucket: its column changes as (name, is_new,
+# offset), the change in size, and its document and data-less view (None: the control
+# declined, and the reference holds it now)
+Folded = tuple[list[tuple[str, bool, int]], int, tuple[bytes, bytes] | None]
+
+
+def fold_all(buckets: Sequence[Bucket], staged: Sequence[Sequence[Measurement]],
+             counts: Sequence[int], meta_field: str | None) -> list[Folded | None]:
+    """`fold_columns`, `fold_control` and `native_documents` of each bucket's staged
+    measurements (in commit order; `counts`: its measurements after them) in one call to
+    the core, which folds the buckets in parallel: per bucket, what `Folded` says, or
+    None, with nothing of it changed, where the caller must fold part by part (a part
+    held by the reference, measurements not all from one scan, the columns declined)."""
+    out: list[Folded | None] = [None] * len(buckets)
+    jobs: list[tuple[Any, ...]] = []
+    where: list[int] = []
+    documents = None
+    for i, (b, ms, count) in enumerate(zip(buckets, staged, counts)):
+        control, columns = b.control, b.columns
+        if control is None or not isinstance(columns, NativeColumns):
+            continue
+        rows = _scanned_rows(ms)
+        raw = ms[0].raw
+        if rows is None or raw is None:
+            continue
+        if documents is None:
+            documents = raw.documents
+        elif raw.documents is not documents:
+            continue
+        offsets = documents.offsets
+        jobs.append((control.native, columns.native,
+                     array("q", map(offsets.__getitem__, rows)).tobytes(),
+                     b.bucket_id.binary, b.version, count,
+                     b.key if b.meta is not MISSING else None))
+        where.append(i)
+    if not jobs or documents is None or native.core is None:
+        return out
+    results = native.check(native.core.fold_buckets, documents.buffer, meta_field, jobs)
+    for i, r in zip(where, results):
+        if r is None:
+            continue
+        changes, delta, doc, index = r
+        if doc is None or index is None:
+            _reference_control(buckets[i], meta_field)
+            out[i] = (changes, delta, None)
+        else:
+            out[i] = (changes, delta, (doc, index))
+    return out
 
 
 def reference_columns(b: Bucket) -> Columns:

@@ -21,8 +21,7 @@ RawDocuments' offsets) naming the ones that go into this bucket.
 
 from __future__ import annotations
 
-from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from storage import native
@@ -31,8 +30,6 @@ from storage.bsonutil import decode, encode
 from .minmax import SchemaChange
 
 if TYPE_CHECKING:
-    from storage.vocabulary.raw_documents import RawDocuments
-
     from .native_columns import NativeColumns
 
 __all__ = ["AVAILABLE", "Declined", "NativeControl", "from_control", "new"]
@@ -99,22 +96,12 @@ class NativeControl:
         return native.check(native.core.bucket_document, bucket_id, version, count, meta_key,
                             self._c, None if columns is None else columns.native)
 
-    def fold_bucket(self, columns: NativeColumns, documents: RawDocuments, rows: Sequence[int],
-                    skip_field: str | None, bucket_id: bytes, version: int, count: int,
-                    meta_key: bytes | None
-                    ) -> tuple[list[tuple[str, bool, int]], int, bytes | None, bytes | None]:
-        """`columns.append_raw`, `update` and `bucket_document` (with and without data)
-        in one call (`storage._native.fold_bucket`): (changes as (name, is_new, offset),
-        size delta, document, data-less document). Declined (nothing changed) when the
-        columns decline; the documents are None when the control declines after the
-        columns were appended (this control is then unchanged)."""
-        assert native.core is not None
-        starts = array("q", map(documents.offsets.__getitem__, rows))
-        return native.check(native.core.fold_bucket, self._c, columns.native,
-                            documents.buffer, starts, skip_field, bucket_id, version, count,
-                            meta_key)
-
     # -- the object -----------------------------------------------------------------------
+
+    @property
+    def native(self) -> Any:
+        """The core's object (for `storage._native.fold_buckets`)."""
+        return self._c
 
     def copy(self) -> NativeControl:
         return NativeControl(self._c.copy())

@@ -28,6 +28,7 @@ from .bucket_document import BucketDocumentParts
 from .bucket_registry import BucketRegistry
 from .bucket_state import (
     AnyColumnChange,
+    Folded,
     control_documents,
     fold_all,
     fold_columns,
@@ -181,13 +182,19 @@ class BatchContext:
 def prepare_writes(ctx: BatchContext, registry: BucketRegistry, stats: CatalogStats
                    ) -> tuple[list[BucketWrite], list[int]]:
     """The writes of every bucket the batch touched, and the indexes of the measurements
-    refused because their bucket would be too large (that bucket is dropped)."""
+    refused because their bucket would be too large (that bucket is dropped). The
+    buckets whose parts are all native are folded by the core first, together."""
     writes: list[BucketWrite] = []
     too_large: list[int] = []
     touched_ids = set()
-    for b in list(ctx.touched):
+    buckets = list(ctx.touched)
+    staged = [_begin_prepare(ctx, b, stats) for b in buckets]
+    fused = fold_all(buckets, [ms for ms, _prev, _unsorted in staged],
+                     [prev + len(ms) for ms, prev, _unsorted in staged],
+                     ctx.options.meta_field)
+    for b, (ms, prev, unsorted), f in zip(buckets, staged, fused):
         touched_ids.add(b.bucket_id)
-        w = prepare_bucket(ctx, b, stats)
+        w = _finish_prepare(ctx, b, ms, prev, unsorted, f)
         if w._parts is None and len(w.document) > MAX_BUCKET_DOCUMENT_SIZE:
             too_large.extend(w.measurement_indexes)
             ctx.touched.remove(b)
@@ -199,24 +206,40 @@ def prepare_writes(ctx: BatchContext, registry: BucketRegistry, stats: CatalogSt
             # A v1 bucket reopened (and compressed) but then not used.
             writes.append(BucketWrite("update", oid, raw, count, []))
     return writes, too_large
+
+
 def prepare_bucket(ctx: BatchContext, b: Bucket, stats: CatalogStats) -> BucketWrite:
     """prepareCommit for one bucket: its staged measurements folded in, its write."""
+    ms, prev, unsorted = _begin_prepare(ctx, b, stats)
+    fused = fold_all([b], [ms], [prev + len(ms)], ctx.options.meta_field)[0]
+    return _finish_prepare(ctx, b, ms, prev, unsorted, fused)
+
+
+def _begin_prepare(ctx: BatchContext, b: Bucket, stats: CatalogStats
+                   ) -> tuple[list[Measurement], int, bool]:
+    """The staged measurements of `b` in commit order, its committed count, and whether
+    the batch made it unsorted (version 3 from now on)."""
     ms = b.staged
     ms.sort(key=time_of)
     prev = b.num_committed
-    changed_to_unsorted = False
     if (prev and b.sorted_by_time and b.last_time_ms is not None
             and ms[0].time_ms < b.last_time_ms):
         b.sorted_by_time = False
         b.version = VERSION_COMPRESSED_UNSORTED
-        changed_to_unsorted = True
         stats.inc(ctx.stats, "numCompressedBucketsConvertedToUnsorted")
+        return ms, prev, True
+    return ms, prev, False
+
+
+def _finish_prepare(ctx: BatchContext, b: Bucket, ms: list[Measurement], prev: int,
+                    changed_to_unsorted: bool, fused: Folded | None) -> BucketWrite:
+    """The rest of prepareCommit for `b`, given what the core's fold did (`fold_all`;
+    None: fold part by part)."""
     mf = ctx.options.meta_field
     count = prev + len(ms)
     lazy = False
     changes: Sequence[AnyColumnChange | tuple[str, bytes, bool, int] | tuple[str, bool, int]]
     built: tuple[bytes, bytes] | None = None
-    fused = fold_all(b, ms, mf, count)
     folded: tuple[Sequence[Any], int] | None
     if fused is not None:
         folded, built = (fused[0], fused[1]), fused[2]

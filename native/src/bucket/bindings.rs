@@ -7,13 +7,14 @@
 
 use std::borrow::Cow;
 
-use bson::raw::RawDocument;
+use bson::raw::{RawDocument, RawDocumentBuf};
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
+use rayon::prelude::*;
 
-use super::columns::{AppendError, BucketColumns};
+use super::columns::{AppendError, Appended, BucketColumns};
 use super::document::{build, Parts};
 use crate::boundary::{guard, Declined};
 use crate::control::bindings::Control;
@@ -294,9 +295,9 @@ fn bucket_document<'py>(
     })
 }
 
-/// What `fold_bucket` gives Python: the changed columns as (name, is_new, offset of the
-/// first changed byte), the change in column size, and the bucket document and its
-/// data-less view (None when the control declined the batch).
+/// What `fold_buckets` gives Python for one bucket: the changed columns as (name,
+/// is_new, offset of the first changed byte), the change in column size, and the bucket
+/// document and its data-less view (None when the control declined the measurements).
 type Folded<'py> = (
     Vec<(String, bool, usize)>,
     i64,
@@ -304,95 +305,177 @@ type Folded<'py> = (
     Option<Bound<'py, PyBytes>>,
 );
 
-/// fold_bucket(control, columns, buffer, starts, skip_field, bucket_id, version, count,
-/// meta_key) -> (changes, delta, document, index_document)
-///
-/// One bucket's whole prepareCommit in one call: the documents of `buffer` starting at
-/// `starts` (int64s, in commit order) appended to `columns` (as `append`), folded into
-/// `control`'s min/max (as `Control.update`), and the bucket document of `count` rows
-/// built with and without `data` (as `bucket_document`). The columns are appended
-/// first: when they decline, Declined is raised and neither changed. When the control
-/// declines after that, the columns stay appended and both documents are None (the
-/// caller folds min/max with the reference). The GIL is released for the work.
-#[pyfunction]
-#[pyo3(signature = (control, columns, buffer, starts, skip_field, bucket_id, version, count, meta_key))]
-#[allow(clippy::too_many_arguments)]
-fn fold_bucket<'py>(
-    py: Python<'py>,
-    mut control: PyRefMut<'_, Control>,
-    mut columns: PyRefMut<'_, PyBucketColumns>,
-    buffer: &Bound<'py, PyAny>,
-    starts: &Bound<'py, PyAny>,
-    skip_field: Option<&str>,
-    bucket_id: &[u8],
+/// One bucket of a `fold_buckets` call, its objects borrowed for the call.
+type Job<'py> = (
+    PyRefMut<'py, Control>,
+    PyRefMut<'py, PyBucketColumns>,
+    Bound<'py, PyAny>,
+    Vec<u8>,
+    i32,
+    i32,
+    Option<Vec<u8>>,
+);
+
+/// How one bucket's fold ended.
+enum Outcome {
+    /// The columns declined: nothing of the bucket changed.
+    Declined,
+    /// The columns took the measurements; the documents when the control did too.
+    Folded(Appended, Option<(RawDocumentBuf, RawDocumentBuf)>),
+    /// A document could not be built (a name with a NUL, a bad meta key).
+    Failed(String),
+}
+
+/// One bucket's part of a `fold_buckets` call, borrowed from its job.
+struct Task<'a> {
+    ctl: &'a mut Control,
+    cols: &'a mut BucketColumns,
+    /// None: a document is malformed (the bucket declines, as its columns would)
+    docs: Option<&'a [&'a [u8]]>,
+    id: [u8; 12],
     version: i32,
     count: i32,
-    meta_key: Option<&[u8]>,
-) -> PyResult<Folded<'py>> {
-    guard("fold_bucket", || {
-        let id: [u8; 12] = bucket_id
-            .try_into()
-            .map_err(|_| PyValueError::new_err("bucket_id: 12 bytes"))?;
+    meta_key: Option<&'a [u8]>,
+}
+
+/// The work of one bucket, without the GIL: append, fold, build.
+fn fold_one(task: Task<'_>, skip_field: Option<&str>) -> Outcome {
+    let Task {
+        ctl,
+        cols,
+        docs,
+        id,
+        version,
+        count,
+        meta_key,
+    } = task;
+    let Some(docs) = docs else {
+        return Outcome::Declined;
+    };
+    let Ok(appended) = cols.append(docs.iter().copied(), skip_field) else {
+        return Outcome::Declined;
+    };
+    let raw: Result<Vec<&RawDocument>, _> =
+        docs.iter().map(|d| RawDocument::from_bytes(d)).collect();
+    let folded = raw.is_ok_and(|raw| ctl.fold(&raw, skip_field).is_ok());
+    let Some((min, max)) = folded.then(|| ctl.min_max_raw()).flatten() else {
+        return Outcome::Folded(appended, None);
+    };
+    let parts = Parts {
+        id,
+        version,
+        count,
+        meta_key,
+        min: &min,
+        max: &max,
+    };
+    let built = build(&parts, Some(cols.column_bytes())).and_then(|doc| {
+        build(&parts, None::<std::iter::Empty<(&str, &[u8])>>).map(|index| (doc, index))
+    });
+    match built {
+        Ok(docs) => Outcome::Folded(appended, Some(docs)),
+        Err(e) => Outcome::Failed(e.0),
+    }
+}
+
+/// fold_buckets(buffer, skip_field, jobs) -> list[(changes, delta, document,
+/// index_document) | None]
+///
+/// The whole prepareCommit of several buckets in one call, the buckets folded in
+/// parallel with the GIL released. Each job is (control, columns, starts, bucket_id,
+/// version, count, meta_key): the documents of `buffer` starting at `starts` (int64s,
+/// in commit order) are appended to `columns` (as `BucketColumns.append`) and folded
+/// into `control`'s min/max (as `Control.update`), and the bucket document of `count`
+/// rows is built with and without `data` (as `bucket_document`). Per bucket: None when
+/// the columns declined (neither changed); the documents None when the control declined
+/// after the columns were appended (the caller folds min/max with the reference). A
+/// bucket's objects may appear in one job only.
+#[pyfunction]
+fn fold_buckets<'py>(
+    py: Python<'py>,
+    buffer: &Bound<'py, PyAny>,
+    skip_field: Option<&str>,
+    jobs: Vec<Job<'py>>,
+) -> PyResult<Vec<Option<Folded<'py>>>> {
+    guard("fold_buckets", || {
         let buffer = bytes_of(buffer)?;
-        let starts = ints_of(starts, i64::to_le_bytes)?;
-        let n = i32::try_from(starts.len() / 8)
-            .map_err(|_| PyValueError::new_err("too many documents"))?;
-        let all: Vec<u8> = (0..n).flat_map(i32::to_le_bytes).collect();
-        let docs = documents(&buffer, &starts, &all)?;
-        let size: usize = docs.iter().map(|d| d.len()).sum();
-        let inner = &mut columns.inner;
-        let ctl = &mut *control;
-        let mut work = move || -> PyResult<_> {
-            let appended = inner
-                .append(docs.iter().copied(), skip_field)
-                .map_err(declined)?;
-            let raw: Result<Vec<&RawDocument>, _> =
-                docs.iter().map(|d| RawDocument::from_bytes(d)).collect();
-            let folded = raw.is_ok_and(|raw| ctl.fold(&raw, skip_field).is_ok());
-            if !folded {
-                return Ok((appended, None));
-            }
-            let (min, max) = ctl.min_max()?;
-            let parts = Parts {
-                id,
-                version,
-                count,
-                meta_key,
-                min: &min,
-                max: &max,
-            };
-            let bad = |e: super::document::BuildError| PyValueError::new_err(e.0);
-            let doc = build(&parts, Some(inner.column_bytes())).map_err(bad)?;
-            let index = build(&parts, None::<std::iter::Empty<(&str, &[u8])>>).map_err(bad)?;
-            Ok((appended, Some((doc, index))))
-        };
-        let (appended, built) = if size >= DETACH_BYTES {
-            py.detach(work)
-        } else {
-            work()
-        }?;
-        let changes = appended
-            .changes
-            .iter()
-            .map(|c| {
-                let (name, _) = columns.inner.field(c.field);
-                (name.to_owned(), c.is_new, c.offset)
-            })
+        let mut jobs = jobs;
+        let mut work = Vec::with_capacity(jobs.len());
+        let mut size = 0usize;
+        for (_, _, starts, id, _, _, _) in &jobs {
+            let id: [u8; 12] = id
+                .as_slice()
+                .try_into()
+                .map_err(|_| PyValueError::new_err("bucket_id: 12 bytes"))?;
+            let starts = ints_of(starts, i64::to_le_bytes)?;
+            let n = i32::try_from(starts.len() / 8)
+                .map_err(|_| PyValueError::new_err("too many documents"))?;
+            let all: Vec<u8> = (0..n).flat_map(i32::to_le_bytes).collect();
+            // a malformed document declines its bucket, as the columns would
+            let docs = documents(&buffer, &starts, &all).ok();
+            size += docs.as_ref().map_or(0, |d| d.iter().map(|x| x.len()).sum());
+            work.push((docs, id));
+        }
+        let tasks: Vec<Task<'_>> = jobs
+            .iter_mut()
+            .zip(&work)
+            .map(
+                |((ctl, cols, _, _, version, count, key), (docs, id))| Task {
+                    ctl,
+                    cols: &mut cols.inner,
+                    docs: docs.as_deref(),
+                    id: *id,
+                    version: *version,
+                    count: *count,
+                    meta_key: key.as_deref(),
+                },
+            )
             .collect();
-        let (doc, index) = match built {
-            Some((d, i)) => (
-                Some(PyBytes::new(py, d.as_bytes())),
-                Some(PyBytes::new(py, i.as_bytes())),
-            ),
-            None => (None, None),
+        let run = move || -> Vec<Outcome> {
+            let fold = |task| fold_one(task, skip_field);
+            if tasks.len() > 1 {
+                tasks.into_par_iter().map(fold).collect()
+            } else {
+                tasks.into_iter().map(fold).collect()
+            }
         };
-        Ok((changes, appended.delta, doc, index))
+        let outcomes = if size >= DETACH_BYTES {
+            py.detach(run)
+        } else {
+            run()
+        };
+        let mut out = Vec::with_capacity(outcomes.len());
+        for ((_, cols, ..), outcome) in jobs.iter().zip(outcomes) {
+            out.push(match outcome {
+                Outcome::Declined => None,
+                Outcome::Failed(why) => return Err(PyValueError::new_err(why)),
+                Outcome::Folded(appended, built) => {
+                    let changes = appended
+                        .changes
+                        .iter()
+                        .map(|c| {
+                            let (name, _) = cols.inner.field(c.field);
+                            (name.to_owned(), c.is_new, c.offset)
+                        })
+                        .collect();
+                    let (doc, index) = match built {
+                        Some((d, i)) => (
+                            Some(PyBytes::new(py, d.as_bytes())),
+                            Some(PyBytes::new(py, i.as_bytes())),
+                        ),
+                        None => (None, None),
+                    };
+                    Some((changes, appended.delta, doc, index))
+                }
+            });
+        }
+        Ok(out)
     })
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bucket_document, m)?)?;
-    m.add_function(wrap_pyfunction!(fold_bucket, m)?)?;
+    m.add_function(wrap_pyfunction!(fold_buckets, m)?)?;
     m.add_class::<PyBucketColumns>()?;
     Ok(())
 }

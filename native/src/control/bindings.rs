@@ -71,6 +71,12 @@ impl Control {
         self.minmax.update_batch(docs, skip_field)
     }
 
+    /// control.min and control.max, None when they cannot be rendered (for the fused
+    /// fold, which runs without the GIL).
+    pub(crate) fn min_max_raw(&self) -> Option<(bson::RawDocumentBuf, bson::RawDocumentBuf)> {
+        Some((self.minmax.min().ok()?, self.minmax.max().ok()?))
+    }
+
     /// control.min and control.max (for the native bucket document).
     pub(crate) fn min_max(&self) -> PyResult<(bson::RawDocumentBuf, bson::RawDocumentBuf)> {
         Ok((

@@ -1,6 +1,7 @@
-"""`storage._native.fold_bucket`: one bucket's prepareCommit in one call, against the
-three calls it fuses (`BucketColumns.append`, `Control.update`, `bucket_document` with
-and without data), and its all-or-nothing rules when a part declines."""
+"""`storage._native.fold_buckets`: the prepareCommit of several buckets in one call (in
+parallel), against the three calls it fuses for each (`BucketColumns.append`,
+`Control.update`, `bucket_document` with and without data), and its all-or-nothing
+rules, per bucket, when a part declines."""
 
 from __future__ import annotations
 
@@ -19,17 +20,23 @@ from storage.timeseries.metadata import series_key
 
 pytestmark = pytest.mark.skipif(native.core is None, reason="the native core is not built")
 
-OID = ObjectId(b"\x07" * 12).binary
 META = "tags"
 
 
-def _buffer(docs: list[dict[str, Any]]) -> tuple[bytes, array[int]]:
-    raws = [bson.encode(d) for d in docs]
-    starts, at = array("q"), 0
+def _oid(k: int) -> bytes:
+    return ObjectId(k.to_bytes(12, "big")).binary
+
+
+def _buffer(raws: list[bytes]) -> tuple[bytes, list[int]]:
+    starts, at = [], 0
     for r in raws:
         starts.append(at)
         at += len(r)
     return b"".join(raws), starts
+
+
+def _starts(all_starts: list[int], rows: list[int]) -> bytes:
+    return array("q", [all_starts[i] for i in rows]).tobytes()
 
 
 def _symbol_document() -> bytes:
@@ -45,66 +52,102 @@ _VALUES = st.one_of(st.integers(-(2**31), 2**31 - 1), st.floats(allow_nan=False)
 
 
 @st.composite
-def _batches(draw: st.DrawFn) -> list[list[dict[str, Any]]]:
+def _batches(draw: st.DrawFn) -> list[list[tuple[int, dict[str, Any]]]]:
+    """Batches of (series, measurement), 1 to 3 series."""
+    series = draw(st.integers(1, 3))
     t = 1_700_000_000_000
     out = []
-    for _ in range(draw(st.integers(1, 6))):
+    for _ in range(draw(st.integers(1, 5))):
         docs = []
-        for _ in range(draw(st.integers(1, 12))):
+        for _ in range(draw(st.integers(1, 15))):
             t += draw(st.integers(0, 5000))
+            s = draw(st.integers(0, series - 1))
             doc: dict[str, Any] = {"_id": ObjectId(), "t": DatetimeMS(t),
-                                   META: {"host": "h1", "rack": 3}}
+                                   META: {"host": f"h{s}", "rack": s}}
             for name in draw(st.lists(st.sampled_from("abcde"), unique=True, max_size=5)):
                 doc[name] = draw(_VALUES)
-            docs.append(doc)
+            docs.append((s, doc))
         out.append(docs)
     return out
 
 
 @settings(max_examples=60, deadline=None)
 @given(_batches())
-def test_fold_bucket_is_the_three_calls_it_fuses(batches: list[list[dict[str, Any]]]) -> None:
+def test_fold_buckets_is_the_calls_it_fuses(batches: list[list[tuple[int, dict[str, Any]]]]
+                                            ) -> None:
     core = native.core
     assert core is not None
-    key = series_key({"host": "h1", "rack": 3})
-    fused_control, fused_columns = core.Control(), core.BucketColumns("t")
-    control, columns = core.Control(), core.BucketColumns("t")
-    count = 0
-    for docs in batches:
-        buf, starts = _buffer(docs)
-        count += len(docs)
-        changes, delta, doc, index = core.fold_bucket(
-            fused_control, fused_columns, buf, starts, META, OID, 2, count, key)
-        want_changes, want_delta = columns.append(buf, starts, None, META)
-        control.update(buf, starts.tobytes(), META)
-        assert changes == [(n, new, off) for n, _c, new, off in want_changes]
-        assert delta == want_delta
-        assert doc == core.bucket_document(OID, 2, count, key, control, columns)
-        assert index == core.bucket_document(OID, 2, count, key, control, None)
-        assert fused_columns.column_bytes() == columns.column_bytes()
+    fused: dict[int, tuple[Any, Any, int]] = {}
+    plain: dict[int, tuple[Any, Any]] = {}
+    for batch in batches:
+        buf, starts = _buffer([bson.encode(d) for _s, d in batch])
+        rows: dict[int, list[int]] = {}
+        for i, (s, _d) in enumerate(batch):
+            rows.setdefault(s, []).append(i)
+        jobs = []
+        for s, rs in rows.items():
+            control, columns, count = fused.get(s) or (core.Control(), core.BucketColumns("t"), 0)
+            fused[s] = (control, columns, count + len(rs))
+            key = series_key({"host": f"h{s}", "rack": s})
+            jobs.append((control, columns, _starts(starts, rs), _oid(s), 2, count + len(rs), key))
+        results = core.fold_buckets(buf, META, jobs)
+        assert len(results) == len(jobs)
+        for (s, rs), got in zip(rows.items(), results):
+            control, columns = plain.setdefault(s, (core.Control(), core.BucketColumns("t")))
+            want_changes, want_delta = columns.append(buf, _starts(starts, rs), None, META)
+            control.update(buf, _starts(starts, rs), META)
+            count = fused[s][2]
+            key = series_key({"host": f"h{s}", "rack": s})
+            assert got is not None
+            changes, delta, doc, index = got
+            assert changes == [(n, new, off) for n, _c, new, off in want_changes]
+            assert delta == want_delta
+            assert doc == core.bucket_document(_oid(s), 2, count, key, control, columns)
+            assert index == core.bucket_document(_oid(s), 2, count, key, control, None)
+            assert fused[s][1].column_bytes() == columns.column_bytes()
 
 
-def test_declined_columns_change_nothing() -> None:
+def test_a_bucket_whose_columns_decline_is_unchanged_and_the_others_fold() -> None:
     core = native.core
     assert core is not None
-    control, columns = core.Control(), core.BucketColumns("t")
-    buf, starts = _buffer([{"t": DatetimeMS(1), "x": 1}])
-    core.fold_bucket(control, columns, buf, starts, None, OID, 2, 1, None)
-    before = (columns.column_bytes(), columns.count, control.min_bson(), control.max_bson())
-    bad, bad_starts = _buffer([{"t": DatetimeMS(2), "x": 2}, {"t": DatetimeMS(3), "o": {"a": 1}}])
-    with pytest.raises(native.Declined):
-        core.fold_bucket(control, columns, bad, bad_starts, None, OID, 2, 3, None)
-    assert (columns.column_bytes(), columns.count, control.min_bson(),
-            control.max_bson()) == before
+    good = (core.Control(), core.BucketColumns("t"))
+    bad = (core.Control(), core.BucketColumns("t"))
+    first, first_starts = _buffer([bson.encode({"t": DatetimeMS(1), "x": 1})] * 2)
+    core.fold_buckets(first, None, [(*good, _starts(first_starts, [0]), _oid(1), 2, 1, None),
+                                    (*bad, _starts(first_starts, [1]), _oid(2), 2, 1, None)])
+    before = (bad[1].column_bytes(), bad[1].count, bad[0].min_bson(), bad[0].max_bson())
+    buf, starts = _buffer([bson.encode({"t": DatetimeMS(2), "x": 2}),
+                           bson.encode({"t": DatetimeMS(3), "o": {"a": 1}})])
+    results = core.fold_buckets(buf, None, [
+        (*good, _starts(starts, [0]), _oid(1), 2, 2, None),
+        (*bad, _starts(starts, [0, 1]), _oid(2), 2, 3, None)])
+    assert results[1] is None
+    assert (bad[1].column_bytes(), bad[1].count, bad[0].min_bson(), bad[0].max_bson()) == before
+    assert results[0] is not None and good[1].count == 2
+    assert good[0].max_bson() == bson.encode({"t": DatetimeMS(2), "x": 2})
 
 
 def test_a_declined_control_leaves_the_columns_appended_and_gives_no_documents() -> None:
     core = native.core
     assert core is not None
     control, columns = core.Control(), core.BucketColumns("t")
-    changes, delta, doc, index = core.fold_bucket(
-        control, columns, _symbol_document(), array("q", [0]), None, OID, 2, 1, None)
+    [got] = core.fold_buckets(_symbol_document(), None,
+                              [(control, columns, array("q", [0]).tobytes(), _oid(1), 2, 1,
+                                None)])
+    assert got is not None
+    changes, delta, doc, index = got
     assert (doc, index) == (None, None)
     assert [name for name, _new, _off in changes] == ["t", "x", "y"]
     assert columns.count == 1 and delta == sum(len(c) for _n, c in columns.column_bytes())
     assert control.min_bson() == bson.encode({})
+
+
+def test_one_bucket_twice_in_a_call_is_refused() -> None:
+    core = native.core
+    assert core is not None
+    control, columns = core.Control(), core.BucketColumns("t")
+    buf, starts = _buffer([bson.encode({"t": DatetimeMS(1), "x": 1})])
+    job = (control, columns, _starts(starts, [0]), _oid(1), 2, 1, None)
+    with pytest.raises(RuntimeError):
+        core.fold_buckets(buf, None, [job, job])
+    assert columns.count == 0
