@@ -132,17 +132,17 @@ class BucketCatalog:
         buckets become idle. Nothing here says the writes are written yet."""
         self._check_pending(result)
         registry, stats = self._registry, self._stats
+        # counted for the batch, added to the collection's statistics once
+        commits = inserts = due_to_meta = committed = 0
         for w in result.writes:
             b = registry.open_by_id.get(w.bucket_id)
             if b is None or not w.measurement_indexes:
                 continue
-            s = stats.of(b.coll)
             n = len(w.measurement_indexes)
-            stats.inc(s, "numCommits")
-            stats.inc(s, "numBucketInserts" if w.previous_count == 0 else "numBucketUpdates")
-            if b.opened_due_to_metadata:
-                stats.inc(s, "numBucketsOpenedDueToMetadata")
-            stats.inc(s, "numMeasurementsCommitted", n)
+            commits += 1
+            inserts += w.previous_count == 0
+            due_to_meta += b.opened_due_to_metadata
+            committed += n
             b.num_committed += n
             b.size += w._compressed_delta - w._estimate
             b.field_names.update(w._new_fields)
@@ -154,6 +154,14 @@ class BucketCatalog:
             b.committed_write = w
             b.index_doc = w.index_source
             registry.account_commit(b)
+        if commits:
+            s = stats.of(result.coll)
+            for name, n in (("numCommits", commits), ("numBucketInserts", inserts),
+                            ("numBucketUpdates", commits - inserts),
+                            ("numBucketsOpenedDueToMetadata", due_to_meta),
+                            ("numMeasurementsCommitted", committed)):
+                if n:
+                    stats.inc(s, name, n)
         for b in result._touched:
             if registry.open_by_id.get(b.bucket_id) is not b:
                 continue

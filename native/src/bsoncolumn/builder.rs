@@ -30,6 +30,13 @@ impl From<Fail> for BuildError {
 /// Rows a decoded column may hold (the reference's DEFAULT_MAX_VALUES).
 pub const DEFAULT_MAX_VALUES: usize = 1 << 22;
 
+/// Where a builder was (`ColumnBuilder::checkpoint`), to go back there.
+#[derive(Debug, Clone)]
+pub struct Checkpoint {
+    snap: super::encoder::Snapshot,
+    count: usize,
+}
+
 /// A BSONColumn being built from scalar values and skipped rows.
 #[derive(Debug, Clone, Default)]
 pub struct ColumnBuilder {
@@ -109,6 +116,21 @@ impl ColumnBuilder {
         }
         self.count += values.len() / size;
         Ok(())
+    }
+
+    /// The builder's state now, cheaper than a clone: the output bytes are not copied
+    /// (later appends only add to them, and the one control byte they may change is kept).
+    pub fn checkpoint(&self) -> Checkpoint {
+        Checkpoint {
+            snap: self.state.snapshot(),
+            count: self.count,
+        }
+    }
+
+    /// Back to `c`, taken from this builder with nothing but appends and finalizes since.
+    pub fn rollback(&mut self, c: &Checkpoint) {
+        self.state.restore(&c.snap);
+        self.count = c.count;
     }
 
     /// Append `n` skipped rows.

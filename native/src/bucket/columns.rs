@@ -242,17 +242,14 @@ impl BucketColumns {
             next[v.field] += 1;
         }
         let base = self.count;
-        let mut builders = Vec::with_capacity(total);
+        // Existing builders are appended to in place from a checkpoint (rolled back if any
+        // column fails), new fields get builders of their own: no column is copied whole
+        // but by its finalize.
+        let mut checkpoints = Vec::with_capacity(existing);
+        let mut fresh: Vec<ColumnBuilder> = Vec::with_capacity(total - existing);
         let mut columns = Vec::with_capacity(total);
+        let mut failed = None;
         for f in 0..total {
-            let mut b = match self.fields.get(f).and_then(|x| x.builder.as_ref()) {
-                Some(b) => b.clone(),
-                None => {
-                    let mut b = ColumnBuilder::new();
-                    b.skip(base)?;
-                    b
-                }
-            };
             let mine = &order[starts[f]..starts[f + 1]];
             let mut k = 0;
             let rows = (0..n).map(|r| match mine.get(k) {
@@ -262,10 +259,39 @@ impl BucketColumns {
                 }
                 _ => None,
             });
-            b.extend(rows)?;
-            columns.push(b.finalize()?);
-            builders.push(b);
+            let existing_builder = self.fields.get_mut(f).and_then(|x| x.builder.as_mut());
+            let b = match existing_builder {
+                Some(b) => {
+                    checkpoints.push((f, b.checkpoint()));
+                    b
+                }
+                None => {
+                    let mut b = ColumnBuilder::new();
+                    if let Err(e) = b.skip(base) {
+                        failed = Some(e);
+                        break;
+                    }
+                    fresh.push(b);
+                    fresh.last_mut().expect("just pushed")
+                }
+            };
+            match b.extend(rows).and_then(|()| b.finalize()) {
+                Ok(column) => columns.push(column),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
         }
+        if let Some(e) = failed {
+            for (f, c) in &checkpoints {
+                if let Some(b) = self.fields[*f].builder.as_mut() {
+                    b.rollback(c);
+                }
+            }
+            return Err(e.into());
+        }
+        let mut fresh = fresh.into_iter();
         // every column finalized: commit
         if !new_names.is_empty() {
             self.fields.reserve_exact(new_names.len());
@@ -279,8 +305,11 @@ impl BucketColumns {
         }
         let mut changes = Vec::with_capacity(total);
         let mut delta = 0i64;
-        for (f, (b, column)) in builders.into_iter().zip(columns).enumerate() {
+        for (f, column) in columns.into_iter().enumerate() {
             let field = &mut self.fields[f];
+            if field.builder.is_none() {
+                field.builder = fresh.next();
+            }
             let change = match &field.column {
                 None => {
                     delta += column.len() as i64;
@@ -300,7 +329,6 @@ impl BucketColumns {
                 }
             };
             changes.push(change);
-            field.builder = Some(b);
             field.column = Some(column.into_boxed_slice());
         }
         self.count = base + n;
@@ -555,5 +583,34 @@ mod tests {
                 super::super::fuzzing::check_append(&bad);
             }
         }
+    }
+
+    #[test]
+    fn a_column_failing_after_others_were_extended_rolls_them_all_back() {
+        let d1 = rawdoc! {"t": bson::DateTime::from_millis(7), "a": 1, "b": true};
+        let mut c = BucketColumns::new(Some("t"));
+        c.append([d1.as_bytes()], None).unwrap();
+        let before: Vec<(String, Vec<u8>)> = c
+            .column_bytes()
+            .map(|(n, b)| (n.to_owned(), b.to_vec()))
+            .collect();
+        // "t" and "a" take their values before "b" meets a bool that is neither 0 nor 1
+        let good = rawdoc! {"t": bson::DateTime::from_millis(8), "a": 2, "b": true};
+        let mut bad = good.as_bytes().to_vec();
+        let at = bad.len() - 2;
+        bad[at] = 2;
+        assert!(c.append([good.as_bytes(), &bad[..]], None).is_err());
+        let after: Vec<(String, Vec<u8>)> = c
+            .column_bytes()
+            .map(|(n, b)| (n.to_owned(), b.to_vec()))
+            .collect();
+        assert_eq!(after, before);
+        assert_eq!(c.count(), 1);
+        // and the builders continue as if the failed call never happened
+        let mut fresh = BucketColumns::new(Some("t"));
+        fresh.append([d1.as_bytes()], None).unwrap();
+        c.append([good.as_bytes()], None).unwrap();
+        fresh.append([good.as_bytes()], None).unwrap();
+        assert!(c.column_bytes().eq(fresh.column_bytes()));
     }
 }
