@@ -19,6 +19,7 @@ from storage.timeseries import (
     rebuild_bucket,
     unpack_bucket,
 )
+from storage.timeseries.native_scan import prescan
 from storage.timeseries.pending_writes import write_buckets
 from storage.timeseries.stored_buckets import StoredBuckets
 from storage.vocabulary.error_codes import ErrorCode
@@ -48,6 +49,10 @@ async def insert_measurements(req: CommandRequest, target: TimeseriesTarget,
     (now when `durable`). `docs` sent as a document sequence arrive as `RawDocuments`
     and go to the bucket catalog so, undecoded."""
     service = timeseries_service(req)
+    # the native scan runs here, on the thread that read the batch, without the GIL,
+    # while the storage thread works on what came before it
+    prescanned = prescan(docs.buffer, target.options, ordered, offsets=docs.offsets) \
+        if isinstance(docs, RawDocuments) else None
 
     def run() -> dict[str, Any]:
         catalog = req.storage.catalog
@@ -55,7 +60,8 @@ async def insert_measurements(req: CommandRequest, target: TimeseriesTarget,
         buckets = catalog.get_or_create_collection(target.db, target.buckets_name)
         service.sync_parameters()
         source = StoredBuckets(buckets, opts, service.deferred, service.flush_deferred)
-        result = service.catalog.insert_batch(target.ns, opts, docs, source, ordered=ordered)
+        result = service.catalog.insert_batch(target.ns, opts, docs, source, ordered=ordered,
+                                              prescanned=prescanned)
         service.note_bucket_inserts(buckets, opts.time_field, result.writes)
         service.deferred.add(target.db, target.buckets_name, result.writes)
         service.catalog.commit(result)

@@ -47,6 +47,7 @@ from .bucket_id import BucketIdGenerator
 from .bucket_registry import BucketRegistry
 from .constants import TimeseriesParameters
 from .measurements import Measurement, MeasurementPreparer, time_of
+from .native_scan import Prescan
 from .options import TimeseriesOptions
 from .reopening import BucketSource
 from .rollover import RolloverAction
@@ -74,15 +75,16 @@ class BucketCatalog:
 
     def insert_batch(self, coll: str, options: TimeseriesOptions,
                      measurements: Sequence[Mapping[str, Any] | bytes] | RawDocuments,
-                     source: BucketSource | None = None, *, ordered: bool = True
-                     ) -> BatchResult:
+                     source: BucketSource | None = None, *, ordered: bool = True,
+                     prescanned: Prescan | None = None) -> BatchResult:
         """Stage a batch of measurements and return the bucket writes to perform.
 
         The measurements are documents, BSON bytes, or a `RawDocuments` (a document
         sequence as it came off the wire, which the preparer decodes itself).
 
         With `ordered`, staging stops at the first invalid measurement (MongoDB's ordered
-        insert); otherwise every valid measurement is staged. Exactly one of `commit` or
+        insert); otherwise every valid measurement is staged. `prescanned`: the native
+        scan of a `RawDocuments`, done already (`native_scan.prescan`). Exactly one of `commit` or
         `abort` must follow before the next call.
         """
         if self._pending is not None and not self._pending._finished:
@@ -90,7 +92,8 @@ class BucketCatalog:
                              "bucket catalog: previous batch neither committed nor aborted")
         ctx = BatchContext(coll, options, source, self._stats.of(coll),
                            self.params.memory_threshold_bytes())
-        prepared, errors = self._measurements.prepare_all(measurements, options, ordered)
+        prepared, errors = self._measurements.prepare_all(measurements, options, ordered,
+                                                          prescanned)
         groups: dict[bytes, list[Measurement]] = {}
         for pm in prepared:
             g = groups.get(pm.key)

@@ -146,14 +146,16 @@ class MeasurementPreparer:
         self.scan = native_scan.AVAILABLE
 
     def prepare_all(self, measurements: Sequence[Mapping[str, Any] | bytes] | RawDocuments,
-                    options: TimeseriesOptions, ordered: bool
+                    options: TimeseriesOptions, ordered: bool,
+                    prescanned: native_scan.Prescan | None = None
                     ) -> tuple[list[Measurement], list[tuple[int, MongoError]]]:
         """The batch's measurements prepared, and those refused (with `ordered`, the first
         refusal ends the batch). A `RawDocuments` (a document sequence off the wire) is
         decoded first, whole; one that is not valid BSON refuses the whole batch with
-        InvalidBSON before anything is prepared."""
+        InvalidBSON before anything is prepared. `prescanned`: the native scan of that
+        sequence, done already (`native_scan.prescan`)."""
         if isinstance(measurements, RawDocuments):
-            scanned = self._prepare_scanned(measurements, options, ordered)
+            scanned = self._prepare_scanned(measurements, options, ordered, prescanned)
             if scanned is not None:
                 return scanned
             measurements = _decoded_sequence(measurements)
@@ -180,15 +182,22 @@ class MeasurementPreparer:
                 if ordered:
                     break
         return prepared, errors
-    def _prepare_scanned(self, raw: RawDocuments, options: TimeseriesOptions, ordered: bool
+    def _prepare_scanned(self, raw: RawDocuments, options: TimeseriesOptions, ordered: bool,
+                         prescanned: native_scan.Prescan | None = None
                          ) -> tuple[list[Measurement], list[tuple[int, MongoError]]] | None:
         """`prepare_all` of a document sequence by the native scan, without decoding a
         document; None where the decoding path must do it: no native core, a document the
         scan declines, one without an `_id` (the decoding path gives it one), or one the
         scan refuses for a reason other than its time (malformed BSON refuses the whole
         batch there, as it always did)."""
-        batch = native_scan.scan(raw.buffer, options, ordered, offsets=raw.offsets) \
-            if self.scan else None
+        batch: ScannedBatch | None = None
+        if not self.scan:
+            pass
+        elif (prescanned is not None and prescanned.buffer is raw.buffer
+              and prescanned[1:4] == (options.time_field, options.meta_field, ordered)):
+            batch = prescanned.batch
+        else:
+            batch = native_scan.scan(raw.buffer, options, ordered, offsets=raw.offsets)
         if batch is None:
             return None
         errors = native_scan.errors(batch)

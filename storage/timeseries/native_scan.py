@@ -41,8 +41,8 @@ from .options import TimeseriesOptions
 if TYPE_CHECKING:
     from storage._native import ScannedBatch
 
-__all__ = ["AVAILABLE", "MAX_BSON_DEPTH", "Arrays", "arrays", "errors", "groups", "scan",
-           "series_meta", "series_metas"]
+__all__ = ["AVAILABLE", "MAX_BSON_DEPTH", "Arrays", "Prescan", "arrays", "errors", "groups",
+           "prescan", "scan", "series_meta", "series_metas"]
 
 AVAILABLE: Final = native.core is not None and hasattr(native.core, "scan_measurements")
 
@@ -65,6 +65,28 @@ def scan(buf: bytes, options: TimeseriesOptions, ordered: bool, *,
                             None if offsets is None else list(offsets), max_depth, max_size)
     except core.Declined:
         return None
+
+
+class Prescan(NamedTuple):
+    """A batch scanned before it reached the catalog (by `prescan`, e.g. on the thread
+    that read it off the wire while the storage thread works): what `scan` gave for
+    these options, of this buffer."""
+
+    buffer: bytes
+    time_field: str
+    meta_field: str | None
+    ordered: bool
+    batch: ScannedBatch | None  # None: the core declined it
+
+
+def prescan(buf: bytes, options: TimeseriesOptions, ordered: bool, *,
+            offsets: Sequence[int] | None = None) -> Prescan | None:
+    """`scan` ahead of the catalog, or None without the core. The scan releases the GIL,
+    so a thread that calls this runs beside the others."""
+    if not AVAILABLE:
+        return None
+    return Prescan(buf, options.time_field, options.meta_field, ordered,
+                   scan(buf, options, ordered, offsets=offsets))
 
 
 class Arrays(NamedTuple):

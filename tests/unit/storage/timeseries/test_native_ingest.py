@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from storage.bsonutil import decode, encode
+from storage.timeseries import native_scan
 from storage.timeseries.bucket_catalog import BucketCatalog
 from storage.timeseries.constants import TimeseriesParameters
 from storage.timeseries.native_columns import NativeColumns
@@ -210,3 +211,24 @@ def test_the_native_documents_decode_to_the_measurements() -> None:
     out = [d for raw in store.docs["c"].values() for d in unpack_bucket(bson.decode(raw), spec)]
     assert sorted(out, key=lambda d: d["_id"]) == sorted(
         [decode(encode(d)) for d in docs], key=lambda d: d["_id"])
+
+
+def test_a_batch_scanned_ahead_is_not_scanned_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    docs = _tsbs(300, 10)
+    raw = sequence(docs)
+    ahead = native_scan.prescan(raw.buffer, OPTS, True, offsets=raw.offsets)
+    assert ahead is not None and ahead.batch is not None
+    plain, fresh = BucketCatalog(id_seed=7), BucketCatalog(id_seed=7)
+    want = plain.insert_batch("c", OPTS, sequence(docs), None, ordered=True)
+    calls = []
+    real = native_scan.scan
+    monkeypatch.setattr(native_scan, "scan", lambda *a, **k: calls.append(a) or real(*a, **k))
+    got = fresh.insert_batch("c", OPTS, raw, None, ordered=True, prescanned=ahead)
+    assert calls == []
+    assert [(w.bucket_id, w.document) for w in got.writes] == \
+        [(w.bucket_id, w.document) for w in want.writes]
+    fresh.commit(got)
+    # scanned for other options (here: unordered) it is scanned again
+    again = fresh.insert_batch("c", OPTS, sequence(_tsbs(300, 10, 300)), None, ordered=False,
+                               prescanned=ahead)
+    assert len(calls) == 1 and again.num_inserted == 300
