@@ -22,9 +22,11 @@ from pytest_bucketd import BucketdProcess  # noqa: E402
 def bucketd(*extra: str) -> Iterator[BucketdProcess]:
     with tempfile.TemporaryDirectory(prefix="bucketd-bench-") as d:
         # BENCH_PROFILE=out.txt: the server runs under py-spy (collapsed stacks of every
-        # thread written to out.txt when it stops; its CPU figures are then py-spy's)
+        # thread written to out.txt when it stops; its CPU figures are then py-spy's);
+        # with BENCH_PROFILE_GIL=1 only the samples of threads holding the GIL
         profile = os.environ.get("BENCH_PROFILE")
-        spy = ["py-spy", "record", "--format", "raw", "--threads", "--rate", "200",
+        gil = ["--gil"] if os.environ.get("BENCH_PROFILE_GIL") == "1" else []
+        spy = ["py-spy", "record", "--format", "raw", "--threads", "--rate", "200", *gil,
                "-o", profile, "--"] if profile else []
         proc = BucketdProcess([*spy, sys.executable, "-m", "server"], dbpath=d,
                               extra_args=["--quiet", *extra])
