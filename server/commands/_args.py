@@ -71,10 +71,18 @@ def get_int(body: dict[str, Any], command: str, field: str, default: int | None 
     if isinstance(v, float):
         if v != v or v in (float("inf"), float("-inf")):
             raise MongoError(ErrorCode.BadValue, f"BSON field '{command}.{field}' must be finite")
-        return int(v)
+        return _clamped_int64(int(v))
     if isinstance(v, Decimal128):
-        return int(v.to_decimal())
+        d = v.to_decimal()
+        if not d.is_finite():
+            raise MongoError(ErrorCode.BadValue, f"BSON field '{command}.{field}' must be finite")
+        return _clamped_int64(int(d))
     raise _wrong_type(command, field, v, "[long, int, decimal, double]")
+
+
+def _clamped_int64(n: int) -> int:
+    """A whole number as mongod's safeInt64 arguments take it: saturated to int64."""
+    return max(-(2**63), min(n, 2**63 - 1))
 
 
 def get_str(body: dict[str, Any], command: str, field: str, default: str | None = None

@@ -49,6 +49,10 @@ async def insert_measurements(req: CommandRequest, target: TimeseriesTarget,
     (now when `durable`). `docs` sent as a document sequence arrive as `RawDocuments`
     and go to the bucket catalog so, undecoded."""
     service = timeseries_service(req)
+    # a client's value that is not a document (binData would read as BSON bytes to the
+    # catalog) goes in as None, which the catalog refuses at its index
+    measurements: list[Any] | RawDocuments = docs if isinstance(docs, RawDocuments) else \
+        [d if type(d) is dict else None for d in docs]
     # the native scan runs here, on the thread that read the batch, without the GIL,
     # while the storage thread works on what came before it
     prescanned = prescan(docs.buffer, target.options, ordered, offsets=docs.offsets) \
@@ -60,8 +64,8 @@ async def insert_measurements(req: CommandRequest, target: TimeseriesTarget,
         buckets = catalog.get_or_create_collection(target.db, target.buckets_name)
         service.sync_parameters()
         source = StoredBuckets(buckets, opts, service.deferred, service.flush_deferred)
-        result = service.catalog.insert_batch(target.ns, opts, docs, source, ordered=ordered,
-                                              prescanned=prescanned)
+        result = service.catalog.insert_batch(target.ns, opts, measurements, source,
+                                              ordered=ordered, prescanned=prescanned)
         service.note_bucket_inserts(buckets, opts.time_field, result.writes)
         service.deferred.add(target.db, target.buckets_name, result.writes)
         service.catalog.commit(result)

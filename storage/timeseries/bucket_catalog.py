@@ -79,8 +79,9 @@ class BucketCatalog:
                      prescanned: Prescan | None = None) -> BatchResult:
         """Stage a batch of measurements and return the bucket writes to perform.
 
-        The measurements are documents, BSON bytes, or a `RawDocuments` (a document
-        sequence as it came off the wire, which the preparer decodes itself).
+        The measurements are documents or BSON bytes (any other value is refused at its
+        index with TypeMismatch, as mongod does), or a `RawDocuments` (a document sequence
+        as it came off the wire, which the preparer reads itself).
 
         With `ordered`, staging stops at the first invalid measurement (MongoDB's ordered
         insert); otherwise every valid measurement is staged. `prescanned`: the native

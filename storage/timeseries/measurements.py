@@ -390,10 +390,16 @@ def _decoded_sequence(raw: RawDocuments) -> list[dict[str, Any]]:
         raise MongoError(ErrorCode.InvalidBSON, exc.message) from None
 
 
-def _as_document(m: Mapping[str, Any] | bytes) -> dict[str, Any]:
-    """A measurement as a dict with an `_id` (decoded from BSON or copied, and given a new
-    ObjectId when it has none)."""
-    doc = decode(bytes(m)) if isinstance(m, bytes | bytearray | memoryview) else dict(m)
+def _as_document(m: Any) -> dict[str, Any]:
+    """A measurement as a dict with an `_id` (decoded from BSON bytes or copied, and given
+    a new ObjectId when it has none). Anything else is refused as mongod refuses a value
+    that is not a document."""
+    if isinstance(m, bytes | bytearray | memoryview):
+        doc = decode(bytes(m))
+    elif isinstance(m, Mapping):
+        doc = dict(m)
+    else:
+        raise MongoError(ErrorCode.TypeMismatch, "documents must be objects")
     return doc if "_id" in doc else {"_id": ObjectId(), **doc}
 
 
