@@ -46,8 +46,8 @@ def test_nan_decimals_are_refused(db, field: str) -> None:
     assert exc.value.code == 2 and "must be finite" in str(exc.value)
 
 
-def _insert(port: int, body: dict[str, Any]) -> dict[str, Any]:
-    raw = RawConnection(port)  # pymongo refuses to send a non-document as one
+def _insert(server: Any, body: dict[str, Any]) -> dict[str, Any]:
+    raw = RawConnection(server.port, host=server.host)  # pymongo sends no non-document
     try:
         raw.send(encode_op_msg({**body, "$db": "hostile_args"}, 1, 0))
         reply = raw.recv_reply_doc()
@@ -62,7 +62,7 @@ def _insert(port: int, body: dict[str, Any]) -> dict[str, Any]:
 def test_a_non_document_measurement_is_refused_at_its_index(server, db, bad: Any,
                                                             ordered: bool) -> None:
     good = {"t": bson.datetime_ms.DatetimeMS(1_700_000_000_000), "m": 1, "v": 1}
-    reply = _insert(server.port, {"insert": "ts", "documents": [good, bad, good],
+    reply = _insert(server, {"insert": "ts", "documents": [good, bad, good],
                                   "ordered": ordered})
     assert reply["ok"] == 1.0
     assert [(e["index"], e["code"]) for e in reply["writeErrors"]] == [(1, 14)]
