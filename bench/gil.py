@@ -15,24 +15,20 @@ import argparse
 import sys
 import threading
 import time
-from array import array
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-import bson
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tsbs import measurements  # noqa: E402
+from catalog import _batches  # noqa: E402
 
 from storage import native  # noqa: E402
 from storage.timeseries import native_scan  # noqa: E402
 from storage.timeseries.bucket_catalog import BucketCatalog  # noqa: E402
 from storage.timeseries.options import parse_timeseries_options  # noqa: E402
-from storage.vocabulary.raw_documents import RawDocuments  # noqa: E402
 
 
 class Counter:
@@ -74,20 +70,6 @@ class Watch:
         return self.counts / self.seconds if self.seconds else 0.0
 
 
-def _batches(n: int) -> list[RawDocuments]:
-    out, raws = [], []
-    for doc in measurements(n):
-        raws.append(bson.encode({"_id": bson.ObjectId(), **doc}))
-        if len(raws) == 1000:
-            starts, at = array("q"), 0
-            for r in raws:
-                starts.append(at)
-                at += len(r)
-            out.append(RawDocuments(b"".join(raws), starts))
-            raws = []
-    return out
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--measurements", type=int, default=100_000)
@@ -95,7 +77,7 @@ def main() -> None:
     core = native.core
     if core is None:
         sys.exit("the native core is not built")
-    batches = _batches(args.measurements)
+    batches = _batches(args.measurements, 100)
     opts = parse_timeseries_options({"timeField": "time", "metaField": "tags"})
     sys.setswitchinterval(0.0005)  # hand the GIL over often, as a busy server does
     with Counter() as counter:

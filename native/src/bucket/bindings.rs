@@ -260,6 +260,24 @@ impl PyBucketColumns {
     }
 }
 
+/// The parts of a bucket document with control.min and control.max `min_max`.
+fn parts<'a>(
+    id: [u8; 12],
+    version: i32,
+    count: i32,
+    meta_key: Option<&'a [u8]>,
+    min_max: &'a (RawDocumentBuf, RawDocumentBuf),
+) -> Parts<'a> {
+    Parts {
+        id,
+        version,
+        count,
+        meta_key,
+        min: &min_max.0,
+        max: &min_max.1,
+    }
+}
+
 /// bucket_document(bucket_id, version, count, meta_key, control, columns=None) -> bytes
 ///
 /// The compressed bucket document of a bucket whose control and columns are native
@@ -280,15 +298,8 @@ fn bucket_document<'py>(
         let id: [u8; 12] = bucket_id
             .try_into()
             .map_err(|_| PyValueError::new_err("bucket_id: 12 bytes"))?;
-        let (min, max) = control.min_max()?;
-        let parts = Parts {
-            id,
-            version,
-            count,
-            meta_key,
-            min: &min,
-            max: &max,
-        };
+        let min_max = control.min_max()?;
+        let parts = parts(id, version, count, meta_key, &min_max);
         let doc = build(&parts, columns.as_ref().map(|c| c.inner.column_bytes()))
             .map_err(|e| PyValueError::new_err(e.0))?;
         Ok(PyBytes::new(py, doc.as_bytes()))
@@ -358,17 +369,10 @@ fn fold_one(task: Task<'_>, skip_field: Option<&str>) -> Outcome {
     let raw: Result<Vec<&RawDocument>, _> =
         docs.iter().map(|d| RawDocument::from_bytes(d)).collect();
     let folded = raw.is_ok_and(|raw| ctl.fold(&raw, skip_field).is_ok());
-    let Some((min, max)) = folded.then(|| ctl.min_max_raw()).flatten() else {
+    let Some(min_max) = folded.then(|| ctl.min_max_raw()).flatten() else {
         return Outcome::Folded(appended, None);
     };
-    let parts = Parts {
-        id,
-        version,
-        count,
-        meta_key,
-        min: &min,
-        max: &max,
-    };
+    let parts = parts(id, version, count, meta_key, &min_max);
     let built = build(&parts, Some(cols.column_bytes())).and_then(|doc| {
         build(&parts, None::<std::iter::Empty<(&str, &[u8])>>).map(|index| (doc, index))
     });
