@@ -7,7 +7,7 @@ starts with k skips, a missing field gets a skip) and gives the same bytes, name
 changes and size deltas, but takes the measurements as the raw BSON they arrived in: no
 element is built in Python and no value crosses into Python.
 
-`append(columns, documents, rows, meta_field)` is what `write_batch.prepare_bucket`
+`append(columns, documents, rows, meta_field)` is what `write_batch.prepare_writes`
 calls: `documents` a `RawDocuments` (or anything with `buffer: bytes` and `offsets`, an
 `array('q')` of document starts), `rows` the indexes of the documents of the bucket in
 commit order (an `array('i')` or a sequence of ints). It returns the changed columns as

@@ -46,7 +46,7 @@ from .stats import CatalogStats, ExecutionStats
 if TYPE_CHECKING:
     from .reopening import BucketSource
 
-__all__ = ["BatchContext", "BatchResult", "BucketWrite", "prepare_bucket", "prepare_writes"]
+__all__ = ["BatchContext", "BatchResult", "BucketWrite", "prepare_writes"]
 
 _LAZY_DOCUMENT_MAX_COLUMNS: Final = 8 * 1024 * 1024
 
@@ -206,13 +206,6 @@ def prepare_writes(ctx: BatchContext, registry: BucketRegistry, stats: CatalogSt
             # A v1 bucket reopened (and compressed) but then not used.
             writes.append(BucketWrite("update", oid, raw, count, []))
     return writes, too_large
-
-
-def prepare_bucket(ctx: BatchContext, b: Bucket, stats: CatalogStats) -> BucketWrite:
-    """prepareCommit for one bucket: its staged measurements folded in, its write."""
-    ms, prev, unsorted = _begin_prepare(ctx, b, stats)
-    fused = fold_all([b], [ms], [prev + len(ms)], ctx.options.meta_field)[0]
-    return _finish_prepare(ctx, b, ms, prev, unsorted, fused)
 
 
 def _begin_prepare(ctx: BatchContext, b: Bucket, stats: CatalogStats
