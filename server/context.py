@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from bson import ObjectId
 
+from .auth.principals import AuthenticatedUser
 from .config import Config
 from .parameters import ServerParameters
 
@@ -39,6 +40,7 @@ class ConnectionState:
     compressors: tuple[str, ...] = ()  # negotiated in the handshake, client's order
     handshake_done: bool = False
     requests: int = 0
+    user: AuthenticatedUser | None = None  # set by a successful authentication
 
 
 @dataclass(slots=True)
