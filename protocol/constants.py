@@ -7,7 +7,7 @@ from typing import Final
 
 __all__ = [
     "OpCode", "MsgFlag", "CompressorId", "HEADER_SIZE", "MAX_MESSAGE_SIZE", "MAX_BSON_SIZE",
-    "MAX_BSON_INTERNAL_SIZE", "MAX_WRITE_BATCH_SIZE", "COMPRESSOR_NAMES",
+    "MAX_BSON_INTERNAL_SIZE", "MAX_BSON_DEPTH", "MAX_WRITE_BATCH_SIZE", "COMPRESSOR_NAMES",
 ]
 
 
@@ -59,5 +59,7 @@ MAX_MESSAGE_SIZE: Final = 48_000_000
 MAX_BSON_SIZE: Final = 16 * 1024 * 1024
 # Commands may exceed a user document by 16 KiB (MongoDB's BSONObjMaxInternalSize).
 MAX_BSON_INTERNAL_SIZE: Final = MAX_BSON_SIZE + 16 * 1024
+# mongod's maxBSONDepth default: objects nested below an incoming document's top level
+MAX_BSON_DEPTH: Final = 200
 # 100,000: maxWriteBatchSize reported by hello.
 MAX_WRITE_BATCH_SIZE: Final = 100_000

@@ -18,7 +18,7 @@ from bson.codec_options import CodecOptions
 
 from storage.vocabulary.error_codes import ErrorCode
 
-from .constants import HEADER_SIZE, MAX_MESSAGE_SIZE
+from .constants import HEADER_SIZE, MAX_BSON_DEPTH, MAX_MESSAGE_SIZE
 from .errors import ProtocolError
 from .messages import Request
 from .wire import _DEFAULT_CODEC, parse_message
@@ -28,8 +28,10 @@ __all__ = ["MessageDecoder"]
 
 class MessageDecoder:
     def __init__(self, *, max_message_size: int = MAX_MESSAGE_SIZE,
-                 codec_options: CodecOptions[Any] = _DEFAULT_CODEC) -> None:
+                 codec_options: CodecOptions[Any] = _DEFAULT_CODEC,
+                 max_depth: int = MAX_BSON_DEPTH) -> None:
         self._buf = bytearray()
+        self._max_depth = max_depth
         self._max = max_message_size
         self._codec = codec_options
         self._broken = False
@@ -63,7 +65,7 @@ class MessageDecoder:
         frame = bytes(buf[:length])
         del buf[:length]
         try:
-            return parse_message(frame, self._codec)
+            return parse_message(frame, self._codec, self._max_depth)
         except ProtocolError as exc:
             if exc.fatal:
                 self._broken = True

@@ -18,6 +18,7 @@ import bson
 from bson.codec_options import CodecOptions
 
 from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.nesting import nesting_exceeds, too_deep_to_decode
 from storage.vocabulary.raw_documents import MalformedDocument, RawDocuments
 
 from . import compression
@@ -26,6 +27,7 @@ from .constants import (
     CHECKSUM_PRESENT,
     HEADER_SIZE,
     KNOWN_REQUIRED_FLAGS,
+    MAX_BSON_DEPTH,
     MAX_BSON_INTERNAL_SIZE,
     MAX_MESSAGE_SIZE,
     REQUIRED_FLAGS_MASK,
@@ -65,9 +67,24 @@ def _invalid_size(size: int, request_id: int) -> ProtocolError:
                          fatal=False, request_id=request_id)
 
 
+def _too_deep(max_depth: int, request_id: int) -> ProtocolError:
+    return ProtocolError(ErrorCode.Overflow,
+                         f"BSONObj exceeded maximum nested object depth: {max_depth}",
+                         fatal=False, request_id=request_id)
+
+
+def _checked_depth(doc: dict[str, Any], max_depth: int, request_id: int) -> dict[str, Any]:
+    """`doc`, or Overflow when it nests objects deeper than `maxBSONDepth` below itself
+    (mongod's validation of every incoming document; empty objects count)."""
+    if nesting_exceeds(doc, max_depth + 1):
+        raise _too_deep(max_depth, request_id)
+    return doc
+
+
 def _decode_doc(buf: memoryview, pos: int, end: int, codec: CodecOptions[Any],
-                request_id: int) -> tuple[dict[str, Any], int]:
-    """Decode one BSON document at `pos`; the frame bounds are checked before decoding."""
+                request_id: int, max_depth: int) -> tuple[dict[str, Any], int]:
+    """Decode one BSON document at `pos`; the frame bounds are checked before decoding,
+    the nesting depth after."""
     if end - pos < 5:
         raise _fatal(ErrorCode.ProtocolError, "BSON document runs past the end of the message",
                      request_id)
@@ -80,9 +97,11 @@ def _decode_doc(buf: memoryview, pos: int, end: int, codec: CodecOptions[Any],
     try:
         doc = bson.decode(buf[pos:pos + size], codec)
     except Exception as exc:
+        if too_deep_to_decode(exc):  # nested far deeper than the limit: decoding gave up
+            raise _too_deep(max_depth, request_id) from None
         raise ProtocolError(ErrorCode.InvalidBSON, f"invalid BSON in message: {exc}",
                             fatal=False, request_id=request_id) from None
-    return doc, pos + size
+    return _checked_depth(doc, max_depth, request_id), pos + size
 
 
 def _frame_sequence(frame: bytes, start: int, end: int, codec: CodecOptions[Any],
@@ -128,7 +147,7 @@ def _frame_sequence(frame: bytes, start: int, end: int, codec: CodecOptions[Any]
 
 def merge_sequences(body: dict[str, Any], sequences: Mapping[str, RawDocuments],
                     codec: CodecOptions[Any] = _DEFAULT_CODEC, *, keep: Collection[str] = (),
-                    request_id: int = 0) -> dict[str, Any]:
+                    request_id: int = 0, max_depth: int = MAX_BSON_DEPTH) -> dict[str, Any]:
     """The command document: `body` with each document sequence as a field, decoded into
     a list, or, for the names in `keep`, as the `RawDocuments` itself. A document that is
     not valid BSON raises a non-fatal InvalidBSON `ProtocolError` (the frame was sound)."""
@@ -140,14 +159,20 @@ def merge_sequences(body: dict[str, Any], sequences: Mapping[str, RawDocuments],
             merged[name] = raw
             continue
         try:
-            merged[name] = raw.decode(codec)
+            docs = raw.decode(codec)
         except MalformedDocument as exc:
+            if too_deep_to_decode(exc):
+                raise _too_deep(max_depth, request_id) from None
             raise ProtocolError(ErrorCode.InvalidBSON, exc.message, fatal=False,
                                 request_id=request_id) from None
+        for doc in docs:
+            _checked_depth(doc, max_depth, request_id)
+        merged[name] = docs
     return merged
 
 
-def parse_message(frame: bytes, codec: CodecOptions[Any] = _DEFAULT_CODEC) -> Request:
+def parse_message(frame: bytes, codec: CodecOptions[Any] = _DEFAULT_CODEC,
+                  max_depth: int = MAX_BSON_DEPTH) -> Request:
     """Parse one complete frame (header included) into a request message."""
     length, request_id, _response_to, op_code = _HEADER.unpack_from(frame, 0)
     wire_length = length
@@ -164,14 +189,15 @@ def parse_message(frame: bytes, codec: CodecOptions[Any] = _DEFAULT_CODEC) -> Re
             compressor_id, memoryview(frame)[HEADER_SIZE + _COMPRESSED_PREFIX.size:], size)
         frame = _HEADER.pack(size + HEADER_SIZE, request_id, _response_to, op_code) + payload
     if op_code == OpCode.OP_MSG:
-        return _parse_op_msg(frame, request_id, compressor_id, wire_length, codec)
+        return _parse_op_msg(frame, request_id, compressor_id, wire_length, codec, max_depth)
     if op_code == OpCode.OP_QUERY:
-        return _parse_op_query(frame, request_id, compressor_id, wire_length, codec)
+        return _parse_op_query(frame, request_id, compressor_id, wire_length, codec,
+                               max_depth)
     raise _fatal(ErrorCode.ProtocolError, f"unsupported opCode {op_code}", request_id)
 
 
 def _parse_op_msg(frame: bytes, request_id: int, compressor_id: int | None, wire_length: int,
-                  codec: CodecOptions[Any]) -> OpMsg:
+                  codec: CodecOptions[Any], max_depth: int) -> OpMsg:
     buf = memoryview(frame)
     end = len(frame)
     if end < HEADER_SIZE + 4:
@@ -197,7 +223,7 @@ def _parse_op_msg(frame: bytes, request_id: int, compressor_id: int | None, wire
             if body is not None:
                 raise ProtocolError(40430, "Multiple body sections in message",
                                     fatal=False, request_id=request_id)
-            body, pos = _decode_doc(buf, pos, end, codec, request_id)
+            body, pos = _decode_doc(buf, pos, end, codec, request_id, max_depth)
         elif kind == 1:
             if len(sequences) >= 2:
                 raise _fatal(ErrorCode.TooManyDocumentSequences,
@@ -239,7 +265,7 @@ def _parse_op_msg(frame: bytes, request_id: int, compressor_id: int | None, wire
 
 
 def _parse_op_query(frame: bytes, request_id: int, compressor_id: int | None,
-                    wire_length: int, codec: CodecOptions[Any]) -> OpQuery:
+                    wire_length: int, codec: CodecOptions[Any], max_depth: int) -> OpQuery:
     buf = memoryview(frame)
     end = len(frame)
     pos = HEADER_SIZE
@@ -259,7 +285,7 @@ def _parse_op_query(frame: bytes, request_id: int, compressor_id: int | None,
         raise _fatal(ErrorCode.ProtocolError, "OP_QUERY too short", request_id)
     skip, n_return = _QUERY_INTS.unpack_from(buf, pos)
     pos += 8
-    query, pos = _decode_doc(buf, pos, end, codec, request_id)
+    query, pos = _decode_doc(buf, pos, end, codec, request_id, max_depth)
     return OpQuery(request_id, flags, ns, skip, n_return, query, compressor_id, wire_length,
                    len(frame))
 

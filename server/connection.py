@@ -68,7 +68,8 @@ async def serve_connection(server: ServerState, reader: asyncio.StreamReader,
     LOG.info("NETWORK", 22943, "listener", "Connection accepted", remote=remote,
              isLoadBalanced=False, connectionId=conn.id, connectionCount=len(server.connections))
     out = _Writer(server, writer)
-    decoder = MessageDecoder(codec_options=CODEC_OPTIONS)
+    decoder = MessageDecoder(codec_options=CODEC_OPTIONS,
+                             max_depth=server.params.get("maxBSONDepth"))
     try:
         while not server.shutting_down.is_set():
             data = await reader.read(READ_SIZE)

@@ -48,7 +48,8 @@ def command_document(server: ServerState, body: dict[str, Any], db: Any,
         return body
     wants = RAW_SEQUENCES.get(next(iter(body), ""))
     keep = wants(server, body, db) if wants is not None else ()
-    return merge_sequences(body, sequences, CODEC_OPTIONS, keep=keep, request_id=request_id)
+    return merge_sequences(body, sequences, CODEC_OPTIONS, keep=keep, request_id=request_id,
+                           max_depth=server.params.get("maxBSONDepth"))
 
 
 def _check_generic(body: dict[str, Any]) -> None:

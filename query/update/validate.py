@@ -19,6 +19,7 @@ from bson import Regex
 
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
+from storage.vocabulary.nesting import nesting_exceeds
 
 __all__ = ["MAX_STORAGE_DEPTH", "validate_document_for_storage", "check_replacement",
            "check_id_for_storage", "storage_depth_exceeded"]
@@ -62,17 +63,8 @@ def check_id_for_storage(value: Any) -> None:
 
 def storage_depth_exceeded(doc: dict[str, Any], limit: int = MAX_STORAGE_DEPTH) -> bool:
     """Whether `doc` nests more than `limit` non-empty objects or arrays deep (the document
-    is level 1; empty ones do not count). Walked without recursion."""
-    stack: list[tuple[Any, int]] = [(doc, 1)]
-    while stack:
-        value, depth = stack.pop()
-        children = value.values() if isinstance(value, dict) else value
-        for child in children:
-            if isinstance(child, dict | list) and child:
-                if depth >= limit:
-                    return True
-                stack.append((child, depth + 1))
-    return False
+    is level 1; empty ones do not count)."""
+    return nesting_exceeds(doc, limit, count_empty=False)
 
 
 def validate_document_for_storage(doc: dict[str, Any], *, for_insert: bool = True) -> None:

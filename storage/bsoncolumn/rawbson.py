@@ -65,6 +65,9 @@ _FIXED: Final = {
     T_MAXKEY: 0,
 }
 VALID_TYPES: Final = frozenset(range(0x01, 0x14)) | {T_MINKEY, T_MAXKEY}
+# A literal may nest as deep as any document a client may send (mongod's maxBSONDepth)
+# plus the bucket's own levels above a measurement's field (data, the field, the row).
+MAX_LITERAL_DEPTH: Final = 200 + 3
 
 _I32 = struct.Struct("<i")
 
@@ -173,7 +176,7 @@ def check_old_binary(value: bytes) -> None:
 
 
 def _validate_document(buf: bytes, start: int, end: int, depth: int) -> None:
-    if depth > 100:
+    if depth > MAX_LITERAL_DEPTH:
         raise _bad("BSON Column literal nested too deeply")
     if end - start < 5 or buf[end - 1] != 0:
         raise _bad()

@@ -38,6 +38,7 @@ from storage.vocabulary.bson_types import (
 )
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
+from storage.vocabulary.nesting import nesting_exceeds, too_deep_to_decode
 from storage.vocabulary.raw_documents import MalformedDocument, RawDocuments
 
 from . import native_scan
@@ -385,9 +386,20 @@ def _decoded_sequence(raw: RawDocuments) -> list[dict[str, Any]]:
     `raw.buffer` at `raw.offsets` (every document's size and trailing NUL already checked
     by the wire layer) instead of decoding here."""
     try:
-        return raw.decode(CODEC_OPTIONS)
+        docs = raw.decode(CODEC_OPTIONS)
     except MalformedDocument as exc:
+        if too_deep_to_decode(exc):
+            raise _too_deep() from None
         raise MongoError(ErrorCode.InvalidBSON, exc.message) from None
+    for doc in docs:  # as mongod refuses a message with such a document, whole
+        if nesting_exceeds(doc, native_scan.MAX_BSON_DEPTH + 1):
+            raise _too_deep()
+    return docs
+
+
+def _too_deep() -> MongoError:
+    return MongoError(ErrorCode.Overflow, "BSONObj exceeded maximum nested object depth: "
+                      f"{native_scan.MAX_BSON_DEPTH}")
 
 
 def _as_document(m: Any) -> dict[str, Any]:
@@ -395,7 +407,14 @@ def _as_document(m: Any) -> dict[str, Any]:
     a new ObjectId when it has none). Anything else is refused as mongod refuses a value
     that is not a document."""
     if isinstance(m, bytes | bytearray | memoryview):
-        doc = decode(bytes(m))
+        try:
+            doc = decode(bytes(m))
+        except Exception as exc:
+            if too_deep_to_decode(exc):
+                raise _too_deep() from None
+            raise
+        if nesting_exceeds(doc, native_scan.MAX_BSON_DEPTH + 1):
+            raise _too_deep()
     elif isinstance(m, Mapping):
         doc = dict(m)
     else:

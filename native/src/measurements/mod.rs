@@ -208,9 +208,9 @@ impl From<Problem> for Refusal {
             Problem::Invalid(what) => {
                 Refusal::Error(codes::INVALID_BSON, format!("Invalid BSON: {what}"))
             }
-            Problem::TooDeep => Refusal::Error(
+            Problem::TooDeep(max) => Refusal::Error(
                 codes::OVERFLOW,
-                "BSONObj exceeds maximum nested object depth".to_string(),
+                format!("BSONObj exceeded maximum nested object depth: {max}"),
             ),
             Problem::Unreadable(why) => Refusal::Quirk(why),
         }

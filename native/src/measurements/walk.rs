@@ -24,8 +24,8 @@ use bson::raw::{RawBsonRef, RawIter};
 pub enum Problem {
     /// Not well-formed BSON (InvalidBSON); the crate's description.
     Invalid(String),
-    /// Nested deeper than the limit (Overflow).
-    TooDeep,
+    /// Nested deeper than the limit (Overflow), which it names.
+    TooDeep(usize),
     /// Not readable here, but maybe by the reference: decline.
     Unreadable(&'static str),
 }
@@ -102,7 +102,7 @@ impl<'a> Walker<'a> {
 
     fn enter(&self, depth: usize) -> Result<(), Problem> {
         if depth > self.max_depth {
-            Err(Problem::TooDeep)
+            Err(Problem::TooDeep(self.max_depth))
         } else {
             Ok(())
         }

@@ -261,3 +261,31 @@ def test_mutated_messages_only_raise_protocol_error(data: st.DataObject) -> None
                 merge_sequences(m.body, m.sequences)
     except ProtocolError:
         pass
+
+
+def _nested_below_top(levels: int) -> dict:
+    inner: dict = {"x": 1}
+    for _ in range(levels - 1):
+        inner = {"a": inner}
+    return {"a": inner}  # `levels` objects below the top
+
+
+@pytest.mark.parametrize("where", ["body", "sequence"])
+def test_documents_nest_at_most_max_depth_below_their_top(where: str) -> None:
+    dec = MessageDecoder(max_depth=21)
+    def message(levels: int) -> bytes:
+        if where == "body":
+            return op_msg({"find": "c", "filter": _nested_below_top(levels - 1), "$db": "d"})
+        return op_msg({"insert": "c", "$db": "d"},
+                      sequences={"documents": [{"_id": 1}, _nested_below_top(levels)]})
+    dec.feed(message(21))
+    ok = dec.next_message()
+    merge_sequences(ok.body, ok.sequences, max_depth=21)
+    dec.feed(message(22))
+    with pytest.raises(ProtocolError) as exc:
+        deep = dec.next_message()
+        merge_sequences(deep.body, deep.sequences, max_depth=21)
+    assert (exc.value.code, exc.value.fatal, exc.value.message) == (
+        15, False, "BSONObj exceeded maximum nested object depth: 21")
+    dec.feed(message(3))  # the stream is still sound
+    assert dec.next_message() is not None
