@@ -14,6 +14,8 @@ import asyncio
 import contextlib
 from typing import Any
 
+import bson
+
 from protocol import (
     CompressorId,
     MessageDecoder,
@@ -26,6 +28,8 @@ from protocol import (
 )
 from protocol.constants import CHECKSUM_PRESENT, MORE_TO_COME
 from storage.bsonutil import CODEC_OPTIONS
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 from .commands import NEVER_COMPRESS
 from .context import ConnectionState, ServerState
@@ -164,9 +168,8 @@ async def _handle_op_msg(server: ServerState, conn: ConnectionState, msg: OpMsg,
     response_to = msg.request_id
     while True:
         rid = out.request_id()
-        data = encode_op_msg(reply, rid, response_to,
-                             flags | (MORE_TO_COME if streaming else 0),
-                             codec=CODEC_OPTIONS)
+        data = _encoded_reply(conn, name, reply, rid, response_to,
+                              flags | (MORE_TO_COME if streaming else 0))
         await out.send(_maybe_compress(server, conn, data, msg.compressor_id, name))
         if not streaming:
             return
@@ -182,6 +185,20 @@ async def _handle_op_msg(server: ServerState, conn: ConnectionState, msg: OpMsg,
         reply, _ = await execute(server, conn, body, db, exhaust_allowed=True)
         if reader.at_eof() or server.shutting_down.is_set() or reply.get("ok") != 1.0:
             return
+
+
+def _encoded_reply(conn: ConnectionState, name: str, reply: dict[str, Any], rid: int,
+                   response_to: int, flags: int) -> bytes:
+    """The reply as an OP_MSG; a reply BSON cannot hold (a bug: some value reached it
+    unchecked) is logged and answered as InternalError, keeping the connection."""
+    try:
+        return encode_op_msg(reply, rid, response_to, flags, codec=CODEC_OPTIONS)
+    except (bson.errors.InvalidDocument, OverflowError, ValueError, TypeError) as exc:
+        LOG.error("COMMAND", 21962, f"conn{conn.id}", "Assertion while encoding a reply",
+                  command=name, error=f"{type(exc).__name__}: {exc}")
+        error = MongoError(ErrorCode.InternalError, f"cannot encode the reply: {exc}")
+        return encode_op_msg(error.to_reply(), rid, response_to, flags & ~MORE_TO_COME,
+                             codec=CODEC_OPTIONS)
 
 
 def _compressor_name(compressor_id: int) -> str:

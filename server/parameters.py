@@ -28,13 +28,13 @@ class ParameterSpec:
 
 PARAMETERS: Final[dict[str, ParameterSpec]] = {p.name: p for p in (
     ParameterSpec("featureCompatibilityVersion", {"version": "8.0"}, dict, False),
-    ParameterSpec("logLevel", 0, int, True, 0),
+    ParameterSpec("logLevel", 0, int, True, 0, 5),
     ParameterSpec("quiet", False, bool, True),
     ParameterSpec("slowOpThresholdMs", 100, int, True),
     ParameterSpec("cursorTimeoutMillis", 600_000, int, True, 0),
     ParameterSpec("ttlMonitorEnabled", True, bool, True),
     ParameterSpec("ttlMonitorSleepSecs", 60, int, True, 1),
-    ParameterSpec("maxBSONDepth", 200, int, False, 21),
+    ParameterSpec("maxBSONDepth", 200, int, False, 21, 1000),
     ParameterSpec("internalQueryMaxBlockingSortMemoryUsageBytes", 100 * 1024 * 1024, int, True, 0),
     ParameterSpec("internalDocumentSourceGroupMaxMemoryBytes", 100 * 1024 * 1024, int, True, 0),
     ParameterSpec("allowDiskUseByDefault", True, bool, True),
@@ -69,6 +69,8 @@ def _coerce(spec: ParameterSpec, value: Any, *, from_string: bool) -> Any:
                     raise ValueError
                 value = int(value)
             out = int(value)
+            if not -2**63 <= out < 2**63:
+                raise ValueError
             if spec.minimum is not None and out < spec.minimum:
                 raise MongoError(ErrorCode.BadValue,
                                  f"Invalid value for parameter {spec.name}: {out} is not greater "
@@ -82,7 +84,7 @@ def _coerce(spec: ParameterSpec, value: Any, *, from_string: bool) -> Any:
             return float(value)
         if kind is str:
             return str(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an infinite double
         pass
     raise MongoError(ErrorCode.BadValue, f"Invalid value for parameter {spec.name}: {value!r}")
 

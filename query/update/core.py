@@ -256,6 +256,9 @@ def _insert(root: ObjNode, parts: list[str], leaf: Leaf) -> None:
 
 def _parse_array_filters(array_filters: list[Any] | None) -> dict[str, Matcher]:
     out: dict[str, Matcher] = {}
+    if array_filters is not None and not isinstance(array_filters, list):
+        raise MongoError(ErrorCode.TypeMismatch, "BSON field 'arrayFilters' is the wrong type "
+                         f"'{type_name(array_filters)}', expected type 'array'")
     for af in array_filters or []:
         if not isinstance(af, dict):
             raise MongoError(ErrorCode.TypeMismatch, "Each array filter must be an object")

@@ -133,3 +133,20 @@ def test_journal_commit_interval_stays_within_mongods_range(client: pymongo.Mong
     assert client.admin.command({"getParameter": 1, "journalCommitInterval": 1}) == before
     for good in (1, 500, before["journalCommitInterval"]):
         client.admin.command({"setParameter": 1, "journalCommitInterval": good})
+
+
+@pytest.mark.parametrize("name, value", [
+    ("logLevel", 6), ("logLevel", -1), ("logLevel", 2.0 ** 63), ("logLevel", float("inf")),
+    ("slowOpThresholdMs", float("-inf")), ("slowOpThresholdMs", 9.3e18),
+    ("cursorTimeoutMillis", float("nan")),
+])
+def test_integer_parameters_refuse_values_out_of_range(client: pymongo.MongoClient,
+                                                       name: str, value: float) -> None:
+    # found by tools/fuzz_wire.py: an infinite double was an InternalError, and a logLevel
+    # of 2**63 was stored, after which every setParameter reply failed to encode
+    before = client.admin.command({"getParameter": 1, name: 1})
+    with pytest.raises(pymongo.errors.OperationFailure) as exc:
+        client.admin.command({"setParameter": 1, name: value})
+    assert exc.value.code == 2 and name in str(exc.value)
+    assert client.admin.command({"getParameter": 1, name: 1}) == before
+    assert client.admin.command({"setParameter": 1, name: before[name]})["was"] == before[name]
