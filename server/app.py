@@ -97,6 +97,29 @@ class Server:
         storage = await StorageService.open(self.config.dbpath, self.state)
         self.state.storage = storage
         self.state.timeseries = TimeseriesService(self.state, storage)
+        for bad in storage.catalog.unreadable:  # bucketd's own id: served without it
+            LOG.error("STORAGE", 9000003, "initandlisten", "Skipping a catalog entry that "
+                      "cannot be read; its data is kept. Start with --repair to remove it",
+                      catalogRecordId=bad.catalog_rid, reason=bad.reason,
+                      idents=list(bad.idents))
+
+    async def repair(self) -> int:
+        """`--repair`: remove the catalog entries that cannot be read, with the data they
+        name, and stop. Returns the exit code."""
+        LOG.info("CONTROL", 4615611, "initandlisten", "MongoDB starting", pid=self.state.pid,
+                 dbPath=self.config.dbpath, repair=True)
+        await self._open_storage()
+        storage = self.state.storage
+        assert storage is not None
+        for bad in list(storage.catalog.unreadable):
+            await storage.run(storage.catalog.drop_unreadable, bad.catalog_rid)
+            LOG.info("STORAGE", 9000004, "initandlisten", "Repair removed a catalog entry "
+                     "that cannot be read", catalogRecordId=bad.catalog_rid,
+                     reason=bad.reason, idents=list(bad.idents))
+        LOG.info("CONTROL", 21364, "initandlisten", "Finished checking dbpath",
+                 unreadableEntriesRemoved=not storage.catalog.unreadable)
+        await self.shutdown("repair done")
+        return 0
 
     async def _on_connection(self, reader: asyncio.StreamReader,
                              writer: asyncio.StreamWriter) -> None:
@@ -188,6 +211,8 @@ async def _main(config: Config) -> int:
             loop.add_signal_handler(sig, request_stop, sig.name)
             signals.append(sig)
     try:
+        if config.repair:
+            return await server.repair()
         await server.start()
     except Exception as exc:
         LOG.error("CONTROL", 20568, "initandlisten", "Error during startup",

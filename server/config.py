@@ -38,6 +38,7 @@ class Config:
     quiet: bool = False
     max_conns: int = DEFAULT_MAX_CONNS
     slowms: int = 100
+    repair: bool = False  # --repair: drop unreadable catalog entries, then exit
     metrics_port: int | None = None
     config_file: str | None = None
     set_parameters: dict[str, str] = field(default_factory=dict)
@@ -84,6 +85,8 @@ def _parser() -> _Parser:
     p.add_argument("--maxConns", type=int, help="maximum number of simultaneous connections")
     p.add_argument("--slowms", type=int, help="slow operation threshold in ms (default 100)")
     p.add_argument("--metricsPort", type=int, help="serve Prometheus metrics on this port")
+    p.add_argument("--repair", action="store_true",
+                   help="remove catalog entries that cannot be read (and their data), then exit")
     p.add_argument("--setParameter", action="append", default=[], metavar="NAME=VALUE",
                    help="set a server parameter (repeatable)")
     return p
@@ -176,6 +179,7 @@ def parse_args(argv: list[str]) -> Config:
             raise ConfigError(f"systemLog.path must be a non-empty string, got {logpath!r}")
         cfg.logpath = logpath
     cfg.quiet = bool(ns.quiet or _get(file_doc, "systemLog.quiet"))
+    cfg.repair = bool(ns.repair)
 
     max_conns = ns.maxConns if ns.maxConns is not None else _get(
         file_doc, "net.maxIncomingConnections")

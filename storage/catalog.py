@@ -37,10 +37,10 @@ from typing import Any, Final
 from bson.binary import Binary
 
 from storage import bsonutil
-from storage.catalog_entries import CollectionEntry, IndexEntry
+from storage.catalog_entries import CollectionEntry, IndexEntry, UnreadableEntry
 from storage.collection import Collection
 from storage.engine import StorageEngine, open_engine
-from storage.engine.base import IndexStore, RecordStore
+from storage.engine.base import IndexStore, RecordId, RecordStore
 from storage.errors import MongoError
 from storage.indexes import (
     KeyGenerator,
@@ -117,6 +117,20 @@ class _IndexRuntime:
     directions: tuple[int, ...] = field(default=())
 
 
+def _idents_in(data: bytes) -> tuple[str, ...]:
+    """The record store and index idents a damaged catalog record still names, if its
+    BSON reads at all."""
+    try:
+        doc = bsonutil.decode(data)
+    except Exception:
+        return ()
+    found = [doc.get("ident")]
+    indexes = doc.get("indexes")
+    if isinstance(indexes, list):
+        found += [ix.get("ident") for ix in indexes if isinstance(ix, dict)]
+    return tuple(i for i in found if type(i) is str)
+
+
 class Catalog:
     """Databases and collections over one engine. See the module docstring."""
 
@@ -128,6 +142,8 @@ class Catalog:
         self._by_ns: dict[str, bytes] = {}
         self._runtime: dict[str, _IndexRuntime] = {}  # index ident -> runtime
         self._collections: dict[bytes, Collection] = {}  # uuid -> handle
+        #: catalog records that did not read as entries (reported at start-up, kept)
+        self.unreadable: list[UnreadableEntry] = []
         self._load()
 
     @classmethod
@@ -173,7 +189,14 @@ class Catalog:
                 self.engine.create_record_store(CATALOG_IDENT)
         known: set[str] = {CATALOG_IDENT}
         for rid, data in self._catalog_store().scan():
-            entry = CollectionEntry.from_doc(bsonutil.decode(data), rid)
+            try:
+                entry = CollectionEntry.from_doc(bsonutil.decode(data), rid)
+                if entry.ns in self._by_ns:
+                    raise ValueError(f"{entry.ns} is named by another entry too")
+            except Exception as exc:  # any damage: this entry is reported, the rest serve
+                self.unreadable.append(UnreadableEntry(rid, f"{type(exc).__name__}: {exc}",
+                                                       _idents_in(data)))
+                continue
             self._entries[bytes(entry.uuid)] = entry
             self._by_ns[entry.ns] = bytes(entry.uuid)
             if entry.ident:
@@ -182,14 +205,38 @@ class Catalog:
                     raise MongoError(ErrorCode.DataCorruptionDetected,
                                      f"record store {entry.ident} of {entry.ns} is missing")
             known.update(ix.ident for ix in entry.indexes)
+        for bad in self.unreadable:  # what it may own is kept for a repair
+            known.update(bad.idents)
         orphans = [i for i in self.engine.list_idents() if i not in known]
-        if orphans:  # cannot happen with transactional DDL; tidy up if it ever does
+        if orphans and not self.unreadable:  # cannot happen with transactional DDL; tidy up if it ever does
             with self.engine.transaction():
                 for ident in orphans:
                     try:
                         self.engine.drop_record_store(ident)
                     except KeyError:
                         self.engine.drop_index_store(ident)
+
+    def drop_unreadable(self, rid: RecordId) -> UnreadableEntry:
+        """Remove an unreadable catalog record and the record stores it appeared to own:
+        the repair for an entry no command could have written. KeyError if `rid` is not
+        one of `unreadable`."""
+        found = [b for b in self.unreadable if b.catalog_rid == rid]
+        if not found:
+            raise KeyError(rid)
+        bad = found[0]
+        with self.engine.transaction(durable=True):
+            self._catalog_store().delete(rid)
+            live = {e.ident for e in self._entries.values()} | {
+                ix.ident for e in self._entries.values() for ix in e.indexes}
+            for ident in bad.idents:
+                if ident in live:
+                    continue
+                if self.engine.has_record_store(ident):
+                    self.engine.drop_record_store(ident)
+                elif ident in self.engine.list_idents():
+                    self.engine.drop_index_store(ident)
+        self.unreadable.remove(bad)
+        return bad
 
     def _swap(self, old: CollectionEntry | None, new: CollectionEntry | None
               ) -> CollectionEntry | None:

@@ -13,7 +13,18 @@ from bson.binary import Binary
 from storage.engine.base import RecordId
 from storage.indexes import IndexSpec
 
-__all__ = ["CollectionEntry", "IndexEntry"]
+__all__ = ["CollectionEntry", "IndexEntry", "UnreadableEntry", "KINDS"]
+
+KINDS = frozenset({"collection", "view", "timeseries"})
+
+
+@dataclass(frozen=True)
+class UnreadableEntry:
+    """A catalog record that does not read as an entry: left as it is, with why."""
+
+    catalog_rid: RecordId
+    reason: str
+    idents: tuple[str, ...] = ()  # the record stores it appears to own, kept
 
 
 @dataclass(frozen=True)
@@ -74,9 +85,22 @@ class CollectionEntry:
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any], rid: RecordId) -> CollectionEntry:
+        """The entry a catalog record holds; ValueError (saying what) for one that no
+        command of ours could have written."""
         uuid = doc["uuid"]
         if not isinstance(uuid, Binary):
             uuid = Binary(bytes(uuid), 4)
-        return cls(doc["db"], doc["name"], uuid, doc["kind"], dict(doc.get("options") or {}),
-                   dict(doc.get("info") or {}), doc.get("ident"),
+        db, name, kind, ident = doc["db"], doc["name"], doc["kind"], doc.get("ident")
+        if type(db) is not str or type(name) is not str or not db or not name:
+            raise ValueError(f"its namespace is not two strings: {db!r}, {name!r}")
+        if doc.get("ns") not in (None, f"{db}.{name}"):
+            raise ValueError(f"its ns {doc.get('ns')!r} is not {db}.{name}")
+        if kind not in KINDS or len(uuid) != 16:
+            raise ValueError(f"kind {kind!r} or its {len(uuid)}-byte uuid is not valid")
+        if ident is not None and type(ident) is not str:
+            raise ValueError(f"its record store ident {ident!r} is not a string")
+        options, info = doc.get("options") or {}, doc.get("info") or {}
+        if not isinstance(options, dict) or not isinstance(info, dict):
+            raise ValueError("its options or info is not a document")
+        return cls(db, name, uuid, kind, dict(options), dict(info), ident,
                    tuple(IndexEntry.from_doc(i) for i in doc.get("indexes", [])), rid)
