@@ -43,6 +43,7 @@ class Config:
     config_file: str | None = None
     set_parameters: dict[str, str] = field(default_factory=dict)
     argv: list[str] = field(default_factory=list)
+    auth: bool = False
 
     def parsed(self) -> dict[str, Any]:
         """The `parsed` document of getCmdLineOpts, shaped like mongod's."""

@@ -17,6 +17,7 @@ from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.raw_documents import RawDocuments
 
+from .auth.authorize import authorize
 from .commands import COMMANDS, Command, insert
 from .context import CommandRequest, ConnectionState, ServerState
 from .generic_args import GENERIC_ARGUMENTS
@@ -89,6 +90,8 @@ async def execute(server: ServerState, conn: ConnectionState, body: dict[str, An
         if cmd.admin_only and db != "admin":
             raise MongoError(ErrorCode.Unauthorized,
                              f"{cmd.name} may only be run against the admin database.")
+        if server.config.auth and conn.user is not None:
+            authorize(conn.user, cmd.name, body, db)
         _check_generic(body)
         server.opcounters[cmd.opcounter] += 1
         server.command_counts[cmd.name] += 1

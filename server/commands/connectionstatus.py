@@ -1,14 +1,20 @@
-"""connectionStatus: authentication state of the connection (bucketd has no users yet)."""
+"""connectionStatus: the connection's user, its roles and (showPrivileges) its privileges."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..auth.authorize import user_privileges
 from ..context import CommandRequest
 
 
 async def handle(req: CommandRequest) -> dict[str, Any]:
-    info: dict[str, Any] = {"authenticatedUsers": [], "authenticatedUserRoles": []}
+    user = req.conn.user
+    info: dict[str, Any] = {
+        "authenticatedUsers": [user.name.document()] if user is not None else [],
+        "authenticatedUserRoles": [r.document() for r in sorted(user.roles)]
+        if user is not None else []}
     if req.body.get("showPrivileges"):
-        info["authenticatedUserPrivileges"] = []
+        info["authenticatedUserPrivileges"] = (
+            user_privileges(user).documents() if user is not None else [])
     return {"authInfo": info}

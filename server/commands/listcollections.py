@@ -6,6 +6,7 @@ from typing import Any
 
 from query.match import compile_filter
 
+from ..auth.authorize import collection_filter
 from ..context import CommandRequest
 from ..namespaces import describe_namespace
 from ._args import check_fields, get_bool, get_doc, get_int
@@ -23,11 +24,15 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     if flt:
         matcher = compile_filter(flt)
     db = req.db
+    visible = collection_filter(req.server.config.auth, req.conn.user, db,
+                                get_bool(body, "listCollections", "authorizedCollections"))
 
     def collect() -> list[dict[str, Any]]:
         out = []
         for entry in req.storage.catalog.list_collections(db):
             doc = describe_namespace(entry)
+            if visible is not None and not visible(doc["name"]):
+                continue
             if matcher is not None and not matcher.matches(doc):
                 continue
             out.append({"name": doc["name"], "type": doc["type"]} if name_only else doc)

@@ -8,6 +8,7 @@ from bson import Int64
 
 from query.match import compile_filter
 
+from ..auth.authorize import database_filter
 from ..context import CommandRequest
 from ._args import check_fields, get_bool, get_doc
 
@@ -20,11 +21,17 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     matcher = None
     if flt:
         matcher = compile_filter(flt)
+    authorized = body.get("authorizedDatabases")
+    visible = database_filter(req.server.config.auth, req.conn.user,
+                              get_bool(body, "listDatabases", "authorizedDatabases")
+                              if authorized is not None else None)
 
     def collect() -> list[dict[str, Any]]:
         catalog = req.storage.catalog
         out = []
         for name in catalog.list_databases():
+            if visible is not None and not visible(name):
+                continue
             if name_only:
                 doc: dict[str, Any] = {"name": name}
             else:
