@@ -70,7 +70,7 @@ def _payload(body: dict[str, Any], command: str, session: SaslSession | None) ->
                          f"BSON field '{command}.payload' is missing but a required field")
     if isinstance(raw, bytes):  # Binary is a bytes subclass
         return bytes(raw)
-    if isinstance(raw, str):
+    if type(raw) is str:
         if session is not None:
             session.base64_payload = True
         try:
@@ -106,7 +106,7 @@ async def sasl_start(server: ServerState, conn: ConnectionState, db: str,
     if name is None:
         raise MongoError(ErrorCode.IDLFailedToParse,
                          "BSON field 'saslStart.mechanism' is missing but a required field")
-    if not isinstance(name, str):
+    if type(name) is not str:  # exactly: JavaScript code is a str subclass
         raise MongoError(ErrorCode.TypeMismatch,
                          "BSON field 'saslStart.mechanism' is the wrong type, expected type "
                          "'string'")

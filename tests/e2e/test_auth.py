@@ -443,3 +443,16 @@ def test_auth_log_lines(auth_server: BucketdProcess) -> None:
     assert any(ln["id"] == 20250 for ln in lines)
     text = auth_server.log_text()
     assert "log-me-not-1234" not in text and ROOT_PWD not in text
+
+
+def test_wrong_typed_auth_arguments(auth_server: BucketdProcess) -> None:
+    from bson import Code
+
+    with _client(auth_server) as c:
+        assert _code(lambda: c.admin.command("saslStart", 1, mechanism=Code("x"),
+                                             payload=Binary(b"n,,n=a,r=abcdefgh"))) == 14
+        assert _code(lambda: c.admin.command("saslStart", 1, mechanism="SCRAM-SHA-256",
+                                             payload=Binary(b"\xff\xfe"))) == 18
+        assert _code(lambda: c.admin.command("saslStart", 1, mechanism="SCRAM-SHA-256",
+                                             payload=1)) == 14
+        assert _code(lambda: c.admin.command("hello", saslSupportedMechs="nodot")) == 2
