@@ -40,10 +40,10 @@ class Config:
     slowms: int = 100
     repair: bool = False  # --repair: drop unreadable catalog entries, then exit
     metrics_port: int | None = None
+    auth: bool = False  # --auth / security.authorization: enabled
     config_file: str | None = None
     set_parameters: dict[str, str] = field(default_factory=dict)
     argv: list[str] = field(default_factory=list)
-    auth: bool = False
 
     def parsed(self) -> dict[str, Any]:
         """The `parsed` document of getCmdLineOpts, shaped like mongod's."""
@@ -63,6 +63,8 @@ class Config:
             if self.quiet:
                 log["quiet"] = True
             out["systemLog"] = log
+        if self.auth:
+            out["security"] = {"authorization": "enabled"}
         if self.slowms != 100:
             out["operationProfiling"] = {"slowOpThresholdMs": self.slowms}
         return out
@@ -88,6 +90,11 @@ def _parser() -> _Parser:
     p.add_argument("--metricsPort", type=int, help="serve Prometheus metrics on this port")
     p.add_argument("--repair", action="store_true",
                    help="remove catalog entries that cannot be read (and their data), then exit")
+    auth = p.add_mutually_exclusive_group()
+    auth.add_argument("--auth", action="store_true", default=None,
+                      help="require clients to authenticate (security.authorization)")
+    auth.add_argument("--noauth", dest="auth", action="store_false",
+                      help="do not require authentication (the default)")
     p.add_argument("--setParameter", action="append", default=[], metavar="NAME=VALUE",
                    help="set a server parameter (repeatable)")
     return p
@@ -110,6 +117,7 @@ _KNOWN_CONFIG_KEYS = {
     "operationProfiling": {"slowOpThresholdMs", "mode"},
     "processManagement": {"fork", "pidFilePath", "timeZoneInfo"},
     "metrics": {"port"},
+    "security": {"authorization"},
 }
 
 
@@ -145,6 +153,17 @@ def _port(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 65535:
         raise ConfigError(f"{what} must be an integer between 0 and 65535, got {value!r}")
     return value
+
+
+def _auth(flag: bool | None, configured: Any) -> bool:
+    if flag is not None:
+        return flag
+    if configured is None:
+        return False
+    if configured not in ("enabled", "disabled"):
+        raise ConfigError("security.authorization must be 'enabled' or 'disabled', got "
+                          f"{configured!r}")
+    return bool(configured == "enabled")
 
 
 def parse_args(argv: list[str]) -> Config:
@@ -199,6 +218,8 @@ def parse_args(argv: list[str]) -> Config:
     metrics = ns.metricsPort if ns.metricsPort is not None else _get(file_doc, "metrics.port")
     if metrics is not None:
         cfg.metrics_port = _port(metrics, "--metricsPort")
+
+    cfg.auth = _auth(ns.auth, _get(file_doc, "security.authorization"))
 
     params = _get(file_doc, "setParameter") or {}
     if not isinstance(params, dict):

@@ -22,6 +22,8 @@ from .config import Config
 from .parameters import ServerParameters
 
 if TYPE_CHECKING:
+    from .auth.sasl import SaslSession
+    from .auth.users import UserStore
     from .cursors import CursorManager
     from .storage_service import StorageService
     from .timeseries.service import TimeseriesService
@@ -41,6 +43,7 @@ class ConnectionState:
     handshake_done: bool = False
     requests: int = 0
     user: AuthenticatedUser | None = None  # set by a successful authentication
+    sasl: SaslSession | None = None  # a SASL conversation under way
 
 
 @dataclass(slots=True)
@@ -55,6 +58,7 @@ class ServerState:
     storage: StorageService | None = None
     timeseries: TimeseriesService | None = None  # made with storage by the lifecycle
     cursors: CursorManager | None = None
+    users: UserStore | None = None  # admin.system.users, made on first use (auth.users)
     connections: dict[int, ConnectionState] = field(default_factory=dict)
     next_connection_id: int = 1
     total_connections_created: int = 0

@@ -18,6 +18,7 @@ from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.raw_documents import RawDocuments
 
 from .auth.authorize import authorize
+from .auth.gate import check_authenticated
 from .commands import COMMANDS, Command, insert
 from .context import CommandRequest, ConnectionState, ServerState
 from .generic_args import GENERIC_ARGUMENTS
@@ -87,6 +88,8 @@ async def execute(server: ServerState, conn: ConnectionState, body: dict[str, An
             raise MongoError(40571, "OP_MSG requests require a $db argument")
         if type(db) is not str or not db or "." in db or "\x00" in db or " " in db:
             raise MongoError(ErrorCode.InvalidNamespace, f"Invalid database name: '{db}'")
+        if server.config.auth:
+            await check_authenticated(server, conn, cmd, db)
         if cmd.admin_only and db != "admin":
             raise MongoError(ErrorCode.Unauthorized,
                              f"{cmd.name} may only be run against the admin database.")
@@ -125,12 +128,18 @@ async def execute(server: ServerState, conn: ConnectionState, body: dict[str, An
     return reply, cmd
 
 
+# Never logged (mongod's sensitive fields): passwords and SASL payloads.
+_SENSITIVE: Final = frozenset({"pwd", "payload", "speculativeAuthenticate"})
+
+
 def _redacted(body: dict[str, Any]) -> dict[str, Any]:
     """The command for the slow-query log, with bulky arrays shortened (a document
-    sequence kept raw is only counted, whatever its length)."""
+    sequence kept raw is only counted, whatever its length) and secrets hidden."""
     out: dict[str, Any] = {}
     for k, v in body.items():
-        if isinstance(v, RawDocuments) or (isinstance(v, list) and len(v) > 3):
+        if k in _SENSITIVE:
+            out[k] = "###"
+        elif isinstance(v, RawDocuments) or (isinstance(v, list) and len(v) > 3):
             out[k] = f"<{len(v)} items>"
         else:
             out[k] = v

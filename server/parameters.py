@@ -39,6 +39,13 @@ PARAMETERS: Final[dict[str, ParameterSpec]] = {p.name: p for p in (
     ParameterSpec("internalDocumentSourceGroupMaxMemoryBytes", 100 * 1024 * 1024, int, True, 0),
     ParameterSpec("allowDiskUseByDefault", True, bool, True),
     ParameterSpec("journalCommitInterval", 100, int, True, 1, 500),
+    # Authentication (mongod's sasl_options.idl and auth_options.idl).
+    ParameterSpec("scramIterationCount", 10_000, int, True, 5000),
+    ParameterSpec("scramSHA256IterationCount", 15_000, int, True, 5000),
+    ParameterSpec("authFailedDelayMs", 0, int, True, 0, 5000),
+    ParameterSpec("authenticationMechanisms", "MONGODB-X509,SCRAM-SHA-1,SCRAM-SHA-256", str,
+                  False),
+    ParameterSpec("enableLocalhostAuthBypass", True, bool, False),
     # Time-series bucket catalog (mongod's timeseries.idl names and defaults).
     ParameterSpec("timeseriesBucketMaxCount", 1000, int, False, 1),
     ParameterSpec("timeseriesBucketMaxSize", 128_000, int, False, 1),

@@ -20,6 +20,7 @@ from protocol.compression import SUPPORTED
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
+from ..auth.handshake import hello_auth_fields
 from ..context import CommandRequest
 from ..log import LOG
 
@@ -102,5 +103,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     )
     if conn.compressors:
         reply["compression"] = list(conn.compressors)
+    if "saslSupportedMechs" in body or "speculativeAuthenticate" in body:
+        reply.update(await hello_auth_fields(req.server, conn, body))
     return reply
 
