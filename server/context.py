@@ -41,6 +41,8 @@ class ConnectionState:
     handshake_done: bool = False
     requests: int = 0
     user: AuthenticatedUser | None = None  # set by a successful authentication
+    tls: bool = False  # the connection is TLS
+    peer_subject: str | None = None  # its verified client certificate's subject (RFC 2253)
 
 
 @dataclass(slots=True)
