@@ -113,6 +113,7 @@ class TlsListener:
     async def _open(self, sock: socket.socket, remote: str
                     ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
         loop = asyncio.get_running_loop()
+        handed_over = False  # from then on the loop's transport owns (and closes) the socket
         try:
             async with asyncio.timeout(self._timeout):
                 head = await _peek(sock)
@@ -122,10 +123,11 @@ class TlsListener:
                 use_tls = looks_like_tls(head)
                 if not use_tls and self._require:
                     _refuse(remote, "The server is configured to only allow SSL connections")
-                    sock.close()
+                    _close_read(sock)
                     return None
                 reader = asyncio.StreamReader(limit=self._limit, loop=loop)
                 protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+                handed_over = True
                 if use_tls:
                     transport, _ = await loop.connect_accepted_socket(
                         lambda: protocol, sock, ssl=self._context,
@@ -133,11 +135,13 @@ class TlsListener:
                 else:
                     transport, _ = await loop.connect_accepted_socket(lambda: protocol, sock)
         except asyncio.CancelledError:
-            sock.close()
+            if not handed_over:
+                _close_read(sock)
             raise
         except (TimeoutError, ssl.SSLError, OSError) as exc:
             _refuse(remote, _handshake_error(exc))
-            sock.close()
+            if not handed_over:
+                _close_read(sock)
             return None
         return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
 
@@ -172,6 +176,16 @@ async def _readable(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> Non
     finally:
         with contextlib.suppress(Exception):
             loop.remove_reader(fd)
+
+
+def _close_read(sock: socket.socket) -> None:
+    """Close after reading what has arrived, so the peer sees an orderly end (a close with
+    unread bytes would reset the connection instead)."""
+    with contextlib.suppress(OSError):
+        for _ in range(16):
+            if not sock.recv(65536):
+                break
+    sock.close()
 
 
 def _refuse(remote: str, errmsg: str) -> None:
