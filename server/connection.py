@@ -32,7 +32,7 @@ from .context import ConnectionState, ServerState
 from .dispatch import command_document, execute
 from .log import LOG
 from .tls import peer_subject
-from .tls.listener import SNIFF_BYTES, looks_like_tls
+from .tls.listener import SNIFF_BYTES, TLS_VERSION_NAMES, looks_like_tls
 
 __all__ = ["serve_connection"]
 
@@ -107,6 +107,7 @@ def _note_tls(server: ServerState, conn: ConnectionState, writer: asyncio.Stream
     if ssl_object is not None:
         conn.tls = True
         conn.peer_subject = peer_subject(ssl_object.getpeercert())
+        server.tls_versions[TLS_VERSION_NAMES.get(ssl_object.version() or "", "unknown")] += 1
         if conn.peer_subject is not None:
             cipher = ssl_object.cipher()
             LOG.info("NETWORK", 6723802, f"conn{conn.id}", "Accepted TLS connection from peer",

@@ -69,6 +69,8 @@ class ServerState:
     num_requests: int = 0
     # serverStatus.network.compression: {name: {compressor|decompressor: {bytesIn, bytesOut}}}
     compression: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    # serverStatus.transportSecurity: TLS connections accepted by protocol version
+    tls_versions: Counter[str] = field(default_factory=Counter)
     shutting_down: asyncio.Event = field(default_factory=asyncio.Event)
     metrics: Any = None  # server.metrics.Metrics when --metricsPort is given
 

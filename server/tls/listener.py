@@ -22,9 +22,12 @@ from collections.abc import Awaitable, Callable
 from ..log import LOG
 from .context import HANDSHAKE_TIMEOUT
 
-__all__ = ["SNIFF_BYTES", "TlsListener", "looks_like_tls", "start_tls_server"]
+__all__ = ["SNIFF_BYTES", "TLS_VERSION_NAMES", "TlsListener", "looks_like_tls",
+           "start_tls_server"]
 
 SNIFF_BYTES = 12  # through responseTo
+# `SSLObject.version()` → the key serverStatus.transportSecurity counts it under
+TLS_VERSION_NAMES = {"TLSv1": "1.0", "TLSv1.1": "1.1", "TLSv1.2": "1.2", "TLSv1.3": "1.3"}
 _PARTIAL_RETRY = 0.005  # seconds between peeks while fewer than SNIFF_BYTES have arrived
 
 OnConnection = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]

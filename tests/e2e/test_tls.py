@@ -58,10 +58,11 @@ def prefer_tls(certs: Certs, tmp_path_factory) -> Iterator[BucketdProcess]:
 
 @pytest.fixture(scope="module")
 def allow_tls(certs: Certs, tmp_path_factory) -> Iterator[BucketdProcess]:
-    """allowTLS, no CA file, and the server key encrypted (the password flag)."""
+    """allowTLS, no CA file, the server key encrypted (the password flag), TLS 1.2 only."""
     yield from _serve(tmp_path_factory, "--tlsMode", "allowTLS",
                       "--tlsCertificateKeyFile", str(certs.server_encrypted),
-                      "--tlsCertificateKeyFilePassword", SERVER_KEY_PASSWORD)
+                      "--tlsCertificateKeyFilePassword", SERVER_KEY_PASSWORD,
+                      "--tlsDisabledProtocols", "TLS1_3")
 
 
 def _client(proc: BucketdProcess, certs: Certs, cert: Path | None = None, *, tls: bool = True,
@@ -114,6 +115,11 @@ def test_require_tls_pymongo_with_client_certificate(require_tls, certs: Certs) 
     assert accepted and accepted[0]["attr"]["peerSubjectName"] == CLIENT_SUBJECT
     started = _log_lines(require_tls, lambda line: line["id"] == 23016)
     assert started[0]["attr"]["ssl"] == "on"
+    with _client(require_tls, certs, certs.client) as c:
+        status = c.admin.command("serverStatus")
+    by_version = status["transportSecurity"]
+    assert by_version["1.3"] >= 1 and by_version["1.2"] == 0  # TLS 1.3 unless disabled
+    assert status["network"]["totalIngressTLSConnections"] == sum(by_version.values())
 
 
 def test_require_tls_async_pymongo_and_motor(require_tls, certs: Certs) -> None:
@@ -232,14 +238,17 @@ def test_allow_tls_accepts_both_with_encrypted_key(allow_tls, certs: Certs) -> N
     with _client(allow_tls, certs, None) as c:
         _roundtrip(c, "allow_tls")
         opts = c.admin.command("getCmdLineOpts")
+        tls_connections = c.admin.command("serverStatus")["transportSecurity"]
     with _client(allow_tls, certs, tls=False) as c:
         _roundtrip(c, "allow_plain")
+        assert c.admin.command("serverStatus")["transportSecurity"] == tls_connections
+    assert tls_connections["1.2"] >= 1 and tls_connections["1.3"] == 0  # TLS1_3 disabled
     # no CA file: no client certificate is asked for, so any is fine
     with _client(allow_tls, certs, certs.other_client) as c:
         assert c.admin.command("ping")["ok"] == 1.0
     assert opts["parsed"]["net"]["tls"] == {
         "mode": "allowTLS", "certificateKeyFile": str(certs.server_encrypted),
-        "certificateKeyFilePassword": "<password>"}
+        "certificateKeyFilePassword": "<password>", "disabledProtocols": "TLS1_3"}
     assert SERVER_KEY_PASSWORD not in json.dumps(opts["argv"])
     assert "<password>" in opts["argv"]
 
