@@ -40,7 +40,7 @@ def _serve(tmp_path_factory, *flags: str) -> Iterator[BucketdProcess]:
     try:
         yield proc
     finally:
-        proc.stop()
+        assert proc.stop() == 0, proc.log_text()[-3000:]  # a clean shutdown with TLS too
 
 
 @pytest.fixture(scope="module")
