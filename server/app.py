@@ -13,6 +13,8 @@ import gc
 import os
 import signal
 import socket
+import ssl
+import time
 
 from storage import native
 
@@ -24,18 +26,22 @@ from .log import LOG
 from .metrics import start_metrics_server
 from .storage_service import StorageService
 from .timeseries.service import TimeseriesService
+from .tls import build_server_context
+from .tls.context import certificate_info
+from .tls.listener import TlsListener, start_tls_server
 from .ttl import ttl_monitor
 
 __all__ = ["Server", "run"]
 
 GRACEFUL_TIMEOUT = 30.0
+READ_LIMIT = 64 * 1024 * 1024
 
 
 class Server:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.state = ServerState(config)
-        self._servers: list[asyncio.base_events.Server] = []
+        self._servers: list[asyncio.Server | TlsListener] = []
         self._conn_tasks: set[asyncio.Task[None]] = set()
         self._background: list[asyncio.Task[None]] = []
         self.ports: list[int] = []
@@ -55,18 +61,25 @@ class Server:
                  options=self.config.parsed())
         # bucketd's own: which path the per-measurement work takes (native/ or Python)
         LOG.info("CONTROL", 9000002, "initandlisten", "Native core", **native.describe())
+        tls_context = self._tls_context()
         state.cursors = CursorManager()
         await self._open_storage()
         if self.config.metrics_port is not None:
             state.metrics = await start_metrics_server(state, self.config.metrics_port,
-                                                       self.config.bind_ip)
+                                                       self.config.metrics_bind_ip)
         for addr in self.config.bind_ip:
             family = socket.AF_INET6 if ":" in addr else socket.AF_INET
             try:
-                srv = await asyncio.start_server(self._on_connection, host=addr,
-                                                 port=self.config.port, family=family,
-                                                 reuse_address=True, backlog=1024,
-                                                 limit=64 * 1024 * 1024)
+                srv: asyncio.Server | TlsListener
+                if tls_context is None:
+                    srv = await asyncio.start_server(self._on_connection, host=addr,
+                                                     port=self.config.port, family=family,
+                                                     reuse_address=True, backlog=1024,
+                                                     limit=READ_LIMIT)
+                else:
+                    srv = await start_tls_server(self._on_connection, addr, self.config.port,
+                                                 family=family, context=tls_context,
+                                                 mode=self.config.tls.mode, limit=READ_LIMIT)
             except OSError as exc:
                 if addr == "::" and "0.0.0.0" in self.config.bind_ip:
                     continue  # no IPv6 here: the IPv4 wildcard is enough
@@ -82,7 +95,7 @@ class Server:
             raise OSError("no address to listen on")
         self.port = self.ports[0]
         LOG.info("NETWORK", 23016, "listener", "Waiting for connections", port=self.port,
-                 ssl="off")
+                 ssl="on" if tls_context is not None else "off")
         self._background.append(asyncio.create_task(self._reap_cursors()))
         if state.storage is not None:
             self._background.append(asyncio.create_task(ttl_monitor(state, state.storage)))
@@ -91,6 +104,27 @@ class Server:
         gc.collect()
         gc.freeze()
         gc.set_threshold(50_000, 50, 100)
+
+    def _tls_context(self) -> ssl.SSLContext | None:
+        """The server's TLS context (None when TLS is disabled); unusable files stop the
+        start, before storage is touched."""
+        tls = self.config.tls
+        if not tls.enabled:
+            return None
+        context = build_server_context(tls)
+        assert tls.certificate_key_file is not None
+        info = certificate_info(tls.certificate_key_file)
+        if info is not None:
+            LOG.info("NETWORK", 4913010, "initandlisten", "Certificate information",
+                     subject=info["subject"], issuer=info["issuer"],
+                     notValidBefore=_iso(info["notBefore"]), notValidAfter=_iso(info["notAfter"]),
+                     keyFile=tls.certificate_key_file, type="Server")
+        if tls.allow_invalid_certificates:
+            LOG.warning("CONTROL", 22124, "initandlisten", "While invalid X509 certificates may "
+                        "be used to connect to this server, they will not be considered "
+                        "permissible for authentication")
+            LOG.startup_warnings.append(LOG.recent[-1])  # getLog: "startupWarnings"
+        return context
 
     async def _open_storage(self) -> None:
         os.makedirs(self.config.dbpath, exist_ok=True)
@@ -191,6 +225,10 @@ class Server:
 
     async def serve_until_stopped(self) -> None:
         await self._stopped.wait()
+
+
+def _iso(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 async def _main(config: Config) -> int:

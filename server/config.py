@@ -15,6 +15,13 @@ from typing import Any
 import yaml
 
 from .parameters import ServerParameters
+from .tls.options import (
+    TlsConfig,
+    TlsOptionError,
+    add_tls_arguments,
+    censor_argv,
+    tls_config_from,
+)
 
 __all__ = ["Config", "ConfigError", "parse_args", "DEFAULT_DBPATH"]
 
@@ -41,6 +48,8 @@ class Config:
     repair: bool = False  # --repair: drop unreadable catalog entries, then exit
     metrics_port: int | None = None
     auth: bool = False  # --auth / security.authorization: enabled
+    metrics_bind_ip: list[str] = field(default_factory=lambda: [DEFAULT_BIND_IP])
+    tls: TlsConfig = field(default_factory=TlsConfig)
     config_file: str | None = None
     set_parameters: dict[str, str] = field(default_factory=dict)
     argv: list[str] = field(default_factory=list)
@@ -53,6 +62,8 @@ class Config:
         out["net"] = {"bindIp": ",".join(self.bind_ip), "port": self.port}
         if self.max_conns != DEFAULT_MAX_CONNS:
             out["net"]["maxIncomingConnections"] = self.max_conns
+        if self.tls.given:
+            out["net"]["tls"] = self.tls.parsed()
         if self.set_parameters:
             out["setParameter"] = dict(self.set_parameters)
         out["storage"] = {"dbPath": self.dbpath}
@@ -95,8 +106,11 @@ def _parser() -> _Parser:
                       help="require clients to authenticate (security.authorization)")
     auth.add_argument("--noauth", dest="auth", action="store_false",
                       help="do not require authentication (the default)")
+    p.add_argument("--metricsBindIp",
+                   help="comma-separated addresses for --metricsPort (default 127.0.0.1)")
     p.add_argument("--setParameter", action="append", default=[], metavar="NAME=VALUE",
                    help="set a server parameter (repeatable)")
+    add_tls_arguments(p)
     return p
 
 
@@ -110,13 +124,13 @@ def _get(doc: dict[str, Any], dotted: str) -> Any:
 
 
 _KNOWN_CONFIG_KEYS = {
-    "net": {"port", "bindIp", "bindIpAll", "maxIncomingConnections"},
+    "net": {"port", "bindIp", "bindIpAll", "maxIncomingConnections", "tls"},
     "storage": {"dbPath", "journal", "engine"},
     "systemLog": {"path", "destination", "quiet", "logAppend", "verbosity"},
     "setParameter": None,
     "operationProfiling": {"slowOpThresholdMs", "mode"},
     "processManagement": {"fork", "pidFilePath", "timeZoneInfo"},
-    "metrics": {"port"},
+    "metrics": {"port", "bindIp"},
     "security": {"authorization"},
 }
 
@@ -166,9 +180,15 @@ def _auth(flag: bool | None, configured: Any) -> bool:
     return bool(configured == "enabled")
 
 
+def _addresses(value: Any, what: str) -> list[str]:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{what} must be a comma-separated string, got {value!r}")
+    return [a.strip() for a in value.split(",") if a.strip()]
+
+
 def parse_args(argv: list[str]) -> Config:
     ns = _parser().parse_args(argv)
-    cfg = Config(argv=list(argv))
+    cfg = Config(argv=censor_argv(list(argv)))
     file_doc: dict[str, Any] = {}
     if ns.config:
         cfg.config_file = ns.config
@@ -218,6 +238,15 @@ def parse_args(argv: list[str]) -> Config:
     metrics = ns.metricsPort if ns.metricsPort is not None else _get(file_doc, "metrics.port")
     if metrics is not None:
         cfg.metrics_port = _port(metrics, "--metricsPort")
+    metrics_bind = ns.metricsBindIp if ns.metricsBindIp is not None else _get(
+        file_doc, "metrics.bindIp")
+    if metrics_bind is not None:
+        cfg.metrics_bind_ip = _addresses(metrics_bind, "metricsBindIp")
+
+    try:
+        cfg.tls = tls_config_from(ns, _get(file_doc, "net.tls"))
+    except TlsOptionError as exc:
+        raise ConfigError(str(exc)) from None
 
     cfg.auth = _auth(ns.auth, _get(file_doc, "security.authorization"))
 

@@ -35,6 +35,8 @@ from .commands import NEVER_COMPRESS
 from .context import ConnectionState, ServerState
 from .dispatch import command_document, execute
 from .log import LOG
+from .tls import peer_subject
+from .tls.listener import SNIFF_BYTES, TLS_VERSION_NAMES, looks_like_tls
 
 __all__ = ["serve_connection"]
 
@@ -71,14 +73,20 @@ async def serve_connection(server: ServerState, reader: asyncio.StreamReader,
     ctx = f"conn{conn.id}"
     LOG.info("NETWORK", 22943, "listener", "Connection accepted", remote=remote,
              isLoadBalanced=False, connectionId=conn.id, connectionCount=len(server.connections))
+    _note_tls(server, conn, writer)
     out = _Writer(server, writer)
     decoder = MessageDecoder(codec_options=CODEC_OPTIONS,
                              max_depth=server.params.get("maxBSONDepth"))
+    first = not server.config.tls.enabled  # the TLS listener has looked at the first bytes
     try:
         while not server.shutting_down.is_set():
             data = await reader.read(READ_SIZE)
             if not data:
                 break
+            if first:
+                first = False
+                if _tls_without_tls(data, ctx, remote, conn.id):
+                    break
             server.bytes_in += len(data)
             decoder.feed(data)
             if not await _drain_messages(server, conn, decoder, reader, out):
@@ -97,6 +105,36 @@ async def serve_connection(server: ServerState, reader: asyncio.StreamReader,
             await writer.wait_closed()
         LOG.info("NETWORK", 22944, ctx, "Connection ended", remote=remote, connectionId=conn.id,
                  connectionCount=len(server.connections))
+
+
+def _note_tls(server: ServerState, conn: ConnectionState, writer: asyncio.StreamWriter) -> None:
+    ssl_object = writer.get_extra_info("ssl_object")
+    if ssl_object is not None:
+        conn.tls = True
+        conn.peer_subject = peer_subject(ssl_object.getpeercert())
+        server.tls_versions[TLS_VERSION_NAMES.get(ssl_object.version() or "", "unknown")] += 1
+        if conn.peer_subject is not None:
+            cipher = ssl_object.cipher()
+            LOG.info("NETWORK", 6723802, f"conn{conn.id}", "Accepted TLS connection from peer",
+                     peerSubjectName=conn.peer_subject, cipher=cipher[0] if cipher else None)
+    elif server.config.tls.mode == "preferTLS":
+        LOG.info("NETWORK", 23838, f"conn{conn.id}", "SSL mode is set to 'preferred' and "
+                 "connection to remote is not using SSL.", connectionId=conn.id,
+                 remote=conn.remote)
+
+
+def _tls_without_tls(data: bytes, ctx: str, remote: str, conn_id: int) -> bool:
+    """A TLS ClientHello on a server without TLS: end the connection at once, as mongod
+    does, instead of reading its bytes as a message length. Only a TLS record header
+    (0x16 0x03) counts, so no plausible MongoDB message is mistaken for one."""
+    if len(data) < SNIFF_BYTES or data[:2] != b"\x16\x03" or not looks_like_tls(data):
+        return False
+    LOG.warning("NETWORK", 22988, ctx, "Error receiving request from client. Ending connection "
+                "from remote", error={"code": 141, "codeName": "SSLHandshakeFailed",
+                                      "errmsg": "SSL handshake received but server is started "
+                                                "without SSL support"},
+                remote=remote, connectionId=conn_id)
+    return True
 
 
 async def _drain_messages(server: ServerState, conn: ConnectionState, decoder: MessageDecoder,

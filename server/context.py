@@ -44,6 +44,8 @@ class ConnectionState:
     requests: int = 0
     user: AuthenticatedUser | None = None  # set by a successful authentication
     sasl: SaslSession | None = None  # a SASL conversation under way
+    tls: bool = False  # the connection is TLS
+    peer_subject: str | None = None  # its verified client certificate's subject (RFC 2253)
 
 
 @dataclass(slots=True)
@@ -71,6 +73,8 @@ class ServerState:
     num_requests: int = 0
     # serverStatus.network.compression: {name: {compressor|decompressor: {bytesIn, bytesOut}}}
     compression: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    # serverStatus.transportSecurity: TLS connections accepted by protocol version
+    tls_versions: Counter[str] = field(default_factory=Counter)
     shutting_down: asyncio.Event = field(default_factory=asyncio.Event)
     metrics: Any = None  # server.metrics.Metrics when --metricsPort is given
 

@@ -37,11 +37,14 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
             "bytesIn": Int64(s.bytes_in),
             "bytesOut": Int64(s.bytes_out),
             "numRequests": Int64(s.num_requests),
+            "totalIngressTLSConnections": Int64(s.tls_versions.total()),
             "compression": {
                 name: {d: {k: Int64(v) for k, v in io.items()} for d, io in dirs.items()}
                 for name, dirs in s.compression.items()
             },
         },
+        "transportSecurity": {name: Int64(s.tls_versions[name])
+                              for name in ("1.0", "1.1", "1.2", "1.3", "unknown")},
         "opcounters": {name: Int64(s.opcounters[name]) for name in OPCOUNTER_NAMES},
         "mem": {
             "bits": 64,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import socket
@@ -9,6 +10,7 @@ import subprocess
 import urllib.request
 
 import pymongo
+import pytest
 
 from ..conftest import start_server
 
@@ -60,5 +62,49 @@ def test_metrics_endpoint(tmp_path) -> None:
         if curl is not None:
             assert curl.returncode == 0, curl.stderr
             assert "bucketd_operations_total" in curl.stdout
+    finally:
+        proc.stop()
+
+
+def _listening_addresses(port: int) -> set[str]:
+    """The local IPv4 addresses with a socket listening on `port` (from /proc/net/tcp)."""
+    found = set()
+    with open("/proc/net/tcp", encoding="ascii") as f:
+        next(f)
+        for line in f:
+            local, _, state = line.split()[1:4]
+            host, _, port_hex = local.partition(":")
+            if state == "0A" and int(port_hex, 16) == port:
+                found.add(socket.inet_ntoa(bytes.fromhex(host)[::-1]))
+    return found
+
+
+def _metrics_log_addresses(proc) -> list[str]:
+    return re.findall(r'"id":9000001,.*?"address":"([^"]+)"', proc.log_text())
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="needs Linux's /proc/net/tcp")
+def test_metrics_bind_localhost_by_default(tmp_path) -> None:
+    """--metricsPort does not follow the wire listener's --bind_ip_all: 127.0.0.1 only."""
+    port = _free_port()
+    proc = start_server(tmp_path, "--bind_ip_all", "--metricsPort", str(port))
+    try:
+        assert _listening_addresses(port) == {"127.0.0.1"}
+        assert _listening_addresses(proc.port) == {"0.0.0.0"}  # the wire port: all of them
+        assert _metrics_log_addresses(proc) == [f"127.0.0.1:{port}"]
+        assert _scrape(port, "/livez") == (200, "ok\n")
+    finally:
+        proc.stop()
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="needs Linux's /proc/net/tcp")
+def test_metrics_bind_ip_explicit(tmp_path) -> None:
+    port = _free_port()
+    proc = start_server(tmp_path, "--metricsPort", str(port), "--metricsBindIp", "0.0.0.0")
+    try:
+        assert _listening_addresses(port) == {"0.0.0.0"}
+        assert _listening_addresses(proc.port) == {"127.0.0.1"}  # the wire port: its default
+        assert _metrics_log_addresses(proc) == [f"0.0.0.0:{port}"]
+        assert _scrape(port, "/livez") == (200, "ok\n")
     finally:
         proc.stop()
