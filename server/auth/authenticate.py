@@ -1,10 +1,7 @@
-"""The `authenticate` command's mechanisms (MONGODB-X509 in mongod), by name.
+"""The `authenticate` command's mechanisms (MONGODB-X509, as in mongod), by name.
 
-Nothing is registered here: the TLS layer adds MONGODB-X509 to `MECHANISMS` with a
-handler that returns the user the client certificate maps to on `$external`
-(`UserStore.load(UserName(subject, "$external"))`). An unknown or unregistered
-mechanism fails as mongod's does; a handler's failure is logged with its reason and
-answered AuthenticationFailed.
+An unknown mechanism fails as mongod's does; a handler's failure is logged with its
+reason and answered AuthenticationFailed.
 """
 
 from __future__ import annotations
@@ -21,6 +18,7 @@ from .principals import UserName
 from .sasl import authentication_failed, log_failure, log_success
 from .session import add_authenticated_user
 from .users import UserRecord
+from .x509 import MONGODB_X509, authenticate_x509
 
 __all__ = ["MECHANISMS", "AuthenticateHandler", "authenticate"]
 
@@ -28,7 +26,7 @@ __all__ = ["MECHANISMS", "AuthenticateHandler", "authenticate"]
 AuthenticateHandler = Callable[[ServerState, ConnectionState, str, dict[str, Any]],
                                Awaitable[UserRecord]]
 
-MECHANISMS: Final[dict[str, AuthenticateHandler]] = {}
+MECHANISMS: Final[dict[str, AuthenticateHandler]] = {MONGODB_X509: authenticate_x509}
 
 
 async def authenticate(server: ServerState, conn: ConnectionState, db: str,
