@@ -48,6 +48,7 @@ class Server:
             state.params.set_startup(name, value)
         state.params.set_runtime({"slowOpThresholdMs": self.config.slowms})
         LOG.verbosity = state.params.get("logLevel")
+        LOG.max_attribute_size_kb = state.params.get("maxLogSizeKB")
         LOG.info("CONTROL", 4615611, "initandlisten", "MongoDB starting", pid=state.pid,
                  port=self.config.port, dbPath=self.config.dbpath, architecture="64-bit",
                  host=state.host)

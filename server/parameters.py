@@ -30,6 +30,7 @@ PARAMETERS: Final[dict[str, ParameterSpec]] = {p.name: p for p in (
     ParameterSpec("featureCompatibilityVersion", {"version": "8.0"}, dict, False),
     ParameterSpec("logLevel", 0, int, True, 0),
     ParameterSpec("quiet", False, bool, True),
+    ParameterSpec("maxLogSizeKB", 10, int, True, 0),
     ParameterSpec("slowOpThresholdMs", 100, int, True),
     ParameterSpec("cursorTimeoutMillis", 600_000, int, True, 0),
     ParameterSpec("ttlMonitorEnabled", True, bool, True),
