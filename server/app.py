@@ -10,11 +10,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import os
 import signal
 import socket
 
 from storage import native
+from storage.files import make_dirs, restrict_umask
 
 from .config import Config
 from .connection import serve_connection
@@ -94,7 +94,7 @@ class Server:
         gc.set_threshold(50_000, 50, 100)
 
     async def _open_storage(self) -> None:
-        os.makedirs(self.config.dbpath, exist_ok=True)
+        make_dirs(self.config.dbpath)
         storage = await StorageService.open(self.config.dbpath, self.state)
         self.state.storage = storage
         self.state.timeseries = TimeseriesService(self.state, storage)
@@ -203,6 +203,7 @@ async def _main(config: Config) -> int:
 
 def run(config: Config) -> int:
     """Run the server until SIGINT/SIGTERM; returns the process exit code."""
+    restrict_umask()
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency on POSIX

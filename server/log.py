@@ -12,12 +12,13 @@ most 1 MiB together.
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
 from collections import deque
 from typing import Any, TextIO
+
+from storage.files import create_private_file
 
 from .log_format import format_line
 
@@ -48,9 +49,8 @@ class StructuredLog:
 
     def configure(self, path: str | None = None, *, quiet: bool = False) -> None:
         if path:
-            # 0600 as mongod's files (it clears the group and other bits of its umask)
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            self._out = open(fd, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
+            create_private_file(path)  # 0600, as mongod's files
+            self._out = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
         self.quiet = quiet
 
     def close(self) -> None:
