@@ -20,6 +20,7 @@ from .config import Config
 from .connection import serve_connection
 from .context import ServerState
 from .cursors import CursorManager
+from .inbound import READ_SIZE
 from .log import LOG
 from .metrics import start_metrics_server
 from .storage_service import StorageService
@@ -67,7 +68,7 @@ class Server:
                 srv = await asyncio.start_server(self._on_connection, host=addr,
                                                  port=self.config.port, family=family,
                                                  reuse_address=True, backlog=1024,
-                                                 limit=64 * 1024 * 1024)
+                                                 limit=READ_SIZE)
             except OSError as exc:
                 if addr == "::" and "0.0.0.0" in self.config.bind_ip:
                     continue  # no IPv6 here: the IPv4 wildcard is enough

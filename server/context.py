@@ -19,6 +19,7 @@ from bson import ObjectId
 
 from .auth.principals import AuthenticatedUser
 from .config import Config
+from .message_memory import MessageMemory
 from .parameters import ServerParameters
 
 if TYPE_CHECKING:
@@ -69,6 +70,13 @@ class ServerState:
     compression: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     shutting_down: asyncio.Event = field(default_factory=asyncio.Event)
     metrics: Any = None  # server.metrics.Metrics when --metricsPort is given
+    # incoming messages still arriving, against incomingMessageMemoryLimitBytes
+    message_memory: MessageMemory = field(init=False)
+
+    def __post_init__(self) -> None:
+        params = self.params
+        self.message_memory = MessageMemory(
+            lambda: int(params.get("incomingMessageMemoryLimitBytes")))
 
     def count_compression(self, name: str, direction: str, bytes_in: int, bytes_out: int
                           ) -> None:

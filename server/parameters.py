@@ -40,6 +40,11 @@ PARAMETERS: Final[dict[str, ParameterSpec]] = {p.name: p for p in (
     ParameterSpec("internalDocumentSourceGroupMaxMemoryBytes", 100 * 1024 * 1024, int, True, 0),
     ParameterSpec("allowDiskUseByDefault", True, bool, True),
     ParameterSpec("journalCommitInterval", 100, int, True, 1, 500),
+    # bucketd's limits on partly received messages (server/inbound.py says why these)
+    ParameterSpec("incomingMessageTimeoutSecs", 60, int, True, 1),
+    ParameterSpec("incomingMessageMinBytesPerSec", 4096, int, True, 1),
+    ParameterSpec("incomingMessageMemoryLimitBytes", 0, int, True, 0),  # 0: automatic
+    ParameterSpec("incomingMessageMemoryWaitSecs", 120, int, True, 1),
     # Time-series bucket catalog (mongod's timeseries.idl names and defaults).
     ParameterSpec("timeseriesBucketMaxCount", 1000, int, False, 1),
     ParameterSpec("timeseriesBucketMaxSize", 128_000, int, False, 1),
