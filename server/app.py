@@ -41,6 +41,13 @@ class Server:
         self._background: list[asyncio.Task[None]] = []
         self.ports: list[int] = []
         self._stopped = asyncio.Event()
+        self._shutdown_tasks: list[asyncio.Task[None]] = []
+        self.state.shutdown_hook = self.request_shutdown
+
+    def request_shutdown(self, reason: str) -> None:
+        """Start `shutdown` in its own task (the shutdown command's connection is one of
+        those it closes)."""
+        self._shutdown_tasks.append(asyncio.create_task(self.shutdown(reason)))
 
     # -- start -------------------------------------------------------------------------------
     async def start(self) -> None:

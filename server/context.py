@@ -12,6 +12,7 @@ import os
 import socket
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -69,6 +70,8 @@ class ServerState:
     # serverStatus.network.compression: {name: {compressor|decompressor: {bytesIn, bytesOut}}}
     compression: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     shutting_down: asyncio.Event = field(default_factory=asyncio.Event)
+    # starts the lifecycle's shutdown (set by `app.Server`; the shutdown command calls it)
+    shutdown_hook: Callable[[str], None] | None = None
     metrics: Any = None  # server.metrics.Metrics when --metricsPort is given
     # incoming messages still arriving, against incomingMessageMemoryLimitBytes
     message_memory: MessageMemory = field(init=False)
