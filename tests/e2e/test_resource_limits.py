@@ -103,9 +103,10 @@ def test_a_trickled_frame_is_dropped(limited: BucketdProcess) -> None:
     sent, closed = 0, False
     end = time.monotonic() + BOUND
     while sent < len(frame) and time.monotonic() < end:
+        conn.sock.settimeout(BOUND)
         try:
             conn.send(frame[sent:sent + 50])
-        except OSError:
+        except (ConnectionResetError, BrokenPipeError):
             closed = True
             break
         sent += 50
