@@ -10,18 +10,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import os
 import signal
 import socket
 import ssl
 import time
 
 from storage import native
+from storage.files import make_dirs, restrict_umask
 
 from .config import Config
 from .connection import serve_connection
 from .context import ServerState
 from .cursors import CursorManager
+from .inbound import READ_SIZE
 from .log import LOG
 from .metrics import start_metrics_server
 from .storage_service import StorageService
@@ -34,7 +35,6 @@ from .ttl import ttl_monitor
 __all__ = ["Server", "run"]
 
 GRACEFUL_TIMEOUT = 30.0
-READ_LIMIT = 64 * 1024 * 1024
 
 
 class Server:
@@ -46,6 +46,13 @@ class Server:
         self._background: list[asyncio.Task[None]] = []
         self.ports: list[int] = []
         self._stopped = asyncio.Event()
+        self._shutdown_tasks: list[asyncio.Task[None]] = []
+        self.state.shutdown_hook = self.request_shutdown
+
+    def request_shutdown(self, reason: str) -> None:
+        """Start `shutdown` in its own task (the shutdown command's connection is one of
+        those it closes)."""
+        self._shutdown_tasks.append(asyncio.create_task(self.shutdown(reason)))
 
     # -- start -------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -54,6 +61,7 @@ class Server:
             state.params.set_startup(name, value)
         state.params.set_runtime({"slowOpThresholdMs": self.config.slowms})
         LOG.verbosity = state.params.get("logLevel")
+        LOG.max_attribute_size_kb = state.params.get("maxLogSizeKB")
         LOG.info("CONTROL", 4615611, "initandlisten", "MongoDB starting", pid=state.pid,
                  port=self.config.port, dbPath=self.config.dbpath, architecture="64-bit",
                  host=state.host)
@@ -75,11 +83,11 @@ class Server:
                     srv = await asyncio.start_server(self._on_connection, host=addr,
                                                      port=self.config.port, family=family,
                                                      reuse_address=True, backlog=1024,
-                                                     limit=READ_LIMIT)
+                                                     limit=READ_SIZE)
                 else:
                     srv = await start_tls_server(self._on_connection, addr, self.config.port,
                                                  family=family, context=tls_context,
-                                                 mode=self.config.tls.mode, limit=READ_LIMIT)
+                                                 mode=self.config.tls.mode, limit=READ_SIZE)
             except OSError as exc:
                 if addr == "::" and "0.0.0.0" in self.config.bind_ip:
                     continue  # no IPv6 here: the IPv4 wildcard is enough
@@ -127,7 +135,7 @@ class Server:
         return context
 
     async def _open_storage(self) -> None:
-        os.makedirs(self.config.dbpath, exist_ok=True)
+        make_dirs(self.config.dbpath)
         storage = await StorageService.open(self.config.dbpath, self.state)
         self.state.storage = storage
         self.state.timeseries = TimeseriesService(self.state, storage)
@@ -265,6 +273,7 @@ async def _main(config: Config) -> int:
 
 def run(config: Config) -> int:
     """Run the server until SIGINT/SIGTERM; returns the process exit code."""
+    restrict_umask()
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency on POSIX

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 import bson
 
@@ -34,13 +35,15 @@ from storage.vocabulary.error_codes import ErrorCode
 from .commands import NEVER_COMPRESS
 from .context import ConnectionState, ServerState
 from .dispatch import command_document, execute
+from .inbound import Inbound, IncomingLimitExceeded
 from .log import LOG
 from .tls import peer_subject
 from .tls.listener import SNIFF_BYTES, TLS_VERSION_NAMES, looks_like_tls
 
 __all__ = ["serve_connection"]
 
-READ_SIZE = 256 * 1024
+T = TypeVar("T")
+
 WRITE_HIGH_WATER = 1024 * 1024
 
 
@@ -77,28 +80,35 @@ async def serve_connection(server: ServerState, reader: asyncio.StreamReader,
     out = _Writer(server, writer)
     decoder = MessageDecoder(codec_options=CODEC_OPTIONS,
                              max_depth=server.params.get("maxBSONDepth"))
+    inbound = Inbound(server, reader, decoder)
     first = not server.config.tls.enabled  # the TLS listener has looked at the first bytes
     try:
         while not server.shutting_down.is_set():
-            data = await reader.read(READ_SIZE)
+            data = await inbound.read()
             if not data:
                 break
             if first:
                 first = False
                 if _tls_without_tls(data, ctx, remote, conn.id):
                     break
-            server.bytes_in += len(data)
-            decoder.feed(data)
-            if not await _drain_messages(server, conn, decoder, reader, out):
+            if not await _drain_messages(server, conn, decoder, inbound, out):
                 break
+            await inbound.admit()
     except ProtocolError as exc:
         LOG.warning("NETWORK", 22988, ctx, "Error receiving request from client. Ending "
                     "connection from remote", error={"code": exc.code, "codeName": exc.code_name,
                                                      "errmsg": exc.message},
                     remote=remote, connectionId=conn.id)
+    except IncomingLimitExceeded as exc:
+        LOG.warning("NETWORK", 22988, ctx, "Error receiving request from client. Ending "
+                    "connection from remote", error={"code": int(exc.code),
+                                                     "codeName": exc.code.name,
+                                                     "errmsg": exc.message},
+                    remote=remote, connectionId=conn.id)
     except (ConnectionError, asyncio.IncompleteReadError, OSError):
         pass
     finally:
+        inbound.release()
         server.connections.pop(conn.id, None)
         with contextlib.suppress(Exception):
             writer.close()
@@ -138,7 +148,7 @@ def _tls_without_tls(data: bytes, ctx: str, remote: str, conn_id: int) -> bool:
 
 
 async def _drain_messages(server: ServerState, conn: ConnectionState, decoder: MessageDecoder,
-                          reader: asyncio.StreamReader, out: _Writer) -> bool:
+                          inbound: Inbound, out: _Writer) -> bool:
     """Handle every complete message buffered; False when the connection must close."""
     while True:
         try:
@@ -157,9 +167,11 @@ async def _drain_messages(server: ServerState, conn: ConnectionState, decoder: M
                                      msg.wire_length, msg.length)
         if isinstance(msg, OpQuery):
             await _handle_op_query(server, conn, msg, out)
+            open_ = True
         else:
-            await _handle_op_msg(server, conn, msg, reader, out)
-        if server.shutting_down.is_set():
+            open_ = await _handle_op_msg(server, conn, msg, inbound, out)
+        inbound.message_done()
+        if not open_ or server.shutting_down.is_set():
             return False
 
 
@@ -185,17 +197,25 @@ async def _handle_op_query(server: ServerState, conn: ConnectionState, msg: OpQu
 
 
 async def _handle_op_msg(server: ServerState, conn: ConnectionState, msg: OpMsg,
-                         reader: asyncio.StreamReader, out: _Writer) -> None:
+                         inbound: Inbound, out: _Writer) -> bool:
+    """Answer one OP_MSG; False when the client went away while it was answered."""
     db = msg.body.get("$db")
     try:
         body = command_document(server, msg.body, db, msg.sequences, msg.request_id)
     except ProtocolError as exc:  # a document of a sequence is not BSON (never fatal)
         await _reply_content_error(exc, out)
-        return
+        return True
     name = next(iter(body), "")
-    reply, cmd = await execute(server, conn, body, db, exhaust_allowed=msg.exhaust_allowed)
+    run = execute(server, conn, body, db, exhaust_allowed=msg.exhaust_allowed)
+    if name in _AWAITABLE and "maxAwaitTimeMS" in body:
+        ran = await _unless_client_leaves(run, inbound)
+        if ran is None:
+            return False
+        reply, cmd = ran
+    else:
+        reply, cmd = await run
     if msg.more_to_come:
-        return  # fire-and-forget (w: 0): no reply
+        return True  # fire-and-forget (w: 0): no reply
     flags = 0
     if msg.flag_bits & CHECKSUM_PRESENT:
         flags |= CHECKSUM_PRESENT
@@ -210,7 +230,7 @@ async def _handle_op_msg(server: ServerState, conn: ConnectionState, msg: OpMsg,
                               flags | (MORE_TO_COME if streaming else 0))
         await out.send(_maybe_compress(server, conn, data, msg.compressor_id, name))
         if not streaming:
-            return
+            return True
         await out.writer.drain()
         # Exhaust: the next reply answers our own previous one, after the await period. As
         # mongod does, the next invocation carries the topologyVersion just sent, so it waits
@@ -218,11 +238,39 @@ async def _handle_op_msg(server: ServerState, conn: ConnectionState, msg: OpMsg,
         response_to = rid
         if "topologyVersion" in reply:
             body = {**body, "topologyVersion": reply["topologyVersion"]}
-        if reader.at_eof() or server.shutting_down.is_set():
-            return
-        reply, _ = await execute(server, conn, body, db, exhaust_allowed=True)
-        if reader.at_eof() or server.shutting_down.is_set() or reply.get("ok") != 1.0:
-            return
+        if inbound.at_eof() or server.shutting_down.is_set():
+            return True
+        ran = await _unless_client_leaves(
+            execute(server, conn, body, db, exhaust_allowed=True), inbound)
+        if ran is None:
+            return False
+        reply = ran[0]
+        if inbound.at_eof() or server.shutting_down.is_set() or reply.get("ok") != 1.0:
+            return True
+
+
+_AWAITABLE = frozenset({"hello", "isMaster", "ismaster"})
+
+
+async def _unless_client_leaves(run: Awaitable[T], inbound: Inbound) -> T | None:
+    """`await run`, but give up (None) if the client closes the connection meanwhile:
+    an awaitable hello waits up to maxAwaitTimeMS, and a closed client's monitor must
+    not keep its connection open that long. Bytes that arrive meanwhile (one read's
+    worth; then the client is known to be there) are buffered for after it."""
+    task = asyncio.ensure_future(run)
+    watch = asyncio.ensure_future(inbound.read_unlimited())
+    await asyncio.wait((task, watch), return_when=asyncio.FIRST_COMPLETED)
+    if not watch.done():
+        watch.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watch
+    elif not task.done() and (watch.cancelled() or watch.exception() is not None
+                              or not watch.result()):
+        task.cancel()  # end of stream or a broken one: the client is gone
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return None
+    return await task
 
 
 def _encoded_reply(conn: ConnectionState, name: str, reply: dict[str, Any], rid: int,

@@ -12,6 +12,7 @@ import os
 import socket
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from bson import ObjectId
 
 from .auth.principals import AuthenticatedUser
 from .config import Config
+from .message_memory import MessageMemory
 from .parameters import ServerParameters
 
 if TYPE_CHECKING:
@@ -76,7 +78,16 @@ class ServerState:
     # serverStatus.transportSecurity: TLS connections accepted by protocol version
     tls_versions: Counter[str] = field(default_factory=Counter)
     shutting_down: asyncio.Event = field(default_factory=asyncio.Event)
+    # starts the lifecycle's shutdown (set by `app.Server`; the shutdown command calls it)
+    shutdown_hook: Callable[[str], None] | None = None
     metrics: Any = None  # server.metrics.Metrics when --metricsPort is given
+    # incoming messages still arriving, against incomingMessageMemoryLimitBytes
+    message_memory: MessageMemory = field(init=False)
+
+    def __post_init__(self) -> None:
+        params = self.params
+        self.message_memory = MessageMemory(
+            lambda: int(params.get("incomingMessageMemoryLimitBytes")))
 
     def count_compression(self, name: str, direction: str, bytes_in: int, bytes_out: int
                           ) -> None:

@@ -133,14 +133,9 @@ _SENSITIVE: Final = frozenset({"pwd", "payload", "speculativeAuthenticate"})
 
 
 def _redacted(body: dict[str, Any]) -> dict[str, Any]:
-    """The command for the slow-query log, with bulky arrays shortened (a document
-    sequence kept raw is only counted, whatever its length) and secrets hidden."""
-    out: dict[str, Any] = {}
-    for k, v in body.items():
-        if k in _SENSITIVE:
-            out[k] = "###"
-        elif isinstance(v, RawDocuments) or (isinstance(v, list) and len(v) > 3):
-            out[k] = f"<{len(v)} items>"
-        else:
-            out[k] = v
-    return out
+    """The command for the slow-query log: secrets hidden, a document sequence kept raw
+    only counted; the rest is logged as it is and cut at `maxLogSizeKB` as mongod cuts it
+    (log_format)."""
+    return {k: "###" if k in _SENSITIVE else
+            f"<{len(v)} items>" if isinstance(v, RawDocuments) else v
+            for k, v in body.items()}

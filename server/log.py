@@ -4,7 +4,10 @@
      "ctx":"listener","msg":"Connection accepted","attr":{...}}
 
 Ids and messages follow mongod's where mongod logs the same event, so tools that
-grep mongod logs (e.g. for "Waiting for connections", id 23016) work on ours.
+grep mongod logs (e.g. for "Waiting for connections", id 23016) work on ours. Large
+attributes are truncated at `maxLogSizeKB` as mongod does (`log_format`), and the lines
+kept for `getLog` are bounded as mongod's RamLog bounds them: the last 1024 lines, at
+most 1 MiB together.
 """
 
 from __future__ import annotations
@@ -15,11 +18,15 @@ import time
 from collections import deque
 from typing import Any, TextIO
 
-from bson import json_util
+from storage.files import create_private_file
 
-__all__ = ["StructuredLog", "LOG"]
+from .log_format import format_line
 
-_JSON_OPTS = json_util.JSONOptions(json_mode=json_util.JSONMode.RELAXED)
+__all__ = ["StructuredLog", "LOG", "RAMLOG_MAX_LINES", "RAMLOG_MAX_BYTES"]
+
+# mongod's RamLog (what getLog answers from) keeps this many lines, this many bytes
+RAMLOG_MAX_LINES = 1024
+RAMLOG_MAX_BYTES = 1024 * 1024
 
 
 def _timestamp(now: float) -> str:
@@ -33,13 +40,16 @@ class StructuredLog:
         self._lock = threading.Lock()
         self.quiet = False
         self.verbosity = 0
+        self.max_attribute_size_kb = 10  # the maxLogSizeKB parameter; 0: no truncation
         # The last lines, for `getLog: "global"`; warnings logged at startup separately.
-        self.recent: deque[str] = deque(maxlen=1024)
+        self.recent: deque[str] = deque(maxlen=RAMLOG_MAX_LINES)
+        self._recent_bytes = 0
         self.total_lines = 0
         self.startup_warnings: list[str] = []
 
     def configure(self, path: str | None = None, *, quiet: bool = False) -> None:
         if path:
+            create_private_file(path)  # 0600, as mongod's files
             self._out = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
         self.quiet = quiet
 
@@ -50,19 +60,28 @@ class StructuredLog:
 
     def write(self, severity: str, component: str, log_id: int, ctx: str, msg: str,
               attr: dict[str, Any] | None = None) -> None:
-        line: dict[str, Any] = {"t": {"$date": _timestamp(time.time())}, "s": severity,
+        head: dict[str, Any] = {"t": {"$date": _timestamp(time.time())}, "s": severity,
                                 "c": component, "id": log_id, "ctx": ctx, "msg": msg}
-        if attr:
-            line["attr"] = attr
-        text = json_util.dumps(line, json_options=_JSON_OPTS, separators=(",", ":"))
+        text = format_line(head, attr, self.max_attribute_size_kb * 1024)
         with self._lock:
-            self.recent.append(text)
+            self._remember(text)
             self.total_lines += 1
             try:
                 self._out.write(text + "\n")
                 self._out.flush()
             except (OSError, ValueError):
                 pass  # a closed or full log must never take the server down
+
+    def _remember(self, text: str) -> None:
+        """Keep `text` for getLog; drop the oldest lines beyond RamLog's bounds (the newest
+        line always stays)."""
+        recent = self.recent
+        if len(recent) == recent.maxlen:
+            self._recent_bytes -= len(recent[0])
+        recent.append(text)
+        self._recent_bytes += len(text)
+        while self._recent_bytes > RAMLOG_MAX_BYTES and len(recent) > 1:
+            self._recent_bytes -= len(recent.popleft())
 
     def info(self, component: str, log_id: int, ctx: str, msg: str, **attr: Any) -> None:
         self.write("I", component, log_id, ctx, msg, attr)

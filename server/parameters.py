@@ -30,6 +30,7 @@ PARAMETERS: Final[dict[str, ParameterSpec]] = {p.name: p for p in (
     ParameterSpec("featureCompatibilityVersion", {"version": "8.0"}, dict, False),
     ParameterSpec("logLevel", 0, int, True, 0, 5),
     ParameterSpec("quiet", False, bool, True),
+    ParameterSpec("maxLogSizeKB", 10, int, True, 0),
     ParameterSpec("slowOpThresholdMs", 100, int, True),
     ParameterSpec("cursorTimeoutMillis", 600_000, int, True, 0),
     ParameterSpec("ttlMonitorEnabled", True, bool, True),
@@ -46,6 +47,11 @@ PARAMETERS: Final[dict[str, ParameterSpec]] = {p.name: p for p in (
     ParameterSpec("authenticationMechanisms", "MONGODB-X509,SCRAM-SHA-1,SCRAM-SHA-256", str,
                   False),
     ParameterSpec("enableLocalhostAuthBypass", True, bool, False),
+    # bucketd's limits on partly received messages (server/inbound.py says why these)
+    ParameterSpec("incomingMessageTimeoutSecs", 60, int, True, 1),
+    ParameterSpec("incomingMessageMinBytesPerSec", 4096, int, True, 1),
+    ParameterSpec("incomingMessageMemoryLimitBytes", 0, int, True, 0),  # 0: automatic
+    ParameterSpec("incomingMessageMemoryWaitSecs", 120, int, True, 1),
     # Time-series bucket catalog (mongod's timeseries.idl names and defaults).
     ParameterSpec("timeseriesBucketMaxCount", 1000, int, False, 1),
     ParameterSpec("timeseriesBucketMaxSize", 128_000, int, False, 1),

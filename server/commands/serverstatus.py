@@ -42,6 +42,8 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
                 name: {d: {k: Int64(v) for k, v in io.items()} for d, io in dirs.items()}
                 for name, dirs in s.compression.items()
             },
+            # bucketd's: memory held by incoming messages still arriving (inbound.py)
+            "incomingMessageMemory": {k: Int64(v) for k, v in s.message_memory.status().items()},
         },
         "transportSecurity": {name: Int64(s.tls_versions[name])
                               for name in ("1.0", "1.1", "1.2", "1.3", "unknown")},

@@ -15,6 +15,8 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     result = req.server.params.set_runtime(changes)
     if "logLevel" in changes:
         LOG.verbosity = req.server.params.get("logLevel")
+    if "maxLogSizeKB" in changes:
+        LOG.max_attribute_size_kb = req.server.params.get("maxLogSizeKB")
     if "quiet" in changes:
         LOG.quiet = req.server.params.get("quiet")
     return result

@@ -49,6 +49,7 @@ from storage.engine.base import (
     store_dropped,
 )
 from storage.errors import MongoError
+from storage.files import FILE_MODE, create_private_file, make_dirs
 from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = ["SQLiteEngine", "DB_FILE", "LOCK_FILE"]
@@ -324,9 +325,11 @@ class SQLiteEngine(StorageEngine):
             self.path = ":memory:"
         else:
             self.is_durable = True
-            os.makedirs(dbpath, exist_ok=True)
+            make_dirs(dbpath)
             self._lock_dbpath(dbpath)
             self.path = os.path.join(dbpath, DB_FILE)
+            # SQLite gives its -wal and -shm files the mode of the database file
+            create_private_file(self.path)
         try:
             self._conn = sqlite3.connect(self.path, isolation_level=None,
                                          check_same_thread=True, cached_statements=1024)
@@ -347,7 +350,7 @@ class SQLiteEngine(StorageEngine):
     # --- setup ---------------------------------------------------------------------------
 
     def _lock_dbpath(self, dbpath: str) -> None:
-        fd = os.open(os.path.join(dbpath, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(os.path.join(dbpath, LOCK_FILE), os.O_RDWR | os.O_CREAT, FILE_MODE)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
@@ -359,6 +362,7 @@ class SQLiteEngine(StorageEngine):
                     f"(Resource temporarily unavailable). Another mongod instance is already "
                     f"running on the {dbpath} directory") from None
             raise
+        os.fchmod(fd, FILE_MODE)
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self._lock_fd = fd

@@ -362,9 +362,28 @@ async def test_exhaust_allowed_without_an_awaitable_hello_is_one_reply(
 
 
 async def test_awaitable_hello_without_exhaust_is_one_reply(state: ServerState) -> None:
-    writer = await serve(state, awaitable_hello(state, 10, flags=0))
-    [reply] = writer.replies()
+    reader = reader_with(awaitable_hello(state, 10, flags=0), eof=False)
+    writer = FakeWriter()
+    task = asyncio.create_task(serve_connection(state, reader, writer))
+    [reply] = await writer.wait_for_replies(1)
     assert reply.flags == 0 and reply.doc["ok"] == 1.0
+    await asyncio.sleep(0.05)
+    assert len(writer.replies()) == 1
+    reader.feed_eof()
+    await asyncio.wait_for(task, TIMEOUT)
+
+
+async def test_a_client_leaving_ends_its_awaitable_hello_at_once(state: ServerState) -> None:
+    """A closed client's streaming monitor: its connection ends when the client goes,
+    not when maxAwaitTimeMS runs out."""
+    reader = reader_with(awaitable_hello(state, 600_000), eof=False)
+    writer = FakeWriter()
+    task = asyncio.create_task(serve_connection(state, reader, writer))
+    await asyncio.sleep(0.05)
+    assert not task.done() and writer.data == b""  # waiting for a topology change
+    reader.feed_eof()
+    await asyncio.wait_for(task, TIMEOUT)
+    assert writer.closed and state.connections == {} and writer.data == b""
 
 
 async def test_exhaust_with_another_process_topology_waits_after_the_first_reply(
