@@ -10,7 +10,7 @@ apart from a hang. The server must never crash, hang (no reply to the ping withi
 collections it held before are unchanged afterwards, and it restarts on its data
 directory with them intact.
 
-Usage: python tools/fuzz_wire.py [--frames N] [--seed S] [--connections C] [--port P]
+Usage: python tools/fuzz_wire.py [--frames N] [--seed S] [--connections C] [--port P] [--auth]
 
 Without --port it starts its own server (this checkout) on a temporary data directory.
 Prints a JSON report; exits 1 on any crash, hang, InternalError or lost data.
@@ -449,18 +449,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=20.0, help="seconds that make a hang")
     ap.add_argument("--port", type=int, help="fuzz a running server instead of starting one")
     ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--auth", action="store_true",
+                    help="start the server with --auth: the fuzz frames come unauthenticated")
     args = ap.parse_args(argv)
     proc: BucketdProcess | None = None
+    login: dict[str, Any] = {}
     if args.port is None:
         proc = BucketdProcess([sys.executable, "-m", "server"],
-                              dbpath=tempfile.mkdtemp(prefix="bucketd-fuzz-"))
+                              dbpath=tempfile.mkdtemp(prefix="bucketd-fuzz-"),
+                              extra_args=["--auth"] if args.auth else [])
         proc.start()
         assert proc.port is not None
         port = proc.port
+        if args.auth:  # the first user, through the localhost exception
+            login = {"username": "fuzzroot", "password": "fuzz-secret", "authSource": "admin"}
+            first: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(args.host, port)
+            with first:
+                first.admin.command("createUser", "fuzzroot", pwd="fuzz-secret",
+                                    roles=["root"])
     else:
         port = args.port
     client: pymongo.MongoClient[dict[str, Any]]
-    with pymongo.MongoClient(args.host, port) as client:
+    with pymongo.MongoClient(args.host, port, **login) as client:
         if proc is not None:
             _seed(client)
         before = _digest(client)
@@ -471,7 +481,8 @@ def main(argv: list[str] | None = None) -> int:
     alive = proc is None or (proc.proc is not None and proc.proc.poll() is None)
     unchanged = restarted = False
     if alive:
-        with pymongo.MongoClient(args.host, port, serverSelectionTimeoutMS=10_000) as client:
+        with pymongo.MongoClient(args.host, port, serverSelectionTimeoutMS=10_000,
+                                 **login) as client:
             unchanged = _digest(client) == before
     log_tracebacks: list[str] = []
     if proc is not None:
@@ -480,7 +491,8 @@ def main(argv: list[str] | None = None) -> int:
         log_tracebacks = ["".join(lines[max(0, i - 2):i + 20])[:3000]
                           for i, line in enumerate(lines) if "Traceback" in line]
         proc.start()  # the same data directory
-        with pymongo.MongoClient(args.host, proc.port, serverSelectionTimeoutMS=10_000) as client:
+        with pymongo.MongoClient(args.host, proc.port, serverSelectionTimeoutMS=10_000,
+                                 **login) as client:
             restarted = _digest(client) == before
         proc.stop()
         proc.cleanup()
