@@ -127,3 +127,37 @@ def test_a_time_series_measurement_as_deep_as_allowed_reads_back(client) -> None
     got = list(ts.find({}, {"_id": 0, "t": 0}))
     assert got == [{"m": deepest}]
     db.drop_collection("deep_ts")
+
+
+def _sum_expression(k: int) -> dict[str, Any]:
+    """{$add: [{$add: [... {$add: [1, 1]} ...], 1]}, 1]}: k + 2 when evaluated; each
+    level of it is an object and an array."""
+    expr: dict[str, Any] = {"$add": [1, 1]}
+    for _ in range(k):
+        expr = {"$add": [expr, 1]}
+    return expr
+
+
+def test_an_expression_as_deep_as_a_command_may_nest_evaluates(coll) -> None:
+    # the command (1), pipeline (2), stage (3), $project (4), then two levels per $add:
+    # k = 97 puts the innermost array at level 200 + 1, the deepest a command may nest
+    coll.insert_one({"_id": 1})
+    pipeline = [{"$project": {"_id": 0, "x": _sum_expression(97)}}]
+    assert list(coll.aggregate(pipeline)) == [{"x": 99}]
+    with pytest.raises(OperationFailure) as exc:
+        list(coll.aggregate([{"$project": {"_id": 0, "x": _sum_expression(98)}}]))
+    assert exc.value.code == 15
+
+
+@pytest.mark.parametrize("operator", ["$and", "$or", "$nor", "$elemMatch"])
+def test_a_filter_as_deep_as_a_command_may_nest_runs(coll, operator: str) -> None:
+    # the command (1), the filter (2), then two levels per step: k = 99 reaches 200 + 1
+    coll.insert_many([{"_id": 1, "x": 1}, {"_id": 2, "x": 2}])
+    leaf: dict[str, Any] = {"x": 1}
+    inner: dict[str, Any] = leaf
+    for _ in range(99):
+        inner = {"x": {"$elemMatch": inner}} if operator == "$elemMatch" else \
+            {operator: [inner]}
+    got = sorted(d["_id"] for d in coll.find(inner))
+    expected = {"$and": [1], "$or": [1], "$nor": [2] if 99 % 2 else [1], "$elemMatch": []}
+    assert got == expected[operator]
