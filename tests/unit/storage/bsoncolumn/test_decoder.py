@@ -136,7 +136,7 @@ MALFORMED = {
     "string length zero": lit(0x02, I32.pack(0)) + b"\x00",
     "object bad size": lit(0x03, I32.pack(100) + b"\x00") + b"\x00",
     "object bad element": lit(0x03, I32.pack(7) + b"\x10a\x00") + b"\x00",
-    "deeply nested literal": lit(0x03, _nest(150)) + b"\x00",
+    "deeply nested literal": lit(0x03, _nest(250)) + b"\x00",
     "truncated blocks": INT1 + b"\x81" + block(14) + b"\x00",
     "blocks without eoo": INT1 + s8b(14),
     "rle first in column": s8b(15) + b"\x00",
