@@ -20,7 +20,7 @@ from storage.vocabulary.raw_documents import RawDocuments
 
 from .principals import AuthenticatedUser
 from .privileges import CLUSTER, PrivilegeSet, namespace
-from .required import requirement
+from .required import Requirement, requirement
 from .roles import privileges_of_roles
 
 __all__ = ["authorize", "user_privileges", "unauthorized_message", "database_filter",
@@ -46,10 +46,13 @@ def unauthorized_message(command: str, body: Mapping[str, Any], db: str) -> str:
 
 
 def authorize(user: AuthenticatedUser, command: str, body: Mapping[str, Any], db: str
-              ) -> None:
-    """Raise Unauthorized unless `user`'s roles grant what `command` requires."""
-    if not requirement(command, body, db, user).satisfied_by(user_privileges(user)):
+              ) -> Requirement:
+    """Raise Unauthorized unless `user`'s roles grant what `command` requires; return
+    that requirement (a cursor the command opens keeps it, for getMore)."""
+    required = requirement(command, body, db, user)
+    if not required.satisfied_by(user_privileges(user)):
         raise MongoError(ErrorCode.Unauthorized, unauthorized_message(command, body, db))
+    return required
 
 
 def database_filter(auth_enabled: bool, user: AuthenticatedUser | None,
