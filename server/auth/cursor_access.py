@@ -5,8 +5,8 @@ opening command required, on a cursor the command just opened. `getMore` then ne
 privilege on the namespace (only authentication) but must come from the same user,
 who must still hold what opening the cursor required (roles may have been revoked
 since): `getmore_check`. `killCursors` may close a cursor of the caller's own, or any
-cursor with `killAnyCursor` on the cluster or on the cursor's namespace:
-`kill_check`. Without `--auth` cursors carry no owner and nothing here is called.
+cursor with `killAnyCursor` on the cluster or on the cursor's namespace, else the
+command is refused before any cursor is closed: `kill_check`. Without `--auth` cursors carry no owner and nothing here is called.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
 from ..cursors import Cursor, CursorCheck, CursorManager
-from .authorize import user_privileges
+from .authorize import unauthorized_message, user_privileges
 from .principals import AuthenticatedUser
 from .privileges import CLUSTER, Resource, database, namespace
 from .required import Requirement
@@ -60,13 +60,17 @@ def _kill_target(ns: str) -> Resource:
     return database(db) if coll == "$cmd.listCollections" else namespace(db, coll)
 
 
-def kill_check(user: AuthenticatedUser | None, ns: str) -> CursorCheck:
-    """mongod's killCursors authorization for `ns` (the namespace the command names)."""
+def kill_check(user: AuthenticatedUser | None, ns: str, body: Mapping[str, Any], db: str
+               ) -> CursorCheck:
+    """mongod's killCursors authorization for `ns` (the namespace the command names).
+    mongod makes it while authorizing the command, so a refusal is worded as the
+    command's: "not authorized on <db> to execute command { killCursors: ... }"."""
     def check(cursor: Cursor) -> None:
         if user is not None:
             grants = user_privileges(user)
             if grants.allows(CLUSTER, "killAnyCursor") or cursor.owner == user.name or \
                     grants.allows(_kill_target(ns), "killAnyCursor"):
                 return
-        raise MongoError(ErrorCode.Unauthorized, f"not authorized to kill cursor on {ns}")
+        raise MongoError(ErrorCode.Unauthorized,
+                         unauthorized_message("killCursors", body, db))
     return check

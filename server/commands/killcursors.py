@@ -24,5 +24,5 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
             raise MongoError(ErrorCode.TypeMismatch,
                              "BSON field 'killCursors.cursors' is the wrong type, expected long")
     ns = f"{req.db}.{coll}"
-    check = kill_check(req.conn.user, ns) if req.server.config.auth else None
+    check = kill_check(req.conn.user, ns, req.body, req.db) if req.server.config.auth else None
     return req.cursors.kill(ns, [int(c) for c in ids], check)
