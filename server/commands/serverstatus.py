@@ -1,4 +1,5 @@
-"""serverStatus: process, connections, operation counters, network, memory, bucket catalog."""
+"""serverStatus: process, connections, network, security (authentication counters),
+operation counters, memory, bucket catalog."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 from bson import Int64
 from bson.datetime_ms import DatetimeMS
 
+from ..auth.sasl import enabled_mechanisms
 from ..context import OPCOUNTER_NAMES, CommandRequest
 from ..procinfo import rss_bytes, virtual_bytes
 from ..version import MONGODB_VERSION
@@ -42,6 +44,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
                 for name, dirs in s.compression.items()
             },
         },
+        "security": {"authentication": s.auth_counters.document(enabled_mechanisms(s))},
         "opcounters": {name: Int64(s.opcounters[name]) for name in OPCOUNTER_NAMES},
         "mem": {
             "bits": 64,
