@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from bson import ObjectId
 
+from .auth.counters import AuthCounters
 from .auth.principals import AuthenticatedUser
 from .config import Config
 from .message_memory import MessageMemory
@@ -63,6 +64,7 @@ class ServerState:
     timeseries: TimeseriesService | None = None  # made with storage by the lifecycle
     cursors: CursorManager | None = None
     users: UserStore | None = None  # admin.system.users, made on first use (auth.users)
+    auth_counters: AuthCounters = field(default_factory=AuthCounters)
     connections: dict[int, ConnectionState] = field(default_factory=dict)
     next_connection_id: int = 1
     total_connections_created: int = 0

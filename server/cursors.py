@@ -24,9 +24,13 @@ from storage.bsonutil import encode
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
+from .auth.principals import UserName
+
 __all__ = ["Cursor", "CursorManager", "Runner", "DEFAULT_FIRST_BATCH"]
 
 Runner = Callable[[Callable[[], Any]], Awaitable[Any]]
+# Raises unless the caller may use this cursor (getMore) or kill it (killCursors).
+CursorCheck = Callable[["Cursor"], None]
 
 DEFAULT_FIRST_BATCH = 101
 # Replies stay under the 16 MiB document limit with room for the envelope.
@@ -50,6 +54,9 @@ class Cursor:
     in_use: bool = False
     returned: int = 0
     on_close: Callable[[], None] | None = None
+    # With --auth: the user who opened it and what opening it required (auth.cursor_access).
+    owner: UserName | None = None
+    originating: object | None = None
 
 
 def _raw(doc: Any) -> RawBSONDocument:
@@ -115,10 +122,19 @@ class CursorManager:
                                               returned=len(batch), on_close=on_close)
         return {"firstBatch": batch, "id": Int64(cursor_id), "ns": ns}
 
-    async def get_more(self, cursor_id: int, ns: str, batch_size: int | None) -> dict[str, Any]:
+    def get(self, cursor_id: int) -> Cursor | None:
+        return self._cursors.get(cursor_id)
+
+    async def get_more(self, cursor_id: int, ns: str, batch_size: int | None,
+                       check: CursorCheck | None = None) -> dict[str, Any]:
+        """The next batch. `check` (with --auth) runs before the namespace is compared,
+        as mongod authorizes before it validates the namespace; a refusal leaves the
+        cursor open."""
         cursor = self._cursors.get(cursor_id)
         if cursor is None:
             raise MongoError(ErrorCode.CursorNotFound, f"cursor id {cursor_id} not found")
+        if check is not None:
+            check(cursor)
         if cursor.ns != ns:
             raise MongoError(ErrorCode.Unauthorized,
                              f"Requested getMore on namespace '{ns}', but cursor belongs to a "
@@ -141,7 +157,16 @@ class CursorManager:
             next_id = 0
         return {"nextBatch": batch, "id": Int64(next_id), "ns": ns}
 
-    def kill(self, ns: str, ids: list[int]) -> dict[str, list[Int64]]:
+    def kill(self, ns: str, ids: list[int], check: CursorCheck | None = None
+             ) -> dict[str, list[Int64]]:
+        """Close these cursors of `ns`. `check` (with --auth) is run first on every one
+        that exists, whatever its namespace, and a refusal fails the whole command before
+        any is closed (mongod authorizes each id before killing any)."""
+        if check is not None:
+            for cid in ids:
+                cursor = self._cursors.get(cid)
+                if cursor is not None:
+                    check(cursor)
         killed: list[Int64] = []
         not_found: list[Int64] = []
         for cid in ids:

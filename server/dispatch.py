@@ -18,6 +18,7 @@ from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.raw_documents import RawDocuments
 
 from .auth.authorize import authorize
+from .auth.cursor_access import claim as claim_cursor
 from .auth.gate import check_authenticated
 from .commands import COMMANDS, Command, insert
 from .context import CommandRequest, ConnectionState, ServerState
@@ -93,13 +94,16 @@ async def execute(server: ServerState, conn: ConnectionState, body: dict[str, An
         if cmd.admin_only and db != "admin":
             raise MongoError(ErrorCode.Unauthorized,
                              f"{cmd.name} may only be run against the admin database.")
+        required = None
         if server.config.auth and conn.user is not None:
-            authorize(conn.user, cmd.name, body, db)
+            required = authorize(conn.user, cmd.name, body, db)
         _check_generic(body)
         server.opcounters[cmd.opcounter] += 1
         server.command_counts[cmd.name] += 1
         req = CommandRequest(server, conn, name, body, db, exhaust_allowed, via_op_query)
         result = await cmd.handler(req)
+        if required is not None and conn.user is not None and server.cursors is not None:
+            claim_cursor(server.cursors, conn.user, required, result)
         reply = {**result, "ok": 1.0}
     except MongoError as exc:
         if cmd is not None:

@@ -41,6 +41,7 @@ async def authenticate(server: ServerState, conn: ConnectionState, db: str,
                          f"Unsupported mechanism '{mechanism}' on authentication database "
                          f"'{db}'")
     started = time.perf_counter()
+    server.auth_counters.started(mechanism, speculative)
     user = body.get("user")
     claimed = UserName(user if isinstance(user, str) else "", db)
     try:

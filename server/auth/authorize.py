@@ -20,11 +20,11 @@ from storage.vocabulary.raw_documents import RawDocuments
 
 from .principals import AuthenticatedUser
 from .privileges import CLUSTER, PrivilegeSet, namespace
-from .required import requirement
+from .required import Requirement, requirement
 from .roles import privileges_of_roles
 
 __all__ = ["authorize", "user_privileges", "unauthorized_message", "database_filter",
-           "collection_filter"]
+           "collection_filter", "inherited_description"]
 
 # Commands whose password mongod masks when it prints them (snipForLogging).
 _PASSWORD_COMMANDS = frozenset({"createUser", "updateUser"})
@@ -34,6 +34,16 @@ def user_privileges(user: AuthenticatedUser) -> PrivilegeSet:
     """Every privilege `user` holds through its roles (built-in roles flattened). The
     set is shared between users with the same roles: read it, do not change it."""
     return privileges_of_roles(user.roles)
+
+
+def inherited_description(user: AuthenticatedUser) -> dict[str, Any]:
+    """What usersInfo's `showPrivileges` adds to a user, as mongod resolves it: every role
+    the user holds (a built-in role has no subordinate roles: its privileges are
+    flattened), every privilege they grant, and the roles' authentication restrictions
+    (built-in roles have none)."""
+    return {"inheritedRoles": [r.document() for r in sorted(user.roles)],
+            "inheritedPrivileges": user_privileges(user).documents(),
+            "inheritedAuthenticationRestrictions": []}
 
 
 def unauthorized_message(command: str, body: Mapping[str, Any], db: str) -> str:
@@ -46,10 +56,13 @@ def unauthorized_message(command: str, body: Mapping[str, Any], db: str) -> str:
 
 
 def authorize(user: AuthenticatedUser, command: str, body: Mapping[str, Any], db: str
-              ) -> None:
-    """Raise Unauthorized unless `user`'s roles grant what `command` requires."""
-    if not requirement(command, body, db, user).satisfied_by(user_privileges(user)):
+              ) -> Requirement:
+    """Raise Unauthorized unless `user`'s roles grant what `command` requires; return
+    that requirement (a cursor the command opens keeps it, for getMore)."""
+    required = requirement(command, body, db, user)
+    if not required.satisfied_by(user_privileges(user)):
         raise MongoError(ErrorCode.Unauthorized, unauthorized_message(command, body, db))
+    return required
 
 
 def database_filter(auth_enabled: bool, user: AuthenticatedUser | None,

@@ -60,6 +60,7 @@ async def hello_auth_fields(server: ServerState, conn: ConnectionState, body: di
     """The reply fields for hello's `saslSupportedMechs` and `speculativeAuthenticate`."""
     out: dict[str, Any] = {}
     if "saslSupportedMechs" in body:
+        server.auth_counters.sasl_supported_mechs_received += 1
         mechs = await _supported_mechs(server, body["saslSupportedMechs"])
         if mechs is not None:
             out["saslSupportedMechs"] = mechs

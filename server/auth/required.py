@@ -383,10 +383,12 @@ def _rename_collection(body: Body, db: str, user: AuthenticatedUser | None) -> R
 # --- cursors and sessions -------------------------------------------------------------
 
 def _get_more(body: Body, db: str, user: AuthenticatedUser | None) -> Requirement:
-    coll = body.get("collection")
-    if type(coll) is str and coll.startswith("$cmd."):
-        return NOTHING  # a listCollections/listIndexes cursor: checked when it was opened
-    return need(Privilege.of(_target(body, "collection", db), "find"))
+    # mongod's checkAuthForGetMore: only authentication (the cursor must be the user's
+    # own and what opened it still granted: auth.cursor_access, with the cursor); `term`
+    # is for replica-set members, which only __system is.
+    if "term" in body:
+        return need(Privilege.of(CLUSTER, "internal"))
+    return NOTHING
 
 
 def _kill_all_sessions(body: Body, db: str, user: AuthenticatedUser | None) -> Requirement:

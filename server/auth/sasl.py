@@ -111,6 +111,7 @@ async def sasl_start(server: ServerState, conn: ConnectionState, db: str,
                          "BSON field 'saslStart.mechanism' is the wrong type, expected type "
                          "'string'")
     mech = _mechanism(server, name, db)
+    server.auth_counters.started(name, speculative)
     session = SaslSession(name, db, speculative)
     options = body.get("options")
     if options is not None:
@@ -227,7 +228,9 @@ def _metrics(started: float) -> dict[str, Any]:
 
 def log_success(server: ServerState, conn: ConnectionState, mechanism: str, name: UserName,
                 speculative: bool, started: float) -> None:
-    """mongod's two lines for a successful authentication (20250 unless quiet, 5286306)."""
+    """mongod's two lines for a successful authentication (20250 unless quiet, 5286306),
+    and the success counted."""
+    server.auth_counters.succeeded(mechanism, speculative)
     ctx = f"conn{conn.id}"
     if not server.params.get("quiet") and not server.config.quiet:
         LOG.info("ACCESS", 20250, ctx, "Authentication succeeded", mechanism=mechanism,

@@ -7,6 +7,7 @@ from typing import Any
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
+from ..auth.cursor_access import getmore_check
 from ..context import CommandRequest
 from ._args import check_fields, get_int, get_str, require
 
@@ -27,4 +28,6 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
         raise MongoError(ErrorCode.BadValue, "BatchSize must be non-negative")
     if batch_size == 0:
         batch_size = None
-    return {"cursor": await req.cursors.get_more(int(cid), f"{req.db}.{coll}", batch_size)}
+    check = getmore_check(req.conn.user) if req.server.config.auth else None
+    return {"cursor": await req.cursors.get_more(int(cid), f"{req.db}.{coll}", batch_size,
+                                                 check)}

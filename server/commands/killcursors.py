@@ -7,6 +7,7 @@ from typing import Any
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
+from ..auth.cursor_access import kill_check
 from ..context import CommandRequest
 from ._args import check_fields, get_list, namespace_arg
 
@@ -22,4 +23,6 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
         if not isinstance(cid, int) or isinstance(cid, bool):
             raise MongoError(ErrorCode.TypeMismatch,
                              "BSON field 'killCursors.cursors' is the wrong type, expected long")
-    return req.cursors.kill(f"{req.db}.{coll}", [int(c) for c in ids])
+    ns = f"{req.db}.{coll}"
+    check = kill_check(req.conn.user, ns, req.body, req.db) if req.server.config.auth else None
+    return req.cursors.kill(ns, [int(c) for c in ids], check)

@@ -1,4 +1,5 @@
-"""serverStatus: process, connections, operation counters, network, memory, bucket catalog."""
+"""serverStatus: process, connections, network, security (authentication counters),
+operation counters, memory, bucket catalog."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 from bson import Int64
 from bson.datetime_ms import DatetimeMS
 
+from ..auth.sasl import enabled_mechanisms
 from ..context import OPCOUNTER_NAMES, CommandRequest
 from ..procinfo import rss_bytes, virtual_bytes
 from ..version import MONGODB_VERSION
@@ -45,6 +47,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
             # bucketd's: memory held by incoming messages still arriving (inbound.py)
             "incomingMessageMemory": {k: Int64(v) for k, v in s.message_memory.status().items()},
         },
+        "security": {"authentication": s.auth_counters.document(enabled_mechanisms(s))},
         "transportSecurity": {name: Int64(s.tls_versions[name])
                               for name in ("1.0", "1.1", "1.2", "1.3", "unknown")},
         "opcounters": {name: Int64(s.opcounters[name]) for name in OPCOUNTER_NAMES},
