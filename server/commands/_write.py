@@ -60,6 +60,10 @@ def make_validator(options: dict[str, Any], ns: str) -> Callable[[dict[str, Any]
     spec = options.get("validator")
     if not spec or options.get("validationLevel") == "off":
         return None
+    if ns.split(".", 1)[1].startswith(BUCKETS_PREFIX):
+        # MongoDB's bucket schema is a $jsonSchema, which bucketd does not evaluate yet:
+        # direct writes to a buckets collection go unvalidated rather than refused
+        return None
     matcher = compile_filter(spec)
     warn = options.get("validationAction") == "warn"
 

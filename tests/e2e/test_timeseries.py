@@ -422,3 +422,19 @@ def test_restart_continues_into_reopened_buckets(tmp_path) -> None:
             assert stats["numBucketsReopened"] + stats.get("numBucketsFetched", 0) >= 1
     finally:
         proc.stop()
+
+
+def test_direct_writes_to_the_buckets_collection(db) -> None:
+    # the buckets collection carries MongoDB's $jsonSchema validator, which bucketd does
+    # not evaluate: its writes must still go through (they used to answer NotImplemented)
+    db.create_collection("m", timeseries={"timeField": "t", "metaField": "s"})
+    db.m.insert_many([{"t": dt.datetime(2026, 1, 1, 0, i), "s": i % 2, "v": i}
+                      for i in range(4)])
+    raw = db["system.buckets.m"]
+    assert "$jsonSchema" in db.command("listCollections", filter={
+        "name": "system.buckets.m"})["cursor"]["firstBatch"][0]["options"]["validator"]
+    result = raw.update_many({"meta": 1}, {"$set": {"meta": 3}})
+    assert result.modified_count == 1
+    assert sorted(d["s"] for d in db.m.find()) == [0, 0, 3, 3]
+    assert raw.delete_many({"meta": 3}).deleted_count == 1
+    assert db.m.count_documents({}) == 2
