@@ -379,6 +379,8 @@ def _check_stage2(spec: dict[str, Any], key: dict[str, Any], name: str) -> None:
     code = ErrorCode.CannotCreateIndex
     if name == "":
         raise _Bad(code, "index name cannot be empty")
+    if "\x00" in name:  # it would be a field name in validate's and collStats' replies
+        raise _Bad(code, "index name cannot contain null bytes")
     collation = spec.get("collation")
     if collation is not None and dict(collation) != {"locale": "simple"}:
         raise MongoError(ErrorCode.NotImplemented,

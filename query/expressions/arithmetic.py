@@ -41,6 +41,9 @@ from .values import (
 __all__ = ["add_values", "subtract_values", "multiply_values", "divide_values", "mod_values"]
 
 
+_TWO_63 = Decimal(2) ** 63
+
+
 def _llround(x: float) -> int:
     # C's llround: halves away from zero.
     return math.floor(abs(x) + 0.5) * (1 if x >= 0 else -1)
@@ -53,7 +56,8 @@ def _check_long(n: int) -> int:
 
 
 def _dec_to_long(d: Decimal) -> int:
-    if not d.is_finite():
+    # past int64 before rounding: quantizing 1E+6000 to units would exceed the context
+    if not d.is_finite() or abs(d) > _TWO_63:
         raise MongoError(ErrorCode.Overflow, "date overflow")
     n = int(d.quantize(Decimal(1), rounding=ROUND_HALF_EVEN, context=DEC_CTX))
     return _check_long(n)

@@ -4,6 +4,7 @@ InternalError, and nothing is lost."""
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import bson
@@ -68,3 +69,30 @@ def test_a_non_document_measurement_is_refused_at_its_index(server, db, bad: Any
     assert [(e["index"], e["code"]) for e in reply["writeErrors"]] == [(1, 14)]
     assert reply["n"] == (1 if ordered else 2)
     assert db.ts.count_documents({}) == reply["n"]
+
+
+def test_an_index_name_with_a_null_byte_is_refused(db) -> None:
+    # found by tools/fuzz_wire.py: it was accepted, and `validate` then failed to encode
+    # its reply (index names are field names there)
+    db.drop_collection("nul_index")
+    db.nul_index.insert_one({"a": 1})
+    with pytest.raises(pymongo.errors.OperationFailure) as exc:
+        db.command({"createIndexes": "nul_index",
+                    "indexes": [{"key": {"a": 1}, "name": "a\x00b"}]})
+    assert exc.value.code == 67
+    assert [ix["name"] for ix in db.nul_index.list_indexes()] == ["_id_"]
+    assert db.command("validate", "nul_index")["valid"] is True
+
+
+@pytest.mark.parametrize("addend", [Decimal128("1E+6000"), Decimal128("-1E+6000"),
+                                    Decimal128("9223372036854775808")])
+def test_a_date_plus_a_huge_decimal_is_date_overflow(db, addend: Decimal128) -> None:
+    # found by tools/fuzz_wire.py: rounding the decimal to a long was an InternalError
+    db.drop_collection("dates")
+    db.dates.insert_one({"d": datetime.datetime(2026, 1, 1)})
+    with pytest.raises(pymongo.errors.OperationFailure) as exc:
+        list(db.dates.aggregate([{"$project": {"x": {"$add": ["$d", addend]}}}]))
+    assert (exc.value.code, str(exc.value.details["errmsg"])) == (15, "date overflow")
+    edge = list(db.dates.aggregate([{"$project": {"_id": 0, "x": {
+        "$add": ["$d", Decimal128("-1")]}}}]))
+    assert edge == [{"x": datetime.datetime(2025, 12, 31, 23, 59, 59, 999000)}]
