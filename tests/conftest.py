@@ -48,15 +48,24 @@ class ExternalServer:
     uri: str
     port: int
     host: str
+    credentials: tuple[str, str, str] | None = None  # user, password, authSource
+
+
+def external_server(uri: str) -> ExternalServer:
+    parsed = pymongo.uri_parser.parse_uri(uri)
+    host, port = parsed["nodelist"][0]
+    credentials = None
+    if parsed["username"]:
+        source = parsed["options"].get("authsource") or parsed["database"] or "admin"
+        credentials = (parsed["username"], parsed["password"] or "", source)
+    return ExternalServer(uri, int(port), host, credentials)
 
 
 @pytest.fixture(scope="session")
 def server() -> Iterator[BucketdProcess | ExternalServer]:
     external = os.environ.get("BUCKETD_URI")
     if external:
-        hostport = external.split("://", 1)[1].split("/", 1)[0]
-        host, _, port = hostport.rpartition(":")
-        yield ExternalServer(external, int(port), host)
+        yield external_server(external)
         return
     proc = start_server()
     try:

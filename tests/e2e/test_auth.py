@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import hashlib
-import hmac
 import json
 import os
-import secrets
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -25,6 +22,7 @@ from pymongo.errors import OperationFailure
 from pytest_bucketd import BucketdProcess
 
 from ..conftest import ROOT, mongosh_path, start_server
+from .scram_client import ScramClient
 
 ROOT_USER, ROOT_PWD = "root", "s3cret-p4ss"
 pytestmark = pytest.mark.skipif(bool(os.environ.get("BUCKETD_URI")),
@@ -219,32 +217,6 @@ const {{ MongoClient }} = require('mongodb');
 
 
 # --- the SASL conversation by hand ----------------------------------------------------------
-
-class ScramClient:
-    """SCRAM-SHA-256's client side, written apart from the server's, for the tests."""
-
-    def __init__(self, user: str, password: str) -> None:
-        self.user, self.password = user, password
-        self.nonce = base64.b64encode(secrets.token_bytes(18)).decode()
-        self.first_bare = f"n={user},r={self.nonce}"
-
-    def first(self) -> bytes:
-        return f"n,,{self.first_bare}".encode()
-
-    def final(self, server_first: bytes) -> bytes:
-        fields = dict(kv.split("=", 1) for kv in server_first.decode().split(","))
-        salted = hashlib.pbkdf2_hmac("sha256", self.password.encode(),
-                                     base64.b64decode(fields["s"]), int(fields["i"]))
-        client_key = hmac.new(salted, b"Client Key", "sha256").digest()
-        stored = hashlib.sha256(client_key).digest()
-        without_proof = f"c=biws,r={fields['r']}"
-        auth = f"{self.first_bare},{server_first.decode()},{without_proof}".encode()
-        sig = hmac.new(stored, auth, "sha256").digest()
-        proof = bytes(a ^ b for a, b in zip(client_key, sig, strict=True))
-        server_key = hmac.new(salted, b"Server Key", "sha256").digest()
-        self.expected = b"v=" + base64.b64encode(hmac.new(server_key, auth, "sha256").digest())
-        return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
-
 
 def _conversation(db: Any, user: str, password: str) -> list[dict[str, Any]]:
     """The classic three-step exchange (no skipEmptyExchange); the replies."""

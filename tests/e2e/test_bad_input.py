@@ -16,7 +16,7 @@ import pytest
 from protocol import encode_op_msg, encode_op_query
 
 from ..unit.protocol.helpers import header, op_msg
-from .wire_client import RawConnection
+from .wire_client import raw_connection
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ def test_fatal_frame_closes_only_that_connection(server, bystander, name: str) -
     data = FATAL_FRAMES[name]
     if name == "random_bytes":
         data = struct.pack("<i", 5) + data  # a length below the 16-byte header
-    raw = RawConnection(server.port, host=server.host)
+    raw = raw_connection(server)
     raw.send(data)
     assert raw.recv_message() is None
     raw.close()
@@ -56,7 +56,7 @@ def test_fatal_frame_closes_only_that_connection(server, bystander, name: str) -
 def test_wrong_checksum_closes_connection(server, bystander) -> None:
     msg = bytearray(op_msg({"ping": 1, "$db": "admin"}, checksum=True))
     msg[-2] ^= 0x5A
-    raw = RawConnection(server.port, host=server.host)
+    raw = raw_connection(server)
     raw.send(bytes(msg))
     assert raw.recv_message() is None
 
@@ -64,7 +64,7 @@ def test_wrong_checksum_closes_connection(server, bystander) -> None:
 def test_good_checksum_gets_checksummed_reply(server) -> None:
     import crc32c
 
-    raw = RawConnection(server.port, host=server.host)
+    raw = raw_connection(server)
     raw.send(op_msg({"ping": 1, "$db": "admin"}, checksum=True))
     reply = raw.recv_message()
     flags = struct.unpack_from("<I", reply, 16)[0]
@@ -78,17 +78,17 @@ def test_sequence_past_end_closes_connection(server, bystander) -> None:
     at = 16 + 4 + 1 + len(bson.encode({"insert": "c", "$db": "t"})) + 1
     bad = bytearray(good)
     bad[at:at + 4] = struct.pack("<i", 5000)
-    raw = RawConnection(server.port, host=server.host)
+    raw = raw_connection(server)
     raw.send(bytes(bad))
     assert raw.recv_message() is None
 
 
 def test_truncated_header_then_disconnect(server, bystander) -> None:
-    raw = RawConnection(server.port, host=server.host)
+    raw = raw_connection(server)
     raw.send(_ping_msg()[:9])
     raw.close()
     # A frame cut short and never finished: the server waits, then the client leaves.
-    raw = RawConnection(server.port, host=server.host)
+    raw = raw_connection(server)
     raw.send(_ping_msg()[:30])
     time.sleep(0.1)
     raw.close()
@@ -98,7 +98,7 @@ def test_invalid_bson_body_answers_invalid_bson(server, bystander) -> None:
     body = bytearray(bson.encode({"ping": 1, "$db": "admin"}))
     body[4] = 0x66
     sections = b"\x00" + bytes(body)
-    raw = RawConnection(server.port, host=server.host)
+    raw = raw_connection(server)
     raw.send(header(16 + 4 + len(sections), 77, 0, 2013) + b"\x00" * 4 + sections)
     reply = raw.recv_reply_doc()
     assert reply["ok"] == 0.0 and reply["code"] == 22 and reply["codeName"] == "InvalidBSON"
@@ -112,7 +112,7 @@ def test_command_body_over_internal_limit(server, bystander) -> None:
     big = {"ping": 1, "$db": "admin", "x": "a" * (16 * 1024 * 1024 + 16 * 1024 + 1)}
     data = bson.encode(big)
     sections = b"\x00" + data
-    raw = RawConnection(server.port, host=server.host)
+    raw = raw_connection(server)
     raw.send(header(16 + 4 + len(sections), 5, 0, 2013) + b"\x00" * 4 + sections)
     reply = raw.recv_reply_doc()
     assert reply["ok"] == 0.0 and reply["code"] == 22
@@ -120,7 +120,7 @@ def test_command_body_over_internal_limit(server, bystander) -> None:
 
 
 def test_missing_db_and_op_query_rules(server, bystander) -> None:
-    raw = RawConnection(server.port, host=server.host)
+    raw = raw_connection(server)
     raw.send(encode_op_msg({"ping": 1}, 1, 0))
     reply = raw.recv_reply_doc()
     assert reply["code"] == 40571 and reply["codeName"] == "Location40571"

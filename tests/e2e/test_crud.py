@@ -230,13 +230,13 @@ def test_oversized_document_over_the_wire(server) -> None:
     """A 16 MiB + 1 document (pymongo refuses to send one, so raw OP_MSG)."""
     from protocol import encode_op_msg
 
-    from .wire_client import RawConnection
+    from .wire_client import raw_connection
 
     doc = {"_id": 1, "x": "a" * (16 * 1024 * 1024 + 1 - 30)}
     size = len(bson.encode(doc))
     doc["x"] += "a" * (16 * 1024 * 1024 + 1 - size)
     assert len(bson.encode(doc)) == 16 * 1024 * 1024 + 1
-    raw = RawConnection(server.port, timeout=60, host=server.host)
+    raw = raw_connection(server, timeout=60)
     body = {"insert": "too_large", "documents": [doc], "$db": "crud_e2e"}
     raw.send(encode_op_msg(body, 1, 0))
     reply = raw.recv_reply_doc()

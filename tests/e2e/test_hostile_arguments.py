@@ -14,7 +14,7 @@ from bson import Binary, Decimal128
 
 from protocol import encode_op_msg
 
-from .wire_client import RawConnection
+from .wire_client import raw_connection
 
 
 @pytest.fixture
@@ -48,7 +48,7 @@ def test_nan_decimals_are_refused(db, field: str) -> None:
 
 
 def _insert(server: Any, body: dict[str, Any]) -> dict[str, Any]:
-    raw = RawConnection(server.port, host=server.host)  # pymongo sends no non-document
+    raw = raw_connection(server)  # pymongo sends no non-document
     try:
         raw.send(encode_op_msg({**body, "$db": "hostile_args"}, 1, 0))
         reply = raw.recv_reply_doc()

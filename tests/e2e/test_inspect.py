@@ -26,7 +26,7 @@ def _inspect(*args: str) -> list[dict]:
     return [json.loads(line) for line in res.stdout.splitlines() if line.strip()]
 
 
-def test_inspect_dump_of_own_buckets(client: pymongo.MongoClient, tmp_path) -> None:
+def test_inspect_dump_of_own_buckets(client: pymongo.MongoClient, uri: str, tmp_path) -> None:
     db = client.inspect_e2e
     db.drop_collection("m")
     db.create_collection("m", timeseries={"timeField": "t", "metaField": "host"})
@@ -49,8 +49,7 @@ def test_inspect_dump_of_own_buckets(client: pymongo.MongoClient, tmp_path) -> N
             assert f["encodedBytes"] == len(doc["data"][f["name"]])
             assert f["plainBytes"] > f["encodedBytes"]  # columns compress these series
             assert abs(f["ratio"] - f["plainBytes"] / f["encodedBytes"]) < 0.01
-    host, port = client.address
-    live = _inspect("--uri", f"mongodb://{host}:{port}", "--db", "inspect_e2e", "-c", "m")
+    live = _inspect("--uri", uri, "--db", "inspect_e2e", "-c", "m")  # credentials and all
     assert [r["count"] for r in live] == [r["count"] for r in reports]
     db.drop_collection("m")
 

@@ -14,7 +14,7 @@ import pymongo
 import pytest
 from pymongo.errors import BulkWriteError, OperationFailure, WriteError
 
-from .wire_client import RawConnection
+from .wire_client import RawConnection, raw_connection
 
 
 def _nested(levels: int, *, array: bool = False) -> dict[str, Any]:
@@ -99,7 +99,7 @@ def test_a_command_nests_at_most_max_bson_depth(server, coll, levels: int,
     # the command is level 1 and its filter level 2: a filter `levels` deep puts its
     # innermost object `levels` below the command's top
     coll.insert_one({"_id": 1})
-    raw = RawConnection(server.port, host=server.host)
+    raw = raw_connection(server)
     try:
         reply = _find_with_filter(raw, _raw_nested(levels))
         if not refused:

@@ -15,7 +15,7 @@ from bson.codec_options import CodecOptions, DatetimeConversion
 
 from protocol import encode_op_msg
 
-from .wire_client import RawConnection
+from .wire_client import raw_connection
 
 T0 = dt.datetime(2024, 6, 1)
 MS_CODEC: CodecOptions = CodecOptions(datetime_conversion=DatetimeConversion.DATETIME_MS)
@@ -85,7 +85,7 @@ def test_malformed_document_in_a_sequence(server, db, kind: str) -> None:
     bad[4] = 0x66  # the first element's type byte: no such type
     with pytest.raises(bson.errors.InvalidBSON) as want:
         bson.decode(bytes(bad))
-    raw = RawConnection(server.port, host=server.host)
+    raw = raw_connection(server)
     try:
         raw.send(_insert_frame("c", [good[0], bytes(bad), good[2]], 51))
         assert raw.recv_reply_doc() == {"ok": 0.0, "code": 22, "codeName": "InvalidBSON",
