@@ -12,6 +12,12 @@ from ..context import CommandRequest
 from ..cursors import DEFAULT_FIRST_BATCH, first_batch_limit, take_batch
 from ..namespaces import TimeseriesTarget, raw_target, resolve_namespace
 from ..timeseries.reads import find_measurements
+from ..views.reads import (
+    check_find_options,
+    find_pipeline,
+    find_through_view,
+    reads_through_pipeline,
+)
 from ._args import check_fields, get_bool, get_doc, get_int, namespace_arg
 
 ALLOWED = ("filter", "projection", "sort", "hint", "skip", "limit", "batchSize", "singleBatch",
@@ -61,6 +67,10 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     body = req.body
     name = namespace_arg(body, "find")
     name = raw_target(req.storage.catalog, req.db, name, body)
+    # The catalog's in-memory table is read-only here (see insert): a view's find is an
+    # aggregation on the view, as mongod runs it.
+    if reads_through_pipeline(req, req.db, name):
+        return await _find_on_view(req, name)
     spec, first, single_batch = parse_find(body, req.server.params.get("allowDiskUseByDefault"))
     ns = f"{req.db}.{name}"
     db = req.db
@@ -81,6 +91,16 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     source, batch, exhausted = opened
     cursor = req.cursors.adopt(ns, source, batch, exhausted, single_batch=single_batch,
                                run=req.storage.run, conn_id=req.conn.id)
+    return {"cursor": cursor}
+
+
+async def _find_on_view(req: CommandRequest, name: str) -> dict[str, Any]:
+    body = req.body
+    check_find_options(body)
+    spec, _first, _single = parse_find(body, req.server.params.get("allowDiskUseByDefault"))
+    stages = find_pipeline(spec.filter, spec.sort, spec.skip, spec.limit, spec.projection)
+    cursor = await find_through_view(req, name, stages, get_int(body, "find", "batchSize"),
+                                     let=spec.let, allow_disk_use=spec.allow_disk_use)
     return {"cursor": cursor}
 
 
