@@ -18,6 +18,7 @@ from ..views.reads import (
     find_through_view,
     reads_through_pipeline,
 )
+from . import aggregate
 from ._args import check_fields, get_bool, get_doc, get_int, namespace_arg
 
 ALLOWED = ("filter", "projection", "sort", "hint", "skip", "limit", "batchSize", "singleBatch",
@@ -106,6 +107,16 @@ async def _find_on_view(req: CommandRequest, name: str) -> dict[str, Any]:
 
 async def explain(req: CommandRequest, body: dict[str, Any], verbosity: str) -> dict[str, Any]:
     name = namespace_arg(body, "find")
+    if reads_through_pipeline(req, req.db, name):  # as mongod: the aggregation's explain
+        check_find_options(body)
+        spec, _first, _single = parse_find(body, True)
+        stages = find_pipeline(spec.filter, spec.sort, spec.skip, spec.limit, spec.projection)
+        agg = {"aggregate": name, "pipeline": stages, "cursor": {}}
+        if spec.let is not None:
+            agg["let"] = spec.let
+        out = await aggregate.explain(req, agg, verbosity)
+        out["command"] = body
+        return out
     spec, _first, _single = parse_find(body, True)
     db = req.db
 
