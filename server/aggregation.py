@@ -4,11 +4,14 @@ The pipeline runs on the storage thread, lazily, as the cursor pulls batches. A 
 `$match` (with a following `$sort`) is pushed into the query planner so indexes serve
 it; `$lookup`/`$unionWith` read other collections through `resolve_collection`;
 `$out`/`$merge` write through the sinks defined here; `$collStats`/`$indexStats` are
-answered from the catalog.
+answered from the catalog. A view is read as its resolved pipeline over the namespace
+underneath (prepended to the command's own pipeline, as mongod does, so a leading `$match`
+of the view still reaches the indexes); `system.views` is read from the catalog's views.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +25,9 @@ from query.executor import (
     prepare_find,
     run_find,
 )
+from query.match import compile_filter
 from query.pipeline import Pipeline, compile_pipeline, resolve_let_variables
+from query.sort import compile_sort
 from storage.bson_order import values_equal
 from storage.collection import Collection
 from storage.errors import MongoError
@@ -32,6 +37,7 @@ from .collection_stats import collection_stats
 from .namespaces import resolve_namespace
 from .parsing.pipeline import split_leading_match
 from .timeseries.reads import measurement_source, timeseries_pipeline
+from .views.definitions import SYSTEM_VIEWS, resolve_view, system_views_documents
 
 if TYPE_CHECKING:
     from .context import CommandRequest
@@ -42,11 +48,26 @@ __all__ = ["build_context", "collection_source", "run_pipeline"]
 def collection_source(req: CommandRequest, db: str, name: str,
                       flt: dict[str, Any] | None = None,
                       sort: dict[str, Any] | None = None,
-                      fields: set[str] | None = None) -> Iterator[dict[str, Any]]:
-    """Documents of `db.name` as a pipeline sees them (time-series: unpacked measurements)."""
+                      fields: set[str] | None = None,
+                      ctx: PipelineContext | None = None) -> Iterator[dict[str, Any]]:
+    """Documents of `db.name` as a pipeline sees them (time-series: unpacked measurements;
+    a view: its pipeline's results, computed with `ctx`'s `$$NOW`)."""
     catalog = req.storage.catalog
+    view = resolve_view(catalog, db, name)
+    if view is not None:
+        stages: list[dict[str, Any]] = list(view.pipeline)
+        if flt:
+            stages.append({"$match": flt})
+        if sort:
+            stages.append({"$sort": sort})
+        view_ctx = PipelineContext(db=db, coll=view.source) if ctx is None else \
+            _replace_ctx(ctx, db=db, coll=view.source)
+        return compile_pipeline(stages, view_ctx).run(
+            collection_source(req, db, view.source, ctx=view_ctx))
     ns = resolve_namespace(catalog, db, name)
     if ns.entry is None:
+        if name == SYSTEM_VIEWS:
+            return _system_views_source(catalog, db, flt, sort)
         return iter(())
     if ns.timeseries is not None:
         return measurement_source(req, ns.timeseries, flt,
@@ -54,6 +75,21 @@ def collection_source(req: CommandRequest, db: str, name: str,
     coll = catalog.get_collection(db, name)
     spec = FindSpec(filter=flt, sort=sort)
     return run_find(coll, prepare_find(coll, spec))
+
+
+def _replace_ctx(ctx: PipelineContext, **changes: Any) -> PipelineContext:
+    return dataclasses.replace(ctx, **changes)
+
+
+def _system_views_source(catalog: Any, db: str, flt: dict[str, Any] | None,
+                         sort: dict[str, Any] | None) -> Iterator[dict[str, Any]]:
+    docs = system_views_documents(catalog, db)
+    if flt:
+        matcher = compile_filter(flt)
+        docs = [d for d in docs if matcher.matches(d)]
+    if sort:
+        docs.sort(key=compile_sort(sort))
+    return iter(docs)
 
 
 def _out(req: CommandRequest, db: str, name: str, docs: Iterable[dict[str, Any]]) -> None:
@@ -139,7 +175,7 @@ def build_context(req: CommandRequest, coll: str | None, *, allow_disk_use: bool
     params = req.server.params
 
     def resolve(other_db: str, other: str) -> Iterable[dict[str, Any]]:
-        return collection_source(req, other_db, other)
+        return collection_source(req, other_db, other, ctx=ctx)
 
     def coll_stats(spec: dict[str, Any]) -> Iterable[dict[str, Any]]:
         if coll is None:
@@ -175,8 +211,13 @@ def build_context(req: CommandRequest, coll: str | None, *, allow_disk_use: bool
 def run_pipeline(req: CommandRequest, coll: str | None, stages: list[Any],
                  ctx: PipelineContext, let: dict[str, Any] | None) -> tuple[Pipeline,
                                                                           Iterator[Any]]:
-    """Compile and start the pipeline on its source (call on the storage thread)."""
+    """Compile and start the pipeline on its source (call on the storage thread). On a
+    view, the view's resolved pipeline runs first, over the namespace underneath."""
     ctx.variables = resolve_let_variables(let, ctx)
+    view = resolve_view(req.storage.catalog, req.db, coll) if coll is not None else None
+    if view is not None:
+        stages = [*view.pipeline, *stages]
+        coll = view.source
     pipeline = compile_pipeline(stages, ctx)
     if coll is None or pipeline.starts_with_source:
         return pipeline, pipeline.run(())

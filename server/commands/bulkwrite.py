@@ -23,6 +23,7 @@ from storage.vocabulary.missing import MISSING
 
 from ..context import CommandRequest
 from ..namespaces import namespace_kind
+from ..views.definitions import not_a_collection
 from ._args import check_fields, get_bool, get_list, require
 from ._write import after_direct_write, check_batch_size, make_validator, parse_write_concern
 
@@ -72,6 +73,8 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
                     raise MongoError(ErrorCode.BadValue, f"BulkWrite ops entry {idx} has an "
                                      "invalid nsInfo index")
                 db, name = namespaces[ns_index]
+                if namespace_kind(catalog, db, name) == "view":
+                    raise not_a_collection(db, name)
                 if namespace_kind(catalog, db, name) == "timeseries":
                     raise MongoError(ErrorCode.NotImplemented, "bulkWrite on a time-series "
                                      "collection is not supported; use insert")

@@ -1,5 +1,5 @@
-"""collMod: change a collection's validator, an index's hidden/TTL options, or a time-series
-collection's bucketing and expireAfterSeconds."""
+"""collMod: change a collection's validator, an index's hidden/TTL options, a time-series
+collection's bucketing and expireAfterSeconds, or a view's `viewOn`/`pipeline`."""
 
 from __future__ import annotations
 
@@ -14,6 +14,13 @@ from ..context import CommandRequest
 from ..namespaces import resolve_namespace
 from ..timeseries.ddl import coll_mod_timeseries_view
 from ..timeseries.indexes import translate_index_target
+from ..views.definitions import (
+    ViewDefinition,
+    check_definition,
+    parse_pipeline,
+    parse_view_on,
+    view_definition,
+)
 from ._args import check_fields, get_doc, namespace_arg
 
 ALLOWED = ("validator", "validationLevel", "validationAction", "index", "timeseries",
@@ -25,8 +32,11 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     body = req.body
     check_fields(body, "collMod", ALLOWED)
     name = namespace_arg(body, "collMod")
-    if "viewOn" in body or "pipeline" in body:
-        raise MongoError(ErrorCode.NotImplemented, "views are not supported by bucketd")
+    if req.server.config.auth and ("viewOn" in body) != ("pipeline" in body):
+        raise MongoError(ErrorCode.InvalidOptions, "Must specify both 'viewOn' and 'pipeline' "
+                         "when modifying a view and auth is enabled")
+    view_on = parse_view_on("collMod", body["viewOn"]) if "viewOn" in body else None
+    pipeline = parse_pipeline("collMod", body["pipeline"]) if "pipeline" in body else None
     if "cappedSize" in body or "cappedMax" in body:
         raise MongoError(ErrorCode.NotImplemented, "capped collections are not supported")
     index = get_doc(body, "collMod", "index")
@@ -39,6 +49,13 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
         if entry is None:
             raise MongoError(ErrorCode.NamespaceNotFound, f"ns does not exist: {db}.{name}")
         reply: dict[str, Any] = {}
+        if entry.kind == "view":
+            _modify_view(req, entry, view_on, pipeline)
+            return reply
+        for key in ("pipeline", "viewOn"):
+            if key in body:
+                raise MongoError(ErrorCode.InvalidOptions,
+                                 f"option only supported on a view: {key}")
         ts = ns.timeseries
         if ts is not None:
             for key in ("validator", "validationLevel", "validationAction"):
@@ -83,3 +100,23 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
         return reply
 
     return await req.storage.run(run)
+
+
+# collMod options a view takes (the generic arguments aside)
+_VIEW_OPTIONS = ("viewOn", "pipeline", "collectionUUID", "dryRun")
+
+
+def _modify_view(req: CommandRequest, entry: Any, view_on: str | None,
+                 pipeline: list[dict[str, Any]] | None) -> None:
+    """A view's new definition: what is not given is kept (storage thread)."""
+    for key in req.body:
+        if key in ALLOWED and key not in _VIEW_OPTIONS:
+            raise MongoError(ErrorCode.InvalidOptions, f"option not supported on a view: {key}")
+    current = view_definition(entry)
+    view = ViewDefinition(entry.db, entry.name,
+                          current.view_on if view_on is None else view_on,
+                          current.pipeline if pipeline is None else pipeline)
+    catalog = req.storage.catalog
+    check_definition(catalog, view)
+    catalog.set_options(entry.db, entry.name,
+                        options={"viewOn": view.view_on, "pipeline": view.pipeline})

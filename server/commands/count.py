@@ -9,6 +9,7 @@ from query.executor import count_documents
 from ..context import CommandRequest
 from ..namespaces import raw_target, resolve_namespace
 from ..timeseries.reads import count_measurements
+from ..views.reads import count_through_view, reads_through_pipeline
 from ._args import check_fields, get_doc, get_int, namespace_arg
 
 
@@ -22,6 +23,8 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     skip = max(0, get_int(body, "count", "skip", 0) or 0)
     limit = abs(get_int(body, "count", "limit", 0) or 0)
     db = req.db
+    if reads_through_pipeline(req, db, name):
+        return {"n": await count_through_view(req, name, query, skip, limit)}
     ns = await req.storage.run(resolve_namespace, req.storage.catalog, db, name)
     if ns.timeseries is not None:
         n = await count_measurements(req, ns.timeseries, query, skip, limit)

@@ -1,4 +1,5 @@
-"""create: a collection (or a time-series collection: view + system.buckets).
+"""create: a collection, a view (`viewOn`, `pipeline`), or a time-series collection
+(view + system.buckets).
 
 Repeating `create` with identical options succeeds; different options fail with
 NamespaceExists (48), as MongoDB 7.0+ does.
@@ -9,11 +10,20 @@ from __future__ import annotations
 from typing import Any
 
 from query.match import compile_filter
+from storage.bsontext import to_mongo_string
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
 from ..context import CommandRequest
 from ..timeseries.ddl import create_timeseries
+from ..views.definitions import (
+    ViewDefinition,
+    check_definition,
+    existing_view_conflict,
+    parse_pipeline,
+    parse_view_on,
+    view_definition,
+)
 from ._args import check_fields, namespace_arg
 
 ALLOWED = ("capped", "size", "max", "autoIndexId", "idIndex", "storageEngine", "validator",
@@ -38,8 +48,6 @@ def _refuse_unbuilt(body: dict[str, Any]) -> None:
     if body.get("capped"):
         raise MongoError(ErrorCode.NotImplemented, "capped collections are not supported by "
                          "bucketd")
-    if "viewOn" in body or "pipeline" in body:
-        raise MongoError(ErrorCode.NotImplemented, "views are not supported by bucketd")
     if "encryptedFields" in body:
         raise MongoError(ErrorCode.NotImplemented, "queryable encryption is not supported")
     collation = body.get("collation")
@@ -64,6 +72,9 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     body = req.body
     check_fields(body, "create", ALLOWED)
     name = namespace_arg(body, "create")
+    if "viewOn" in body or "pipeline" in body:
+        await _create_view(req, name)
+        return {}
     _refuse_unbuilt(body)
     if "timeseries" in body:
         await create_timeseries(req, name)
@@ -82,3 +93,56 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
 
     await req.storage.run(create)
     return {}
+
+
+# options a view takes besides viewOn and pipeline (the rest are refused as mongod does)
+_VIEW_OPTIONS = frozenset({"viewOn", "pipeline", "collation", "writeConcern", "comment",
+                           "storageEngine", "indexOptionDefaults", "flags", "temp"})
+
+
+async def _create_view(req: CommandRequest, name: str) -> None:
+    body = req.body
+    db = req.db
+    given = body.get("viewOn")
+    view_on = parse_view_on("create", given) if "viewOn" in body else None
+    pipeline = parse_pipeline("create", body["pipeline"]) if "pipeline" in body else []
+    if view_on is None:
+        raise MongoError(ErrorCode.InvalidOptions,
+                         "'pipeline' requires 'viewOn' to also be specified")
+    if "idIndex" in body:
+        raise MongoError(ErrorCode.InvalidOptions, f"'idIndex' is not allowed with 'viewOn': "
+                         f"{to_mongo_string(body['idIndex'])}")
+    if "timeseries" in body:
+        raise MongoError(ErrorCode.InvalidOptions,
+                         f"{db}.{name}: 'timeseries' is not allowed with 'viewOn'")
+    _refuse_unbuilt({k: v for k, v in body.items() if k not in ("viewOn", "pipeline")})
+    for key in body:
+        if key in ALLOWED and key not in _VIEW_OPTIONS:
+            raise MongoError(ErrorCode.InvalidOptions, f"option not supported on a view: {key}")
+    if name.startswith("system."):
+        raise MongoError(ErrorCode.InvalidNamespace, "View name cannot start with 'system.', "
+                         "which is reserved for system namespaces")
+    view = ViewDefinition(db, name, view_on, pipeline)
+
+    def create() -> None:
+        catalog = req.storage.catalog
+        existing = catalog.entry(db, name)
+        if existing is not None:
+            if existing.kind == "view":
+                conflict = existing_view_conflict(view_definition(existing), view_on, pipeline)
+                if conflict is None:
+                    return
+                raise conflict
+            if existing.kind == "timeseries":
+                raise MongoError(ErrorCode.NamespaceExists,
+                                 f"namespace {db}.{name} already exists, but is a view on "
+                                 f"{db}.system.buckets.{name} rather than {db}.{view_on}")
+            shown = {"uuid": existing.uuid, **existing.options}
+            raise MongoError(ErrorCode.NamespaceExists,
+                             f"namespace {db}.{name} already exists, but with different "
+                             f"options: {to_mongo_string(shown)}")
+        check_definition(catalog, view)
+        catalog.create_collection(db, name, {"viewOn": view_on, "pipeline": pipeline},
+                                  kind="view")
+
+    await req.storage.run(create)

@@ -10,6 +10,7 @@ from ..context import CommandRequest
 from ..namespaces import raw_target, resolve_namespace
 from ..parsing.write_statements import parse_delete_statement
 from ..timeseries.writes import delete_measurements
+from ..views.writes import refused_writes
 from ..write_batches import WriteTally, run_statements, write_reply
 from ._args import check_fields, get_bool, get_list, namespace_arg, require
 from ._write import after_direct_write, check_batch_size, parse_write_concern
@@ -31,6 +32,8 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     wc = parse_write_concern(body)
     db = req.db
     ns = await req.storage.run(resolve_namespace, req.storage.catalog, db, name)
+    if ns.kind == "view":
+        return refused_writes(db, name, len(deletes), ordered=ordered)
     if ns.timeseries is not None:
         return await delete_measurements(req, ns.timeseries, deletes, ordered=ordered,
                                          durable=wc.j)

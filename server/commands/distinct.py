@@ -11,6 +11,7 @@ from storage.vocabulary.error_codes import ErrorCode
 from ..context import CommandRequest
 from ..namespaces import raw_target, resolve_namespace
 from ..timeseries.reads import distinct_measurements
+from ..views.reads import distinct_through_view, reads_through_pipeline
 from ._args import check_fields, get_doc, namespace_arg, require
 
 
@@ -28,6 +29,8 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
         raise MongoError(ErrorCode.BadValue, "FieldPath cannot be constructed with empty string")
     query = get_doc(body, "distinct", "query")
     db = req.db
+    if reads_through_pipeline(req, db, name):
+        return {"values": await distinct_through_view(req, name, key, query)}
     ns = await req.storage.run(resolve_namespace, req.storage.catalog, db, name)
     if ns.timeseries is not None:
         return {"values": await distinct_measurements(req, ns.timeseries, key, query)}

@@ -19,11 +19,14 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     if name.startswith("system.") and not name.startswith("system.buckets."):
         raise MongoError(ErrorCode.IllegalOperation, f"can't drop system collection {db}.{name}")
 
-    def drop() -> int:
+    def drop() -> int | None:
         catalog = req.storage.catalog
         entry = catalog.entry(db, name)
         if entry is None:
             return 0
+        if entry.kind == "view":
+            catalog.drop_collection(db, name)
+            return None
         with catalog.transaction():
             catalog.drop_collection(db, name)
             if entry.kind == "timeseries":
@@ -34,5 +37,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
 
     nindexes = await req.storage.run(drop)
     req.cursors.close_for_namespace(f"{db}.{name}")
+    if nindexes is None:  # a view: mongod reports no index count
+        return {"ns": f"{db}.{name}"}
     # MongoDB 7.0+ answers ok for a missing collection; nIndexesWas/ns only when it existed.
     return {"nIndexesWas": nindexes, "ns": f"{db}.{name}"} if nindexes else {}

@@ -12,6 +12,13 @@ from ..context import CommandRequest
 from ..cursors import DEFAULT_FIRST_BATCH, first_batch_limit, take_batch
 from ..namespaces import TimeseriesTarget, raw_target, resolve_namespace
 from ..timeseries.reads import find_measurements
+from ..views.reads import (
+    check_find_options,
+    find_pipeline,
+    find_through_view,
+    reads_through_pipeline,
+)
+from . import aggregate
 from ._args import check_fields, get_bool, get_doc, get_int, namespace_arg
 
 ALLOWED = ("filter", "projection", "sort", "hint", "skip", "limit", "batchSize", "singleBatch",
@@ -61,6 +68,10 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     body = req.body
     name = namespace_arg(body, "find")
     name = raw_target(req.storage.catalog, req.db, name, body)
+    # The catalog's in-memory table is read-only here (see insert): a view's find is an
+    # aggregation on the view, as mongod runs it.
+    if reads_through_pipeline(req, req.db, name):
+        return await _find_on_view(req, name)
     spec, first, single_batch = parse_find(body, req.server.params.get("allowDiskUseByDefault"))
     ns = f"{req.db}.{name}"
     db = req.db
@@ -84,8 +95,28 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     return {"cursor": cursor}
 
 
+async def _find_on_view(req: CommandRequest, name: str) -> dict[str, Any]:
+    body = req.body
+    check_find_options(body)
+    spec, _first, _single = parse_find(body, req.server.params.get("allowDiskUseByDefault"))
+    stages = find_pipeline(spec.filter, spec.sort, spec.skip, spec.limit, spec.projection)
+    cursor = await find_through_view(req, name, stages, get_int(body, "find", "batchSize"),
+                                     let=spec.let, allow_disk_use=spec.allow_disk_use)
+    return {"cursor": cursor}
+
+
 async def explain(req: CommandRequest, body: dict[str, Any], verbosity: str) -> dict[str, Any]:
     name = namespace_arg(body, "find")
+    if reads_through_pipeline(req, req.db, name):  # as mongod: the aggregation's explain
+        check_find_options(body)
+        spec, _first, _single = parse_find(body, True)
+        stages = find_pipeline(spec.filter, spec.sort, spec.skip, spec.limit, spec.projection)
+        agg = {"aggregate": name, "pipeline": stages, "cursor": {}}
+        if spec.let is not None:
+            agg["let"] = spec.let
+        out = await aggregate.explain(req, agg, verbosity)
+        out["command"] = body
+        return out
     spec, _first, _single = parse_find(body, True)
     db = req.db
 

@@ -12,6 +12,7 @@ from storage.vocabulary.missing import MISSING
 
 from ..context import CommandRequest
 from ..namespaces import namespace_kind
+from ..views.definitions import not_a_collection
 from ._args import check_fields, get_bool, get_doc, namespace_arg
 from ._write import after_direct_write, make_validator, parse_write_concern
 
@@ -52,6 +53,8 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
 
     def run() -> dict[str, Any]:
         catalog = req.storage.catalog
+        if namespace_kind(catalog, db, name) == "view":
+            raise not_a_collection(db, name)
         if namespace_kind(catalog, db, name) == "timeseries":
             raise MongoError(ErrorCode.NotImplemented,
                              "findAndModify on a time-series collection is not supported")

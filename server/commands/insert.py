@@ -20,6 +20,7 @@ from storage.vocabulary.raw_documents import MalformedDocument, RawDocuments
 from ..context import CommandRequest, ServerState
 from ..namespaces import raw_target, resolve_namespace
 from ..timeseries.writes import insert_measurements
+from ..views.writes import refused_writes
 from ..write_batches import write_reply
 from ._args import check_fields, get_bool, get_list, namespace_arg, require
 from ._write import (
@@ -77,7 +78,10 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
 
     # The catalog's in-memory table is read-only here; writes to it happen on the
     # storage thread, and a namespace's kind never changes while it exists.
-    ts = resolve_namespace(req.storage.catalog, db, name).timeseries
+    resolved = resolve_namespace(req.storage.catalog, db, name)
+    if resolved.kind == "view":
+        return refused_writes(db, name, len(docs), ordered=ordered)
+    ts = resolved.timeseries
     if ts is not None:
         return await insert_measurements(req, ts, docs, ordered=ordered, durable=wc.j)
     if isinstance(docs, RawDocuments):  # kept raw for a time-series target that is gone

@@ -1,4 +1,5 @@
-"""listCollections: namespaces of a database as MongoDB describes them, through a cursor."""
+"""listCollections: namespaces of a database as MongoDB describes them (the virtual
+`system.views` included), through a cursor."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from query.match import compile_filter
 from ..auth.authorize import collection_filter
 from ..context import CommandRequest
 from ..namespaces import describe_namespace
+from ..views.definitions import describe_system_views, system_views_exists
 from ._args import check_fields, get_bool, get_doc, get_int
 
 
@@ -29,8 +31,12 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
 
     def collect() -> list[dict[str, Any]]:
         out = []
-        for entry in req.storage.catalog.list_collections(db):
-            doc = describe_namespace(entry)
+        catalog = req.storage.catalog
+        described = [describe_namespace(e) for e in catalog.list_collections(db)]
+        if system_views_exists(catalog, db):  # mongod's system.views, read from the catalog
+            described.append(describe_system_views(db))
+            described.sort(key=lambda d: d["name"])
+        for doc in described:
             if visible is not None and not visible(doc["name"]):
                 continue
             if matcher is not None and not matcher.matches(doc):

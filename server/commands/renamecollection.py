@@ -34,6 +34,12 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
                 src.startswith(BUCKETS_PREFIX):
             raise MongoError(ErrorCode.IllegalOperation,
                              "Renaming a time-series collection is not allowed")
+        if namespace_kind(catalog, src_db, src) == "view":
+            raise MongoError(ErrorCode.CommandNotSupportedOnView,
+                             f"cannot rename view: {src_db}.{src}")
+        if namespace_kind(catalog, dst_db, dst) == "view":
+            raise MongoError(ErrorCode.NamespaceExists,
+                             f"a view already exists with that name: {dst_db}.{dst}")
         catalog.rename_collection(src_db, src, dst_db, dst, drop_target=drop_target)
 
     await req.storage.run(run)

@@ -11,6 +11,7 @@ from ..context import CommandRequest
 from ..namespaces import raw_target, resolve_namespace
 from ..parsing.write_statements import parse_update_statement
 from ..timeseries.writes import update_measurements
+from ..views.writes import refused_writes
 from ..write_batches import WriteTally, run_statements
 from ._args import check_fields, get_bool, get_list, namespace_arg, require
 from ._write import (
@@ -38,6 +39,8 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     wc = parse_write_concern(body)
     db = req.db
     ns = await req.storage.run(resolve_namespace, req.storage.catalog, db, name)
+    if ns.kind == "view":
+        return refused_writes(db, name, len(updates), ordered=ordered, update=True)
     if ns.timeseries is not None:
         return await update_measurements(req, ns.timeseries, updates, ordered=ordered,
                                          durable=wc.j)

@@ -28,7 +28,7 @@ SERVER_LAYERS: list[tuple[str, tuple[str, ...]]] = [
                    "server.inspect_cli")),
     ("commands", ("server.commands",)),
     ("services", ("server.timeseries", "server.aggregation", "server.collection_stats",
-                  "server.ttl")),
+                  "server.ttl", "server.views")),
     ("infrastructure", ("server",)),
 ]
 LAYER_RANK = {name: i for i, (name, _) in enumerate(SERVER_LAYERS)}
