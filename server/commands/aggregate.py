@@ -95,7 +95,7 @@ async def explain(req: CommandRequest, body: dict[str, Any], verbosity: str) -> 
     def run() -> dict[str, Any]:
         compiled, _ = run_pipeline(req, coll, pipeline, ctx, body.get("let"))
         stages = compiled.explain()
-        flt, _rest = split_leading_match(pipeline)
+        flt, _rest = split_leading_match(pipeline, ctx.variables)
         cursor_stage: dict[str, Any] = {"queryPlanner": {"namespace": f"{req.db}.{coll}"}}
         if coll is not None:
             ts = resolve_namespace(req.storage.catalog, req.db, coll).timeseries

@@ -12,7 +12,7 @@ from ..context import CommandRequest
 from ..cursors import DEFAULT_FIRST_BATCH, first_batch_limit, take_batch
 from ..namespaces import TimeseriesTarget, raw_target, resolve_namespace
 from ..timeseries.reads import find_measurements
-from ._args import check_fields, get_bool, get_doc, get_int, namespace_arg
+from ._args import check_fields, command_variables, get_bool, get_doc, get_int, namespace_arg
 
 ALLOWED = ("filter", "projection", "sort", "hint", "skip", "limit", "batchSize", "singleBatch",
            "comment", "maxTimeMS", "readConcern", "max", "min", "returnKey", "showRecordId",
@@ -46,7 +46,8 @@ def parse_find(body: dict[str, Any], server_allow_disk: bool) -> tuple[FindSpec,
         filter=get_doc(body, "find", "filter"),
         projection=get_doc(body, "find", "projection"),
         sort=get_doc(body, "find", "sort"),
-        skip=skip, limit=limit, hint=body.get("hint"), let=get_doc(body, "find", "let"),
+        skip=skip, limit=limit, hint=body.get("hint"),
+        let=command_variables(body, "find").values(),
         allow_disk_use=server_allow_disk if allow_disk is None else bool(allow_disk),
     )
     first = batch_size
