@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["pipeline_fields"]
+__all__ = ["expression_reads_document", "pipeline_fields"]
 
 _STRING_STAGES = {"$group", "$addFields", "$set", "$unwind", "$sortByCount", "$bucket",
                   "$bucketAuto", "$replaceRoot", "$replaceWith"}
@@ -43,6 +43,12 @@ def _paths_in(value: Any, out: set[str]) -> bool:
     if isinstance(value, list):
         return all(_paths_in(v, out) for v in value)
     return True
+
+
+def expression_reads_document(value: Any) -> bool:
+    """True if the expression reads a field of its input document (or the whole of it)."""
+    out: set[str] = set()
+    return not _paths_in(value, out) or bool(out)
 
 
 def _filter_fields(flt: Any, out: set[str]) -> bool:

@@ -25,7 +25,8 @@ from query.match import Matcher, compile_filter
 from query.planner import QueryPlan, plan_query
 from query.projection import Projection, compile_projection
 from query.sort import SortSpec, compile_sort
-from query.update import compile_update, validate_document_for_storage
+from query.update import Update, compile_update, validate_document_for_storage
+from query.variables import CommandVariables
 from storage.bounds import Interval as StorageInterval
 from storage.bson_order import sort_key
 from storage.bsonutil import CODEC_OPTIONS, MAX_BSON_SIZE, encode
@@ -36,6 +37,7 @@ from storage.vocabulary.missing import MISSING
 __all__ = [
     "FindSpec", "PreparedFind", "prepare_find", "count_documents", "distinct_values",
     "UpdateStatement", "UpdateOutcome", "apply_update_statement", "delete_matching",
+    "compile_statement_update", "statement_variables",
     "find_one_for_modify", "explain_find", "distinct_leaf_values", "prepare_document_for_insert",
     "DEFAULT_MAX_SORT_BYTES",
 ]
@@ -52,7 +54,7 @@ class FindSpec:
     skip: int = 0
     limit: int = 0  # 0: no limit
     hint: Any = None
-    let: dict[str, Any] | None = None
+    let: dict[str, Any] | None = None  # variable values by name (`CommandVariables.values()`)
     allow_disk_use: bool = True
     max_sort_bytes: int = DEFAULT_MAX_SORT_BYTES
     return_key: bool = False
@@ -295,7 +297,8 @@ class UpdateStatement:
     array_filters: list[dict[str, Any]] | None = None
     hint: Any = None
     sort: dict[str, Any] | None = None
-    let: dict[str, Any] | None = None
+    constants: dict[str, Any] | None = None  # the statement's `c`
+    variables: CommandVariables | None = None  # the command's `let`, $$NOW, ...
 
 
 @dataclass
@@ -321,23 +324,33 @@ def _select(coll: Any, prepared: PreparedFind, multi: bool, sort: dict[str, Any]
     return [] if first is None else [first]
 
 
+def compile_statement_update(stmt: UpdateStatement) -> Update:
+    """The statement's compiled update (operators, replacement or pipeline)."""
+    update = compile_update(stmt.u, array_filters=stmt.array_filters, is_upsert=stmt.upsert,
+                            variables=stmt.variables, constants=stmt.constants)
+    if update.is_replacement and stmt.multi:
+        raise MongoError(ErrorCode.FailedToParse,
+                         "multi update is not supported for replacement-style update")
+    return update
+
+
+def statement_variables(stmt: UpdateStatement) -> dict[str, Any]:
+    """The variables the statement's filter reads: the command's and its constants."""
+    return (stmt.variables or CommandVariables()).with_constants(stmt.constants).values()
+
+
 def apply_update_statement(coll_getter: Callable[[], Any], stmt: UpdateStatement, *,
                            validator: Callable[[dict[str, Any]], None] | None = None,
                            want_docs: bool = False) -> UpdateOutcome:
     """One update statement: match, modify, write back; upsert when nothing matched.
 
     `coll_getter` returns the collection, creating it only if an upsert needs it."""
-    if isinstance(stmt.u, list):
-        raise MongoError(ErrorCode.NotImplemented,
-                         "pipeline-style updates are not supported by bucketd yet")
-    update = compile_update(stmt.u, array_filters=stmt.array_filters, is_upsert=stmt.upsert)
-    if update.is_replacement and stmt.multi:
-        raise MongoError(ErrorCode.FailedToParse,
-                         "multi update is not supported for replacement-style update")
+    update = compile_statement_update(stmt)
     coll = coll_getter()
     if coll is None and not stmt.upsert:
         return UpdateOutcome()
-    prepared = prepare_find(coll, FindSpec(filter=stmt.q, hint=stmt.hint, let=stmt.let))
+    prepared = prepare_find(coll, FindSpec(filter=stmt.q, hint=stmt.hint,
+                                           let=statement_variables(stmt)))
     outcome = UpdateOutcome()
     matcher = prepared.matcher
     for rid, _raw, doc in _select(coll, prepared, stmt.multi, stmt.sort):

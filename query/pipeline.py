@@ -17,8 +17,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from query.context import PipelineContext
-from query.expressions.core import compile_expression, validate_user_var_name
+from query.variables import resolve_let
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.error_codes import ErrorCode
 
 # The one import cycle of query/: the stage index imports $facet, $lookup and $unionWith,
@@ -118,16 +119,9 @@ def _optimize(stages: list[Stage]) -> list[Stage]:
 def resolve_let_variables(let: dict[str, Any] | None, ctx: PipelineContext
                           ) -> dict[str, Any]:
     """Evaluate an aggregate command's `let` document into variable values (may use $$NOW)."""
-    if not let:
+    if let is None:
         return {}
     if type(let) is not dict:
-        raise MongoError(ErrorCode.TypeMismatch, "BSON field 'let' is the wrong type, expected "
-                         "type 'object'")
-    out: dict[str, Any] = {}
-    base: dict[str, Any] = {"NOW": ctx.now}
-    if ctx.cluster_time is not None:
-        base["CLUSTER_TIME"] = ctx.cluster_time
-    for name, spec in let.items():
-        validate_user_var_name(name, for_write=True)
-        out[name] = compile_expression(spec).evaluate({}, base)
-    return out
+        raise MongoError(ErrorCode.TypeMismatch, "BSON field 'aggregate.let' is the wrong type "
+                         f"'{type_name(let)}', expected type 'object'")
+    return dict(resolve_let(let, now=ctx.now, cluster_time=ctx.cluster_time).user)

@@ -232,7 +232,7 @@ def run_pipeline(req: CommandRequest, coll: str | None, stages: list[Any],
         return collection_source(req, req.db, coll, flt, fields=fields)
 
     def general() -> Iterator[Any]:
-        flt, rest = split_leading_match(stages)
+        flt, rest = split_leading_match(stages, ctx.variables)
         if flt is not None and not _uses_variables(flt):
             return compile_pipeline(rest, ctx).run(source(flt))
         return pipeline.run(source())

@@ -24,14 +24,16 @@ __all__ = ["unpacked_measurements"]
 
 def unpacked_measurements(buckets: Collection, opts: TimeseriesOptions,
                           flt: dict[str, Any] | None, bflt: dict[str, Any] | None,
-                          fields: frozenset[str] | None, *, row_filter_declines: int
+                          fields: frozenset[str] | None, *, row_filter_declines: int,
+                          variables: dict[str, Any] | None = None
                           ) -> Iterator[dict[str, Any]]:
-    """Measurements matching `flt` (lazily), from the buckets matching `bflt`.
+    """Measurements matching `flt` (lazily), from the buckets matching `bflt`; the
+    filter's `$expr` may read `variables` (the command's `let`).
 
     Only the fields needed are decoded when `fields` is given. The row pre-filter is
     tried until it declines `row_filter_declines` buckets in a row (0: never tried).
     """
-    matcher = compile_filter(flt or {})
+    matcher = compile_filter(flt or {}, variables=variables)
     if fields is not None:
         if matcher.has_expr:
             fields = None  # $expr may read any field

@@ -63,14 +63,16 @@ class TimeseriesRead:
         return bucket_filter(flt, self.options, id_bounds=self.id_bounds_allowed())
 
     def measurements(self, flt: dict[str, Any] | None,
-                     fields: frozenset[str] | None = None) -> Iterator[dict[str, Any]]:
-        """The measurements matching `flt`: the row pre-filter or the general path."""
+                     fields: frozenset[str] | None = None,
+                     variables: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+        """The measurements matching `flt` (whose `$expr` may read `variables`): the row
+        pre-filter or the general path."""
         if self.buckets is None:
             return iter(())
         return unpacked_measurements(
             self.buckets, self.options, flt, self.bucket_filter(flt), fields,
             row_filter_declines=self.paths.row_filter_declines if self.paths.row_filter
-            else 0)
+            else 0, variables=variables)
 
 
 def pipeline_read(read: TimeseriesRead, stages: list[Any], ctx: PipelineContext,

@@ -5,7 +5,9 @@
     u.upsert_document(filter_spec)                            # the document an upsert inserts
 
 `validate_document_for_storage(doc)` checks a document about to be inserted.
-Pipeline-style updates (an array) raise NotImplemented (238) for now.
+A pipeline-style update (a list of `$set`/`$unset`/`$project`/`$replaceWith`... stages)
+compiles the same way: ``compile_update([...], variables=CommandVariables(...),
+constants=stmt_c)``; its result replaces the document.
 """
 
 from query.update.core import Update, compile_update

@@ -23,9 +23,11 @@ from bson.datetime_ms import DatetimeMS
 from query.match import Matcher, compile_filter
 from query.paths import is_array_index
 from query.update.ops import MODIFIERS, Leaf, get_place, make_leaf, rename_leaves, set_place
+from query.update.pipeline import UpdatePipeline
 from query.update.upsert import upsert_seed
 from query.update.validate import check_id_for_storage, check_replacement
 from query.update.values import identical, short_repr
+from query.variables import CommandVariables, resolve_constants
 from storage.errors import MongoError
 from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.error_codes import ErrorCode
@@ -75,14 +77,16 @@ class Update:
 
     def __init__(self, spec: Any, kind: str, root: ObjNode | None,
                  replacement: dict[str, Any] | None, array_filters: dict[str, Matcher],
-                 leaf_paths: list[str], is_upsert: bool) -> None:
+                 leaf_paths: list[str], is_upsert: bool,
+                 pipeline: UpdatePipeline | None = None) -> None:
         self.spec = spec
-        self.kind = kind  # "operators" | "replacement"
+        self.kind = kind  # "operators" | "replacement" | "pipeline"
         self._root = root
         self.replacement = replacement
         self._array_filters = array_filters
         self.leaf_paths = leaf_paths
         self.is_upsert = is_upsert
+        self._pipeline = pipeline
 
     @property
     def is_replacement(self) -> bool:
@@ -96,7 +100,12 @@ class Update:
               is_insert: bool = False) -> tuple[dict[str, Any], bool]:
         """Return ``(new_doc, modified)``; `doc` itself is never changed."""
         if self.kind == "replacement":
-            return self._replace(doc, is_insert)
+            assert self.replacement is not None
+            return self._replace(doc, is_insert, self.replacement)
+        if self.kind == "pipeline":
+            assert self._pipeline is not None
+            # the pipeline's result replaces the document, as mongod's PipelineExecutor does
+            return self._replace(doc, is_insert, self._pipeline.transform(doc))
         new = copy.deepcopy(doc)
         ctx = ApplyContext(new, matched_position, is_insert, self._array_filters)
         assert self._root is not None
@@ -113,9 +122,9 @@ class Update:
             check_id_for_storage(new["_id"])
         return new, not identical(doc, new)
 
-    def _replace(self, doc: dict[str, Any], is_insert: bool) -> tuple[dict[str, Any], bool]:
-        assert self.replacement is not None
-        repl = copy.deepcopy(self.replacement)
+    def _replace(self, doc: dict[str, Any], is_insert: bool,
+                 replacement: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        repl = copy.deepcopy(replacement)
         old_id = doc.get("_id", MISSING)
         if "_id" in repl:
             if old_id is not MISSING and not identical(old_id, repl["_id"]) and not is_insert:
@@ -139,7 +148,8 @@ class Update:
         seed = upsert_seed(filter_spec or {})
         if self.kind == "replacement":
             base = {"_id": seed["_id"]} if "_id" in seed else {}
-            new, _ = self._replace(base, True)
+            assert self.replacement is not None
+            new, _ = self._replace(base, True, self.replacement)
         else:
             new, _ = self.apply(seed, is_insert=True)
             if "_id" in seed and ("_id" not in new or not identical(seed["_id"], new["_id"])):
@@ -284,15 +294,24 @@ def _parse_array_filters(array_filters: list[Any] | None) -> dict[str, Matcher]:
 
 
 def compile_update(spec: Any, *, array_filters: list[dict[str, Any]] | None = None,
-                   is_upsert: bool = False) -> Update:
-    """Compile an update document (operators or replacement); raises MongoError on bad input."""
-    if isinstance(spec, list):
-        raise MongoError(ErrorCode.NotImplemented,
-                         "pipeline-style updates are not supported by bucketd yet")
-    if not isinstance(spec, dict):
+                   is_upsert: bool = False, variables: CommandVariables | None = None,
+                   constants: dict[str, Any] | None = None) -> Update:
+    """Compile an update: operators, a replacement document or a pipeline (a list of
+    stages, which may read `variables` and the statement's `constants`); raises
+    MongoError on bad input."""
+    if not isinstance(spec, dict | list):
         raise MongoError(ErrorCode.FailedToParse, "Update argument must be either an object or "
                          "an array")
     filters = _parse_array_filters(array_filters)
+    if isinstance(spec, list):
+        if filters:
+            raise MongoError(ErrorCode.FailedToParse, "arrayFilters may not be specified for "
+                             "pipeline-style updates")
+        pipeline = UpdatePipeline(spec, variables or CommandVariables(),
+                                  resolve_constants(constants))
+        return Update(spec, "pipeline", None, None, {}, [], is_upsert, pipeline)
+    if constants is not None:
+        raise MongoError(51198, "Constant values may only be specified for pipeline updates")
     if not spec or not next(iter(spec)).startswith("$"):
         if filters:
             raise MongoError(ErrorCode.FailedToParse, "arrayFilters may not be specified for "

@@ -13,6 +13,7 @@ from typing import Any
 
 from bson import Decimal128, Int64
 
+from query.variables import CommandVariables, resolve_let
 from storage.errors import MongoError
 from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.error_codes import ErrorCode
@@ -21,7 +22,7 @@ from ..generic_args import GENERIC_ARGUMENTS
 
 __all__ = [
     "check_fields", "get_bool", "get_int", "get_str", "get_doc", "get_list",
-    "require", "namespace_arg",
+    "require", "namespace_arg", "command_variables",
 ]
 
 
@@ -39,6 +40,11 @@ def _wrong_type(command: str, field: str, value: Any, expected: str) -> MongoErr
                       f"BSON field '{command}.{field}' is the wrong type "
                       f"'{type_name(value)}', expected type{'s' if ',' in expected else ''} "
                       f"'{expected}'")
+
+
+def command_variables(body: dict[str, Any], command: str) -> CommandVariables:
+    """The command's `let` (an object, or absent) evaluated, with this command's $$NOW."""
+    return resolve_let(get_doc(body, command, "let"))
 
 
 def require(body: dict[str, Any], command: str, field: str) -> Any:

@@ -100,7 +100,7 @@ async def explain(req: CommandRequest, body: dict[str, Any], verbosity: str) -> 
         view = resolve_view(req.storage.catalog, req.db, coll) if coll is not None else None
         if view is not None:  # explained as mongod runs it: on the namespace underneath
             source, full = view.source, [*view.pipeline, *pipeline]
-        flt, _rest = split_leading_match(full)
+        flt, _rest = split_leading_match(full, ctx.variables)
         cursor_stage: dict[str, Any] = {"queryPlanner": {"namespace": f"{req.db}.{source}"}}
         if source is not None:
             ts = resolve_namespace(req.storage.catalog, req.db, source).timeseries

@@ -17,14 +17,16 @@ from query.executor import (
     delete_matching,
     prepare_document_for_insert,
 )
+from query.variables import CommandVariables
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 
 from ..context import CommandRequest
 from ..namespaces import namespace_kind
 from ..views.definitions import not_a_collection
-from ._args import check_fields, get_bool, get_list, require
+from ._args import check_fields, command_variables, get_bool, get_list, require
 from ._write import after_direct_write, check_batch_size, make_validator, parse_write_concern
 
 
@@ -55,7 +57,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     ordered = get_bool(body, "bulkWrite", "ordered", True)
     errors_only = get_bool(body, "bulkWrite", "errorsOnly")
     bypass = get_bool(body, "bulkWrite", "bypassDocumentValidation")
-    let = body.get("let")
+    variables = command_variables(body, "bulkWrite")
     wc = parse_write_concern(body)
 
     def run() -> dict[str, Any]:
@@ -79,7 +81,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
                     raise MongoError(ErrorCode.NotImplemented, "bulkWrite on a time-series "
                                      "collection is not supported; use insert")
                 with catalog.transaction(durable=wc.j):
-                    res = _one(catalog, kind, op, db, name, bypass, let)
+                    res = _one(catalog, kind, op, db, name, bypass, variables)
                 after_direct_write(req, db, name)
                 for k in ("nInserted", "nMatched", "nModified", "nUpserted", "nDeleted"):
                     totals[k] += res.pop("_" + k, 0)
@@ -98,7 +100,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
 
 
 def _one(catalog: Any, kind: str, op: dict[str, Any], db: str, name: str, bypass: bool,
-         let: Any) -> dict[str, Any]:
+         variables: CommandVariables) -> dict[str, Any]:
     if kind == "insert":
         doc = op.get("document")
         if not isinstance(doc, dict):
@@ -118,7 +120,8 @@ def _one(catalog: Any, kind: str, op: dict[str, Any], db: str, name: str, bypass
         stmt = UpdateStatement(q=op["filter"], u=op["updateMods"], multi=bool(op.get("multi")),
                                upsert=bool(op.get("upsert")),
                                array_filters=op.get("arrayFilters"), hint=op.get("hint"),
-                               sort=op.get("sort"), let=let)
+                               sort=op.get("sort"), constants=_constants(op),
+                               variables=variables)
         coll = catalog.get_collection(db, name)
         validator = None if bypass or coll is None else make_validator(coll.options,
                                                                        f"{db}.{name}")
@@ -140,6 +143,14 @@ def _one(catalog: Any, kind: str, op: dict[str, Any], db: str, name: str, bypass
             raise MongoError(ErrorCode.IDLFailedToParse, "delete ops need a filter")
         coll = catalog.get_collection(db, name)
         n, _ = delete_matching(coll, op["filter"], limit_one=not op.get("multi"),
-                               hint=op.get("hint"), let=let)
+                               hint=op.get("hint"), let=variables.values())
         return {"n": n, "_nDeleted": n}
     raise MongoError(ErrorCode.FailedToParse, f"Unrecognized bulkWrite op type: {kind}")
+
+
+def _constants(op: dict[str, Any]) -> dict[str, Any] | None:
+    constants = op.get("constants")
+    if constants is not None and not isinstance(constants, dict):
+        raise MongoError(ErrorCode.TypeMismatch, "BSON field 'bulkWrite.ops.constants' is the "
+                         f"wrong type '{type_name(constants)}', expected type 'object'")
+    return constants

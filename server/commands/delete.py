@@ -12,7 +12,7 @@ from ..parsing.write_statements import parse_delete_statement
 from ..timeseries.writes import delete_measurements
 from ..views.writes import refused_writes
 from ..write_batches import WriteTally, run_statements, write_reply
-from ._args import check_fields, get_bool, get_list, namespace_arg, require
+from ._args import check_fields, command_variables, get_bool, get_list, namespace_arg, require
 from ._write import after_direct_write, check_batch_size, parse_write_concern
 
 
@@ -28,7 +28,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
         deletes = []
     check_batch_size(len(deletes), "delete")
     ordered = get_bool(body, "delete", "ordered", True)
-    let = body.get("let")
+    variables = command_variables(body, "delete")
     wc = parse_write_concern(body)
     db = req.db
     ns = await req.storage.run(resolve_namespace, req.storage.catalog, db, name)
@@ -36,7 +36,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
         return refused_writes(db, name, len(deletes), ordered=ordered)
     if ns.timeseries is not None:
         return await delete_measurements(req, ns.timeseries, deletes, ordered=ordered,
-                                         durable=wc.j)
+                                         durable=wc.j, variables=variables)
 
     catalog = req.storage.catalog
 
@@ -44,7 +44,8 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
         q, limit_one, hint = parse_delete_statement(raw)
         coll = catalog.get_collection(db, name)
         with catalog.transaction(durable=wc.j):
-            deleted, _ = delete_matching(coll, q, limit_one=limit_one, hint=hint, let=let)
+            deleted, _ = delete_matching(coll, q, limit_one=limit_one, hint=hint,
+                                         let=variables.values())
         tally.n += deleted
         if deleted:
             after_direct_write(req, db, name)

@@ -19,7 +19,14 @@ from ..views.reads import (
     reads_through_pipeline,
 )
 from . import aggregate
-from ._args import check_fields, get_bool, get_doc, get_int, namespace_arg
+from ._args import (
+    check_fields,
+    command_variables,
+    get_bool,
+    get_doc,
+    get_int,
+    namespace_arg,
+)
 
 ALLOWED = ("filter", "projection", "sort", "hint", "skip", "limit", "batchSize", "singleBatch",
            "comment", "maxTimeMS", "readConcern", "max", "min", "returnKey", "showRecordId",
@@ -53,7 +60,8 @@ def parse_find(body: dict[str, Any], server_allow_disk: bool) -> tuple[FindSpec,
         filter=get_doc(body, "find", "filter"),
         projection=get_doc(body, "find", "projection"),
         sort=get_doc(body, "find", "sort"),
-        skip=skip, limit=limit, hint=body.get("hint"), let=get_doc(body, "find", "let"),
+        skip=skip, limit=limit, hint=body.get("hint"),
+        let=command_variables(body, "find").values(),
         allow_disk_use=server_allow_disk if allow_disk is None else bool(allow_disk),
     )
     first = batch_size
@@ -101,7 +109,8 @@ async def _find_on_view(req: CommandRequest, name: str) -> dict[str, Any]:
     spec, _first, _single = parse_find(body, req.server.params.get("allowDiskUseByDefault"))
     stages = find_pipeline(spec.filter, spec.sort, spec.skip, spec.limit, spec.projection)
     cursor = await find_through_view(req, name, stages, get_int(body, "find", "batchSize"),
-                                     let=spec.let, allow_disk_use=spec.allow_disk_use)
+                                     let=get_doc(body, "find", "let"),
+                                     allow_disk_use=spec.allow_disk_use)
     return {"cursor": cursor}
 
 
@@ -112,8 +121,8 @@ async def explain(req: CommandRequest, body: dict[str, Any], verbosity: str) -> 
         spec, _first, _single = parse_find(body, True)
         stages = find_pipeline(spec.filter, spec.sort, spec.skip, spec.limit, spec.projection)
         agg = {"aggregate": name, "pipeline": stages, "cursor": {}}
-        if spec.let is not None:
-            agg["let"] = spec.let
+        if "let" in body:  # as the client wrote it: the aggregation evaluates it
+            agg["let"] = body["let"]
         out = await aggregate.explain(req, agg, verbosity)
         out["command"] = body
         return out

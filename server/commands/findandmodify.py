@@ -13,7 +13,7 @@ from storage.vocabulary.missing import MISSING
 from ..context import CommandRequest
 from ..namespaces import namespace_kind
 from ..views.definitions import not_a_collection
-from ._args import check_fields, get_bool, get_doc, namespace_arg
+from ._args import check_fields, command_variables, get_bool, get_doc, namespace_arg
 from ._write import after_direct_write, make_validator, parse_write_concern
 
 ALLOWED = ("query", "sort", "remove", "update", "new", "fields", "upsert", "arrayFilters",
@@ -34,6 +34,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     upsert = get_bool(body, cmd, "upsert")
     fields = get_doc(body, cmd, "fields")
     bypass = get_bool(body, cmd, "bypassDocumentValidation")
+    variables = command_variables(body, cmd)
     wc = parse_write_concern(body)
     if remove and update is not None:
         raise MongoError(ErrorCode.FailedToParse, "Cannot specify both an update and remove=true")
@@ -62,7 +63,8 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
             if remove:
                 coll = catalog.get_collection(db, name)
                 n, doc = delete_matching(coll, query, limit_one=True, sort=sort,
-                                         hint=body.get("hint"), want_doc=True)
+                                         hint=body.get("hint"), let=variables.values(),
+                                         want_doc=True)
                 value = doc
                 last: dict[str, Any] = {"n": n}
             else:
@@ -71,7 +73,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
                     coll.options, f"{db}.{name}")
                 stmt = UpdateStatement(q=query, u=update, upsert=upsert,
                                        array_filters=body.get("arrayFilters"),
-                                       hint=body.get("hint"), sort=sort, let=body.get("let"))
+                                       hint=body.get("hint"), sort=sort, variables=variables)
 
                 def get_coll() -> Any:
                     return catalog.get_or_create_collection(db, name) if upsert else \

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from query.executor import apply_update_statement
+from query.variables import CommandVariables
 from storage.vocabulary.missing import MISSING
 
 from ..context import CommandRequest
@@ -13,7 +14,7 @@ from ..parsing.write_statements import parse_update_statement
 from ..timeseries.writes import update_measurements
 from ..views.writes import refused_writes
 from ..write_batches import WriteTally, run_statements
-from ._args import check_fields, get_bool, get_list, namespace_arg, require
+from ._args import check_fields, command_variables, get_bool, get_list, namespace_arg, require
 from ._write import (
     after_direct_write,
     check_batch_size,
@@ -35,7 +36,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     check_batch_size(len(updates), "update")
     ordered = get_bool(body, "update", "ordered", True)
     bypass = get_bool(body, "update", "bypassDocumentValidation", False)
-    let = body.get("let")
+    variables = command_variables(body, "update")
     wc = parse_write_concern(body)
     db = req.db
     ns = await req.storage.run(resolve_namespace, req.storage.catalog, db, name)
@@ -43,19 +44,18 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
         return refused_writes(db, name, len(updates), ordered=ordered, update=True)
     if ns.timeseries is not None:
         return await update_measurements(req, ns.timeseries, updates, ordered=ordered,
-                                         durable=wc.j)
-    return await run_updates(req, db, name, updates, ordered=ordered, bypass=bypass, let=let,
-                             durable=wc.j)
+                                         durable=wc.j, variables=variables)
+    return await run_updates(req, db, name, updates, ordered=ordered, bypass=bypass,
+                             variables=variables, durable=wc.j)
 
 
 async def run_updates(req: CommandRequest, db: str, name: str, updates: list[Any], *,
-                      ordered: bool, bypass: bool, let: Any, durable: bool) -> dict[str, Any]:
+                      ordered: bool, bypass: bool, variables: CommandVariables,
+                      durable: bool) -> dict[str, Any]:
     catalog = req.storage.catalog
 
     def apply(i: int, raw: Any, tally: WriteTally) -> None:
-        stmt = parse_update_statement(raw)
-        if let is not None:
-            stmt.let = {**let, **(stmt.let or {})}
+        stmt = parse_update_statement(raw, variables=variables)
 
         def get_coll(upsert: bool = stmt.upsert) -> Any:
             if upsert:

@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from query.executor import UpdateStatement
+from query.variables import CommandVariables
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = ["DELETE_STATEMENT_FIELDS", "UPDATE_STATEMENT_FIELDS", "parse_delete_statement",
@@ -46,7 +48,8 @@ UPDATE_STATEMENT_FIELDS = {"q", "u", "upsert", "multi", "arrayFilters", "hint", 
                     "c", "upsertSupplied"}
 
 
-def parse_update_statement(s: Any, command: str = "update") -> UpdateStatement:
+def parse_update_statement(s: Any, command: str = "update",
+                           variables: CommandVariables | None = None) -> UpdateStatement:
     if not isinstance(s, dict):
         raise MongoError(ErrorCode.TypeMismatch, f"BSON field '{command}.updates' element must "
                          "be an object")
@@ -75,6 +78,10 @@ def parse_update_statement(s: Any, command: str = "update") -> UpdateStatement:
     if sort is not None and multi:
         raise MongoError(ErrorCode.FailedToParse,
                          "Cannot specify sort with multi=true")
+    constants = s.get("c")
+    if constants is not None and not isinstance(constants, dict):
+        raise MongoError(ErrorCode.TypeMismatch, f"BSON field '{command}.updates.c' is the wrong "
+                         f"type '{type_name(constants)}', expected type 'object'")
     return UpdateStatement(q=q, u=u, multi=multi, upsert=bool(s.get("upsert", False)),
                            array_filters=s.get("arrayFilters"), hint=s.get("hint"), sort=sort,
-                           let=s.get("c"))
+                           constants=constants, variables=variables)

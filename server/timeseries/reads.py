@@ -33,11 +33,12 @@ __all__ = ["count_measurements", "distinct_measurements", "explain_unpack",
 
 
 def measurement_source(req: CommandRequest, target: TimeseriesTarget,
-                       flt: dict[str, Any] | None, fields: frozenset[str] | None = None
+                       flt: dict[str, Any] | None, fields: frozenset[str] | None = None,
+                       variables: dict[str, Any] | None = None
                        ) -> Iterator[dict[str, Any]]:
     """Measurements of `target` matching `flt` (storage thread, lazily); only `fields`
-    are decoded when given."""
-    return timeseries_service(req).reader(target).measurements(flt, fields)
+    are decoded when given; `variables` are the command's `let` values."""
+    return timeseries_service(req).reader(target).measurements(flt, fields, variables)
 
 
 def timeseries_pipeline(req: CommandRequest, target: TimeseriesTarget, stages: list[Any],
@@ -63,7 +64,8 @@ async def find_measurements(req: CommandRequest, target: TimeseriesTarget, spec:
         fields = frozenset(n.split(".", 1)[0] for n in proj_fields | sort_fields)
 
     def run() -> tuple[Iterator[Any], list[Any], bool]:
-        source: Iterator[Any] = measurement_source(req, target, spec.filter, fields)
+        source: Iterator[Any] = measurement_source(req, target, spec.filter, fields,
+                                                   spec.let)
         if sort is not None:
             keep = spec.skip + spec.limit if spec.limit else None
             if keep is not None:

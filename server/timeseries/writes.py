@@ -6,9 +6,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from query.executor import FindSpec, UpdateStatement, matching, prepare_find
+from query.executor import (
+    FindSpec,
+    UpdateStatement,
+    compile_statement_update,
+    matching,
+    prepare_find,
+    statement_variables,
+)
 from query.match import compile_filter
-from query.update import compile_update
+from query.variables import CommandVariables
 from storage.bsonutil import decode
 from storage.errors import MongoError
 from storage.timeseries import (
@@ -85,18 +92,19 @@ async def insert_measurements(req: CommandRequest, target: TimeseriesTarget,
 # --- updates and deletes ----------------------------------------------------------------------
 
 def _rewrite_buckets(req: CommandRequest, target: TimeseriesTarget, flt: dict[str, Any], *,
-                     limit_one: bool, transform: Transform
+                     limit_one: bool, transform: Transform,
+                     variables: dict[str, Any] | None = None
                      ) -> tuple[int, list[dict[str, Any]]]:
     """Walk candidate buckets; measurements the filter selects are passed to `transform`;
     what it keeps stays in the bucket, what it returns as `out` is collected (re-inserted
-    by updates). Buckets left empty are deleted; changed ones rebuilt. Returns (matched,
-    outputs)."""
+    by updates). Buckets left empty are deleted; changed ones rebuilt. `variables` are
+    those the filter's `$expr` may read. Returns (matched, outputs)."""
     opts = target.options
     buckets = target.buckets(req.storage.catalog)
     if buckets is None:
         return 0, []
     service = timeseries_service(req)
-    matcher = compile_filter(flt)
+    matcher = compile_filter(flt, variables=variables)
     bflt = bucket_filter(flt, opts) if flt else None
     rows = list(matching(buckets, prepare_find(buckets, FindSpec(filter=bflt))))
     spec = BucketSpec(opts.time_field, opts.meta_field)
@@ -152,14 +160,15 @@ def _insert_side(req: CommandRequest, target: TimeseriesTarget,
 
 
 async def delete_measurements(req: CommandRequest, target: TimeseriesTarget,
-                              deletes: list[Any], *, ordered: bool, durable: bool
-                              ) -> dict[str, Any]:
+                              deletes: list[Any], *, ordered: bool, durable: bool,
+                              variables: CommandVariables | None = None) -> dict[str, Any]:
     catalog = req.storage.catalog
+    values = (variables or CommandVariables()).values()
 
     def apply(_i: int, raw: Any, tally: WriteTally) -> None:
         q, limit_one, _hint = parse_delete_statement(raw)
         with catalog.transaction(durable=durable):
-            tally.n += _delete_one_statement(req, target, q, limit_one)
+            tally.n += _delete_one_statement(req, target, q, limit_one, values)
 
     def run() -> dict[str, Any]:
         tally = run_statements(deletes, ordered=ordered, apply=apply)
@@ -169,7 +178,7 @@ async def delete_measurements(req: CommandRequest, target: TimeseriesTarget,
 
 
 def _delete_one_statement(req: CommandRequest, target: TimeseriesTarget, q: dict[str, Any],
-                          limit_one: bool) -> int:
+                          limit_one: bool, variables: dict[str, Any]) -> int:
     opts = target.options
     meta_flt = meta_only_filter(q, opts) if not limit_one else None
     if meta_flt is not None:
@@ -186,17 +195,17 @@ def _delete_one_statement(req: CommandRequest, target: TimeseriesTarget, q: dict
             timeseries_service(req).catalog.handle_direct_write(target.ns, bucket["_id"])
         return n
     matched, _ = _rewrite_buckets(req, target, q, limit_one=limit_one,
-                                  transform=lambda m: (None, None))
+                                  transform=lambda m: (None, None), variables=variables)
     return matched
 
 
 async def update_measurements(req: CommandRequest, target: TimeseriesTarget,
-                              updates: list[Any], *, ordered: bool, durable: bool
-                              ) -> dict[str, Any]:
+                              updates: list[Any], *, ordered: bool, durable: bool,
+                              variables: CommandVariables | None = None) -> dict[str, Any]:
     catalog = req.storage.catalog
 
     def apply(i: int, raw: Any, tally: WriteTally) -> None:
-        stmt = parse_update_statement(raw)
+        stmt = parse_update_statement(raw, variables=variables)
         with catalog.transaction(durable=durable):
             out_n, out_mod, up = _update_one_statement(req, target, stmt)
         tally.n += out_n
@@ -212,15 +221,10 @@ async def update_measurements(req: CommandRequest, target: TimeseriesTarget,
 
 def _update_one_statement(req: CommandRequest, target: TimeseriesTarget,
                           stmt: UpdateStatement) -> tuple[int, int, Any]:
-    """(matched, modified, upserted _id or MISSING) of one statement."""
-    if isinstance(stmt.u, list):
-        raise MongoError(ErrorCode.NotImplemented,
-                         "pipeline-style updates are not supported by bucketd yet")
+    """(matched, modified, upserted _id or MISSING) of one statement (operators,
+    replacement or pipeline: each matched measurement is updated on its own)."""
     opts = target.options
-    update = compile_update(stmt.u, array_filters=stmt.array_filters, is_upsert=stmt.upsert)
-    if update.is_replacement and stmt.multi:
-        raise MongoError(ErrorCode.FailedToParse,
-                         "multi update is not supported for replacement-style update")
+    update = compile_statement_update(stmt)
     modified = 0
 
     def transform(m: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
@@ -232,7 +236,8 @@ def _update_one_statement(req: CommandRequest, target: TimeseriesTarget,
         return None, new  # updated measurements move to new buckets
 
     matched, outputs = _rewrite_buckets(req, target, stmt.q, limit_one=not stmt.multi,
-                                        transform=transform)
+                                        transform=transform,
+                                        variables=statement_variables(stmt))
     upserted: Any = MISSING
     if matched == 0 and stmt.upsert:
         doc = update.upsert_document(stmt.q)

@@ -269,7 +269,9 @@ ERRORS = [
     ({"$set": {"a.$[X]": 1}}, [{"X": 1}], 2, "must be an alphanumeric string beginning with a "
                                             "lowercase letter"),
     ({"$set": {"a.$[x]": 1}}, [{"x": 1, "y": 2}], 9, "Expected a single top-level field name"),
-    ([{"$set": {"a": 1}}], None, 238, "pipeline-style updates"),
+    ([{"$set": {"a": 1}}], [{"x": 1}], 9,
+     "arrayFilters may not be specified for pipeline-style updates"),
+    ([{"$match": {}}], None, 72, "$match is not allowed to be used within an update"),
 ]
 
 
