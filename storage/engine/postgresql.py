@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
@@ -70,6 +71,7 @@ _SCAN_FIRST: Final = 64
 _SCAN_MAX_ROWS: Final = 8192
 _SCAN_TARGET_BYTES: Final = 4 << 20
 _CONNECT_TIMEOUT_S: Final = 15.0
+_LOCK_WAIT_S: Final = 3.0
 
 
 def _storage_error(e: psycopg.Error, ident: str | None = None) -> MongoError:
@@ -374,8 +376,15 @@ class PostgresEngine(StorageEngine):
         return sql.Identifier(self.schema, name).as_string(self._conn)
 
     def _lock_schema(self) -> None:
-        row = self._q1("SELECT pg_try_advisory_lock(%s, hashtext(%s))",
-                       (_LOCK_CLASS, self.schema))
+        # A process killed a moment ago may still hold it until PostgreSQL notices that
+        # its connection is gone: ask again for a little while before refusing.
+        deadline = time.monotonic() + _LOCK_WAIT_S
+        while True:
+            row = self._q1("SELECT pg_try_advisory_lock(%s, hashtext(%s))",
+                           (_LOCK_CLASS, self.schema))
+            if (row and row[0]) or time.monotonic() >= deadline:
+                break
+            time.sleep(0.1)
         if not row or not row[0]:
             db = self._conn.info.dbname
             raise MongoError(ErrorCode.DBPathInUse,
