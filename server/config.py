@@ -103,7 +103,7 @@ def _parser() -> _Parser:
     p.add_argument("--bind_ip_all", action="store_true", help="listen on all addresses")
     p.add_argument("--dbpath", help=f"data directory (default {DEFAULT_DBPATH}, created if missing)")
     p.add_argument("--storageEngine",
-                   help=f"storage engine: sqlite (default, in --dbpath) or postgresql")
+                   help="storage engine: sqlite (default, in --dbpath) or postgresql")
     p.add_argument("--postgresUri", help="postgresql://... of the database for "
                    "--storageEngine postgresql (storage.postgresql.uri)")
     p.add_argument("--config", "-f", help="YAML configuration file with mongod's keys")

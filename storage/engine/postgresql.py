@@ -432,14 +432,14 @@ class PostgresEngine(StorageEngine):
     def _exec(self, query: str, params: Sequence[Any] | dict[str, Any] | None = None, *,
               ident: str | None = None) -> None:
         try:
-            self._cur.execute(query, params)  # type: ignore[arg-type]
+            self._cur.execute(query, params)
         except psycopg.Error as e:
             raise _storage_error(e, ident) from e
 
     def _q1(self, query: str, params: Sequence[Any] | dict[str, Any] | None = None, *,
             ident: str | None = None) -> Any:
         try:
-            self._cur.execute(query, params)  # type: ignore[arg-type]
+            self._cur.execute(query, params)
             return self._cur.fetchone()
         except psycopg.Error as e:
             raise _storage_error(e, ident) from e
@@ -447,7 +447,7 @@ class PostgresEngine(StorageEngine):
     def _qall(self, query: str, params: Sequence[Any] | dict[str, Any] | None = None, *,
               ident: str | None = None) -> list[Any]:
         try:
-            self._cur.execute(query, params)  # type: ignore[arg-type]
+            self._cur.execute(query, params)
             return self._cur.fetchall()
         except psycopg.Error as e:
             raise _storage_error(e, ident) from e

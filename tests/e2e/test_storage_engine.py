@@ -50,7 +50,7 @@ def test_any_namespace_is_stored_and_no_name_becomes_sql(tmp_path) -> None:
         tables = [r[0] for r in conn.execute(
             "SELECT tablename FROM pg_tables WHERE schemaname = 'bucketd'").fetchall()]
     assert "bucketd_stores" in tables and "bucketd_version" in tables
-    assert all(t in ("bucketd_stores", "bucketd_version") or t[0] in "ri" and t[1:].isdigit()
+    assert all(t in ("bucketd_stores", "bucketd_version") or (t[0] in "ri" and t[1:].isdigit())
                for t in tables), tables
 
 
