@@ -217,9 +217,11 @@ class PostgresIndexStore(IndexStore):
         self.unique = unique
         self._engine = engine
         self.table = t = table
-        conflict = "(k)" if unique else ""
+        # a unique store reads back what it added (to find duplicates); a non-unique one
+        # needs no answer, so its inserts queue in the transaction's pipeline
         self._sql_insert = (f"INSERT INTO {t}(k, rid) SELECT * FROM unnest(%s::bytea[], "
-                            f"%s::int8[]) ON CONFLICT {conflict} DO NOTHING RETURNING k, rid")
+                            "%s::int8[]) ON CONFLICT " +
+                            ("(k) DO NOTHING RETURNING k, rid" if unique else "DO NOTHING"))
         self._sql_delete = (f"DELETE FROM {t} USING unnest(%s::bytea[], %s::int8[]) AS u(k, rid) "
                             f"WHERE {t}.k = u.k AND {t}.rid = u.rid")
         self._sql_get = f"SELECT rid FROM {t} WHERE k = %s ORDER BY rid"
@@ -237,8 +239,11 @@ class PostgresIndexStore(IndexStore):
             return
         keys = [k for k, _ in entries]
         rids = [r for _, r in entries]
+        if not self.unique:
+            eng._exec(self._sql_insert, (keys, rids), ident=self.ident)
+            return
         added = eng._qall(self._sql_insert, (keys, rids), ident=self.ident)
-        if not self.unique or len(added) == len(entries):
+        if len(added) == len(entries):
             return
         # Some entries were present already (or twice in `entries`): an exact
         # re-insert is a no-op, the same key under another RecordId a duplicate.
@@ -344,6 +349,8 @@ class PostgresEngine(StorageEngine):
         self._closed = False
         self._unsynced = False
         self._dirty_stats: set[PostgresRecordStore] = set()
+        self._pipeline: contextlib.ExitStack | None = None
+        self._pipe: Any = None  # the psycopg Pipeline of the open transaction
         self._records: dict[str, PostgresRecordStore] = {}
         self._indexes: dict[str, PostgresIndexStore] = {}
         self._pool = ConnectionPool(uri, min_size=1, max_size=2, open=False,
@@ -357,7 +364,10 @@ class PostgresEngine(StorageEngine):
             raise MongoError(ErrorCode.HostUnreachable, "cannot connect to PostgreSQL at "
                              f"{redact_uri(uri)}: {_why_unreachable(uri, e)}") from None
         self._conn.prepared_max = 1024
-        self._cur = self._conn.cursor(binary=True)
+        self._cur = self._conn.cursor(binary=True)  # statements whose rows are read
+        # statements nobody reads an answer of: a cursor of their own, so that in a
+        # pipeline their results never stand before the rows `_cur` waits for
+        self._wcur = self._conn.cursor(binary=True)
         try:
             self._lock_schema()
             self._create_schema()
@@ -432,9 +442,9 @@ class PostgresEngine(StorageEngine):
     def _exec(self, query: str, params: Sequence[Any] | dict[str, Any] | None = None, *,
               ident: str | None = None) -> None:
         try:
-            self._cur.execute(query, params)
+            self._wcur.execute(query, params)
         except psycopg.Error as e:
-            raise _storage_error(e, ident) from e
+            raise self._failed(e, ident) from e
 
     def _q1(self, query: str, params: Sequence[Any] | dict[str, Any] | None = None, *,
             ident: str | None = None) -> Any:
@@ -442,7 +452,7 @@ class PostgresEngine(StorageEngine):
             self._cur.execute(query, params)
             return self._cur.fetchone()
         except psycopg.Error as e:
-            raise _storage_error(e, ident) from e
+            raise self._failed(e, ident) from e
 
     def _qall(self, query: str, params: Sequence[Any] | dict[str, Any] | None = None, *,
               ident: str | None = None) -> list[Any]:
@@ -450,7 +460,15 @@ class PostgresEngine(StorageEngine):
             self._cur.execute(query, params)
             return self._cur.fetchall()
         except psycopg.Error as e:
-            raise _storage_error(e, ident) from e
+            raise self._failed(e, ident) from e
+
+    def _failed(self, e: psycopg.Error, ident: str | None) -> MongoError:
+        """The MongoError for `e`; in a pipeline, after a sync: libpq skips everything
+        queued after an error until one, so the rollback that follows would not run."""
+        if self._pipeline is not None:
+            with contextlib.suppress(psycopg.Error):
+                self._pipe.sync()
+        return _storage_error(e, ident)
 
     def _relation_bytes(self, table: str, function: str) -> int:
         row = self._q1(f"SELECT {function}(%s::regclass)", (table,))
@@ -550,6 +568,15 @@ class PostgresEngine(StorageEngine):
     # --- transactions ----------------------------------------------------------------------
 
     def _txn_begin(self) -> None:
+        # Inside a transaction the connection is in pipeline mode: statements whose
+        # result nobody reads (savepoints, index and record writes) are queued and go out
+        # with the next one that is read, in one round trip instead of one each.
+        self._pipeline = contextlib.ExitStack()
+        try:
+            self._pipe = self._pipeline.enter_context(self._conn.pipeline())
+        except psycopg.Error as e:
+            self._pipeline = None
+            raise _storage_error(e) from e
         self._exec("BEGIN")
 
     def _txn_commit(self, durable: bool) -> None:
@@ -564,10 +591,21 @@ class PostgresEngine(StorageEngine):
         if durable and self.group_commit_ms > 0:
             self._exec("SET LOCAL synchronous_commit TO on")
         self._exec("COMMIT")
+        self._end_pipeline()  # waits for the COMMIT (and raises what a queued write hit)
         self._unsynced = not durable and self.group_commit_ms > 0
+
+    def _end_pipeline(self) -> None:
+        stack, self._pipeline = self._pipeline, None
+        if stack is not None:
+            try:
+                stack.close()
+            except psycopg.Error as e:
+                raise _storage_error(e) from e
 
     def _txn_abort(self) -> None:
         self._dirty_stats.clear()
+        with contextlib.suppress(MongoError):  # the error being rolled back, seen again
+            self._end_pipeline()
         if self._conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             self._exec("ROLLBACK")
 
@@ -629,10 +667,8 @@ class PostgresEngine(StorageEngine):
 
     def _release(self) -> None:
         with contextlib.suppress(Exception):
-            self._conn.close()  # ends the session: its advisory lock goes with it
-        with contextlib.suppress(Exception):
             self._pool.putconn(self._conn)
-        self._pool.close()
+        self._pool.close()  # ends the sessions: the advisory lock goes with them
 
 
 def _why_unreachable(uri: str, e: Exception) -> str:

@@ -133,3 +133,30 @@ def test_an_unreachable_server_is_a_clear_error():
 def test_bad_schema_name():
     with pytest.raises(ValueError):
         PostgresEngine("postgresql://x@127.0.0.1:1/x", schema='a"; DROP')
+
+
+def test_a_failed_statement_rolls_back_its_scope_only(place):
+    """Writes queue in the transaction's pipeline: an error one of them meets surfaces at
+    the next read, and rolling back the scope leaves the engine usable and the outer
+    transaction's writes in place."""
+    uri, schema = place
+    eng = open_engine("postgresql", uri=uri, schema=schema)
+    try:
+        with eng.transaction():
+            rs = eng.create_record_store("f")
+            rs.insert([b"outer"])
+            with pytest.raises(MongoError) as ei, eng.transaction():
+                rs.insert([b"inner"])
+                eng._exec("SELECT 1 / 0")  # type: ignore[attr-defined]  # a queued failure
+                rs.get(1)  # the next read meets it
+            assert ei.value.code == ErrorCode.InternalError
+            rs.insert([b"after"])
+        assert [d for _, d in rs.scan()] == [b"outer", b"after"]
+        assert rs.count() == 2
+        with pytest.raises(MongoError), eng.transaction():
+            eng._exec("SELECT 1 / 0")  # type: ignore[attr-defined]  # surfaces at COMMIT
+        with eng.transaction():
+            rs.insert([b"next"])
+        assert rs.count() == 3 and len(list(rs.scan())) == 3
+    finally:
+        eng.close()
