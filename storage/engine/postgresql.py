@@ -17,6 +17,11 @@ Layout of schema ``<schema>`` (default ``bucketd``; created by bucketd, never by
 
 Every value is a bound parameter; batches are single statements over ``unnest`` arrays.
 Scans fetch bounded chunks and re-seek after the last row, as the SQLite engine does.
+Inside a transaction the connection is in pipeline mode: statements whose answer nobody
+reads (savepoints, record inserts, index deletes and non-unique inserts) are queued and
+sent with the next statement that is read, so a bucket update costs two round trips, not
+six. An error a queued statement meets surfaces at that next read (or at COMMIT); the
+pipeline is synced then, so the scope's rollback runs.
 
 Transactions are PostgreSQL's (the connection is in autocommit mode outside them;
 nested scopes are savepoints). Durability: commits run with ``synchronous_commit`` off,

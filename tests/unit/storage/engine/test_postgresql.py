@@ -160,3 +160,34 @@ def test_a_failed_statement_rolls_back_its_scope_only(place):
         assert rs.count() == 3 and len(list(rs.scan())) == 3
     finally:
         eng.close()
+
+
+def test_only_durable_commits_wait_for_the_disk(place, monkeypatch):
+    """Sessions commit with synchronous_commit off (the WAL writer is the group commit);
+    a durable commit (j: true) turns it on for its own transaction, and so does every
+    commit with group_commit_ms=0."""
+    uri, schema = place
+    eng = open_engine("postgresql", uri=uri, schema=schema)
+    sent: list[str] = []
+    try:
+        real = eng._exec  # type: ignore[attr-defined]
+
+        def spy(query, *args, **kwargs):
+            sent.append(query)
+            return real(query, *args, **kwargs)
+
+        monkeypatch.setattr(eng, "_exec", spy)
+        assert eng._q1("SHOW synchronous_commit") == ("off",)  # type: ignore[attr-defined]
+        with eng.transaction():
+            rs = eng.create_record_store("d")
+        assert "SET LOCAL synchronous_commit TO on" not in sent
+        with eng.transaction(), eng.transaction(durable=True):  # asked by an inner scope
+            rs.insert([b"x"])
+        assert sent[-2:] == ["SET LOCAL synchronous_commit TO on", "COMMIT"]
+    finally:
+        eng.close()
+    eng = open_engine("postgresql", uri=uri, schema=schema, group_commit_ms=0)
+    try:
+        assert eng._q1("SHOW synchronous_commit") == ("on",)  # type: ignore[attr-defined]
+    finally:
+        eng.close()
