@@ -16,6 +16,7 @@ import pymongo
 import pytest
 
 from .mongosh_util import run_mongosh
+from .node_driver import run_node
 
 T0 = dt.datetime(2024, 6, 1)
 HOSTS = 4
@@ -203,7 +204,7 @@ def test_count_and_distinct(db: Any) -> None:
     assert (stats["totalKeysExamined"], stats["nReturned"]) == (12, 12)
     out = db.command("explain", {"count": "ts", "query": {"host": "h3"}},
                      verbosity="executionStats")
-    cursor, unpack, count = out["stages"]
+    _cursor, unpack, count = out["stages"]
     assert unpack["nReturned"] == PER_HOST and count["nReturned"] == 1
     assert "$count" in count
     out = db.command("explain", {"distinct": "ts", "key": "host", "query": {"v": 0}},
@@ -252,3 +253,14 @@ def test_time_series_writes_explain_ts_modify(db: Any) -> None:
     assert (ts_modify["nMeasurementsMatched"], ts_modify["nMeasurementsUpdated"]) == (1, 1)
     assert db.ts.count_documents({}) == before
     assert db.ts.count_documents({"v": -1}) == 0
+
+
+def test_node_driver_explain(db: Any, uri: str) -> None:
+    out = run_node(uri, """
+const d = client.db('explain_e2e');
+const e = await d.collection('plain').find({v: {$gte: 190}}).explain('executionStats');
+const t = await d.collection('ts').find({host: 'h2', v: {$lt: 5}}).explain('executionStats');
+return {n: e.executionStats.nReturned, keys: e.executionStats.totalKeysExamined,
+        ts: t.stages[1].nReturned, filter: t.stages[1].$_internalUnpackBucket.eventFilter};
+""")
+    assert out == {"n": 10, "keys": 10, "ts": 5, "filter": {"host": "h2", "v": {"$lt": 5}}}
