@@ -17,6 +17,7 @@ on indexed fields and the positional ``$`` can learn the matched array position.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -24,6 +25,7 @@ from bson import DBRef, Decimal128, Int64
 
 from query.expressions import compile_expression
 from query.match import values as V
+from query.match.jsonschema import compile_json_schema
 from query.match.regex import is_regex_value, regex_parts
 from query.paths import iter_leaves, split_path
 from storage.errors import MongoError
@@ -31,7 +33,11 @@ from storage.vocabulary.bson_types import is_number
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 
-__all__ = ["Node", "MatchDetails", "parse_filter", "TOP", "DOC", "SUB"]
+__all__ = ["Node", "MatchDetails", "parse_filter", "TOP", "DOC", "SUB", "PARSING_VALIDATOR"]
+
+# Set while a collection validator is parsed: $jsonSchema's encryption keywords are
+# allowed there only, as in MongoDB.
+PARSING_VALIDATOR: ContextVar[bool] = ContextVar("PARSING_VALIDATOR", default=False)
 
 # Parse levels (MongoDB's DocumentParseLevel).
 TOP: Final = 0   # the filter document itself
@@ -76,7 +82,7 @@ FALSE_FN: Final = _always(False)
 
 # --------------------------------------------------------------------------- clauses
 # A "clause" is a path operator not yet bound to a path: ("pred", op, arg, pred, expand),
-# ("not", [clauses]), ("and", [clauses]), ("elem", arg, elem_pred) or ("false",).
+# ("not", [clauses], op, arg), ("and", [clauses]), ("elem", arg, elem_pred) or ("false",).
 
 Clause = tuple[Any, ...]
 
@@ -94,7 +100,9 @@ def _bind(clause: Clause, path: str) -> Node:
     if kind == "not":
         child = _and([_bind(c, path) for c in clause[1]])
         cfn = child.fn
-        return Node("not", lambda doc, details: not cfn(doc, None), [child], path=path)
+        op, arg = (clause[2], clause[3]) if len(clause) > 2 else ("$not", None)
+        return Node("not", lambda doc, details: not cfn(doc, None), [child], path=path, op=op,
+                    arg=arg)
     if kind == "and":
         return _and([_bind(c, path) for c in clause[1]])
     if kind == "false":
@@ -272,7 +280,7 @@ def _parse_op(path: str, op: str, arg: Any, ops: dict[str, Any], level: int,
     if op == "$ne":
         if is_regex_value(arg):
             raise MongoError(ErrorCode.BadValue, "Can't have regex as arg to $ne.")
-        return ("not", [("pred", "$eq", arg, V.eq_pred(arg), True)])
+        return ("not", [("pred", "$eq", arg, V.eq_pred(arg), True)], "$ne", arg)
     if op in ("$lt", "$lte", "$gt", "$gte"):
         if is_regex_value(arg):
             raise MongoError(ErrorCode.BadValue,
@@ -285,10 +293,10 @@ def _parse_op(path: str, op: str, arg: Any, ops: dict[str, Any], level: int,
     if op == "$nin":
         if not isinstance(arg, list):
             raise MongoError(ErrorCode.BadValue, "$nin needs an array")
-        return ("not", [("pred", "$in", arg, V.in_pred(arg), True)])
+        return ("not", [("pred", "$in", arg, V.in_pred(arg), True)], "$nin", arg)
     if op == "$exists":
         positive = ("pred", "$exists", True, V.exists_pred(), False)
-        return positive if _truthy(arg) else ("not", [positive])
+        return positive if _truthy(arg) else ("not", [positive], "$exists", arg)
     if op == "$type":
         return ("pred", "$type", arg, V.type_pred(arg), True)
     if op == "$size":
@@ -358,12 +366,12 @@ def _parse_regex_doc(ops: dict[str, Any]) -> tuple[str, str]:
 def _parse_not(path: str, arg: Any, level: int, variables: dict[str, Any] | None) -> Clause:
     if is_regex_value(arg):
         p, o = regex_parts(arg)
-        return ("not", [("pred", "$regex", (p, o), V.regex_pred(p, o), True)])
+        return ("not", [("pred", "$regex", (p, o), V.regex_pred(p, o), True)], "$not", arg)
     if not isinstance(arg, dict):
         raise MongoError(ErrorCode.BadValue, "$not needs a regex or a document")
     if not arg:
         raise MongoError(ErrorCode.BadValue, "$not cannot be empty")
-    return ("not", _parse_ops(path, arg, level, variables))
+    return ("not", _parse_ops(path, arg, level, variables), "$not", arg)
 
 
 def _parse_elem_match(path: str, arg: Any, variables: dict[str, Any] | None) -> Clause:
@@ -474,7 +482,12 @@ def _parse_text(key: str, val: Any, level: int, variables: dict[str, Any] | None
 
 def _parse_json_schema(key: str, val: Any, level: int,
                        variables: dict[str, Any] | None) -> Node:
-    raise MongoError(ErrorCode.NotImplemented, "$jsonSchema is not supported by bucketd")
+    compiled = compile_json_schema(val, allow_encryption=PARSING_VALIDATOR.get())
+    matches = compiled.matches
+
+    def fn(doc: Any, details: MatchDetails | None) -> bool:
+        return type(doc) is dict and matches(doc)
+    return Node("jsonschema", fn, arg=compiled)
 
 
 def _parse_always(key: str, val: Any, level: int, variables: dict[str, Any] | None) -> Node:
