@@ -217,8 +217,8 @@ def build_context(req: CommandRequest, coll: str | None, *, allow_disk_use: bool
         memory_limit_bytes=int(params.get("internalDocumentSourceGroupMaxMemoryBytes")),
         resolve_collection=resolve,
         out=lambda d, c, docs: _out(req, d, c, docs, bypass_validation),
-        merge=lambda d, c, docs, *a, **kw: _merge(req, d, c, docs, *a, **kw,
-                                                  bypass=bypass_validation),
+        merge=lambda d, c, docs, *a, **kw: _merge(req, d, c, docs, *a,
+                                                  **{**kw, "bypass": bypass_validation}),
         coll_stats=coll_stats, index_stats=index_stats,
     )
     return ctx

@@ -16,7 +16,8 @@ from query.match import Matcher, Node
 from query.match.jsonschema import JsonSchema
 from query.match.jsonschema.errors import explain_json_schema
 from query.paths import iter_values, split_path
-from storage.vocabulary.bson_types import bson_type, type_name
+from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.missing import MISSING
 
 __all__ = ["validation_error_info"]
@@ -96,7 +97,7 @@ def _expr(node: Node, doc: Any, inverted: bool) -> Error:
                   "reason": "expression did match" if inverted else "expression did not match"}
     try:
         result = compile_expression(node.arg).evaluate(doc, {})
-    except Exception:  # noqa: BLE001 - the reason says the evaluation failed
+    except MongoError:
         out["reason"] = "failed to evaluate aggregation expression"
         return out
     if result is not MISSING:
@@ -141,7 +142,7 @@ def _leaf(node: Node, doc: Any, inverted: bool, *, shown_op: str | None = None,
             out["reason"] = "field was missing"
             return out
     else:
-        types = sorted({type_name(t) for t in (bson_type(v) for v in values) if t is not None})
+        types = sorted({type_name(v) for v in values})
         expected = _EXPECTED.get(op)
         if expected and not inverted and not any(t in expected for t in types):
             out["reason"] = "type did not match"
@@ -155,8 +156,7 @@ def _leaf(node: Node, doc: Any, inverted: bool, *, shown_op: str | None = None,
         else:
             out["consideredValues"] = values
         if op == "$type" and values:
-            _types(out, sorted({type_name(t) for t in (bson_type(v) for v in values)
-                                if t is not None}))
+            _types(out, sorted({type_name(v) for v in values}))
     return out
 
 

@@ -85,8 +85,7 @@ def _explain(s: Schema, v: Any) -> list[Error]:
     out.extend(_logical_errors(s, v))
     if not s.top and s.types is not None and v is not MISSING and t not in s.types:
         kw = s.type_keyword or "bsonType"
-        out.append(_leaf(s, kw, "type did not match", v,
-                         consideredType=type_name(t) if t is not None else "unknown"))
+        out.append(_leaf(s, kw, "type did not match", v, consideredType=type_name(v)))
     return out
 
 
@@ -196,7 +195,7 @@ def _object_errors(s: Schema, v: dict[str, Any]) -> list[Error]:
     if s.max_properties is not None and len(v) > s.max_properties:
         out.append({"operatorName": "maxProperties", **_specified(s, "maxProperties"),
                     "reason": reason, "numberOfProperties": len(v)})
-    failing_deps = []
+    failing_deps: list[Error] = []
     for dep in s.dependencies:
         if dep.name not in v:
             continue

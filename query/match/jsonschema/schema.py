@@ -22,7 +22,7 @@ from query.match.regex import compile_regex
 from storage.bson_order import sort_key
 from storage.bsontext import to_mongo_string
 from storage.errors import MongoError
-from storage.vocabulary.bson_types import TYPE_ALIASES, BsonType, bson_type, is_number, type_name
+from storage.vocabulary.bson_types import TYPE_ALIASES, BsonType, is_number, type_name
 from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = ["Schema", "Dependency", "PatternProperty", "parse_schema", "unordered_key",
@@ -130,8 +130,7 @@ def _kw(name: str) -> str:
 
 
 def _type_of(v: Any) -> str:
-    t = bson_type(v)
-    return type_name(t) if t is not None else type(v).__name__
+    return type_name(v)
 
 
 def parse_schema(spec: Any, *, allow_encryption: bool = False) -> Schema:
