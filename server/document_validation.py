@@ -97,7 +97,25 @@ def check_validation_options(command: str, db: str, name: str, body: dict[str, A
     plain = options.get("validationAction") == "warn" or \
         options.get("validationLevel") == "moderate"
     try:
-        compile_validator(validator, allow_encryption=not plain)
+        matcher = compile_validator(validator, allow_encryption=not plain)
     except MongoError as exc:
         raise MongoError(exc.code, f"Parsing of collection validator failed :: caused by :: "
                          f"{exc.errmsg}", **exc.extra) from None
+    if _rejects_every_id(matcher):
+        LOG.warning("QUERY", 3216000, "conn", "$jsonSchema validator does not allow '_id' "
+                    "field. This validator will reject all documents, consider adding '_id' "
+                    "to the allowed fields.")
+
+
+def _rejects_every_id(matcher: Matcher) -> bool:
+    """A top-level `$jsonSchema` with `additionalProperties: false` that neither requires
+    `_id` nor has a pattern for it (mongod warns, though `properties` may name `_id`)."""
+    root = matcher.root
+    for node in (root, *root.children):
+        if node.kind != "jsonschema":
+            continue
+        schema = node.arg.schema
+        if schema.additional_properties is False and "_id" not in schema.required and \
+                not any(p.compiled.fullmatch("_id") for p in schema.pattern_properties):
+            return True
+    return False

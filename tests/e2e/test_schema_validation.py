@@ -159,6 +159,15 @@ def test_validation_action_warn_logs_and_writes(db) -> None:
     assert last["attr"]["errInfo"]["details"]["operatorName"] == "$jsonSchema"
 
 
+def test_a_closed_schema_without_id_is_warned_about(db) -> None:
+    db.create_collection("closed", validator={"$jsonSchema": {
+        "required": ["a"], "properties": {"a": {}}, "additionalProperties": False}})
+    lines = [json.loads(x) for x in db.client.admin.command("getLog", "global")["log"]]
+    assert any(x.get("id") == 3216000 for x in lines)
+    with pytest.raises(WriteError):
+        db.closed.insert_one({"a": 1})
+
+
 def test_coll_mod_and_list_collections(db) -> None:
     c = db.create_collection("c")
     c.insert_one({"_id": 1})
