@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
+import shutil
+import subprocess
 from typing import Any
 
 import pymongo
@@ -18,6 +21,7 @@ from bson import ObjectId
 from pymongo.errors import BulkWriteError, OperationFailure, WriteError
 
 from .mongosh_util import run_mongosh
+from .test_auth import _node_modules
 
 SCHEMA: dict[str, Any] = {
     "bsonType": "object",
@@ -391,3 +395,45 @@ def test_mongosh_schema_validation(uri: str) -> None:
                         "reason": "specified string length was not satisfied",
                         "consideredValue": "A"}]}]}]}}},
         "found": [{"name": "Al"}], "level": None}
+
+
+NODE_SCRIPT = """
+const { MongoClient } = require('mongodb');
+(async () => {
+  const c = new MongoClient(process.env.BUCKETD_URI, { serverSelectionTimeoutMS: 10000 });
+  const d = c.db('schema_validation_node');
+  await d.dropDatabase();
+  const s = await d.createCollection('s', { validator: { $jsonSchema: {
+    required: ['n'], properties: { n: { bsonType: 'int', maximum: 5 } } } } });
+  let refused = null;
+  try { await s.insertOne({ _id: 1, n: 9 }); } catch (e) {
+    refused = { code: e.code, errInfo: e.errInfo };
+  }
+  const bypassed = await s.insertOne({ _id: 2 }, { bypassDocumentValidation: true });
+  await d.command({ collMod: 's', validationAction: 'warn' });
+  const warned = await s.insertOne({ _id: 3, n: 'x' });
+  const info = (await d.listCollections({ name: 's' }).toArray())[0].options;
+  console.log(JSON.stringify({ refused, bypassed: bypassed.insertedId, warned: warned.insertedId,
+                               action: info.validationAction, count: await s.countDocuments() }));
+  await d.dropDatabase();
+  await c.close();
+})().catch(e => { console.error(e); process.exit(1); });
+"""
+
+
+def test_node_driver(uri: str) -> None:
+    modules = _node_modules()
+    node = shutil.which("node")
+    if modules is None or node is None:
+        pytest.skip("the Node.js driver is not installed")
+    res = subprocess.run([node, "-e", NODE_SCRIPT], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "NODE_PATH": str(modules), "BUCKETD_URI": uri})
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert json.loads(res.stdout.strip().splitlines()[-1]) == {
+        "refused": {"code": 121, "errInfo": {"failingDocumentId": 1, "details": {
+            "operatorName": "$jsonSchema", "schemaRulesNotSatisfied": [{
+                "operatorName": "properties", "propertiesNotSatisfied": [{
+                    "propertyName": "n", "details": [{
+                        "operatorName": "maximum", "specifiedAs": {"maximum": 5},
+                        "reason": "comparison failed", "consideredValue": 9}]}]}]}}},
+        "bypassed": 2, "warned": 3, "action": "warn", "count": 2}
