@@ -50,6 +50,8 @@ _EXPECTED: Final[dict[str, tuple[str, ...]]] = {
     "$bitsAnySet": (*_NUMBERS, "binData"), "$bitsAnyClear": (*_NUMBERS, "binData"),
     "$size": ("array",), "$elemMatch": ("array",),
 }
+# mongod's internalQueryMaxDocValidationErrorConsideredValues: beyond it, the list is cut
+MAX_CONSIDERED_VALUES: Final = 10
 _NEGATED_OPS: Final = {"$ne": "$eq", "$nin": "$in", "$exists": "$exists"}
 
 
@@ -135,6 +137,9 @@ def _leaf(node: Node, doc: Any, inverted: bool, *, shown_op: str | None = None,
     out: Error = {"operatorName": shown, "specifiedAs": {path: spec}}
     expand = op not in ("$size", "$elemMatch")
     values = _considered(doc, path, expand)
+    truncated = values is not None and len(values) > MAX_CONSIDERED_VALUES
+    if values is not None:
+        values = values[:MAX_CONSIDERED_VALUES]
     reasons = _BITS if op.startswith("$bits") else _REASONS.get(op, ("comparison failed",
                                                                       "comparison succeeded"))
     if values is None:
@@ -155,6 +160,8 @@ def _leaf(node: Node, doc: Any, inverted: bool, *, shown_op: str | None = None,
             out["consideredValue"] = values[0]
         else:
             out["consideredValues"] = values
+            if truncated:
+                out["consideredValuesTruncated"] = True
         if op == "$type" and values:
             _types(out, sorted({type_name(v) for v in values}))
     return out

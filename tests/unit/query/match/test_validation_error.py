@@ -161,3 +161,10 @@ def test_query_operators() -> None:
         "operatorName": "$nor", "clausesNotSatisfied": [{"index": 0, "details": {
             "operatorName": "$exists", "specifiedAs": {"a": {"$exists": True}},
             "reason": "path does exist", "consideredValue": 1}}]}
+
+
+def test_considered_values_are_cut_at_ten() -> None:
+    m = compile_validator({"a": {"$gt": 100}})
+    details = validation_error_info(m, {"_id": 1, "a": list(range(12))})["details"]
+    assert details["consideredValues"] == list(range(10))
+    assert details["consideredValuesTruncated"] is True
