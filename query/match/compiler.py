@@ -70,6 +70,8 @@ class Node:
     path: str | None = None
     op: str | None = None
     arg: Any = None
+    # what the filter said for this operator under its path, for errInfo's specifiedAs
+    shown: Any = None
 
 
 def _always(result: bool) -> DocFn:
@@ -81,7 +83,8 @@ FALSE_FN: Final = _always(False)
 
 
 # --------------------------------------------------------------------------- clauses
-# A "clause" is a path operator not yet bound to a path: ("pred", op, arg, pred, expand),
+# A "clause" is a path operator not yet bound to a path: ("pred", op, arg, pred, expand
+# [, shown]),
 # ("not", [clauses], op, arg), ("and", [clauses]), ("elem", arg, elem_pred) or ("false",).
 
 Clause = tuple[Any, ...]
@@ -91,8 +94,10 @@ def _bind(clause: Clause, path: str) -> Node:
     """Turn a clause into a document-level node reading `path`."""
     kind = clause[0]
     if kind == "pred":
-        _, op, arg, pred, expand = clause
-        return Node("path", _path_fn(split_path(path), pred, expand), path=path, op=op, arg=arg)
+        op, arg, pred, expand = clause[1:5]
+        shown = clause[5] if len(clause) > 5 else {op: arg}
+        return Node("path", _path_fn(split_path(path), pred, expand), path=path, op=op, arg=arg,
+                    shown=shown)
     if kind == "elem":
         _, arg, elem_pred = clause
         return Node("path", _elem_match_fn(split_path(path), elem_pred), path=path,
@@ -245,8 +250,8 @@ def _parse_field(path: str, val: Any, level: int, variables: dict[str, Any] | No
         return [_bind(c, path) for c in _parse_ops(path, val, level, variables)]
     if is_regex_value(val):
         p, o = regex_parts(val)
-        return [_bind(("pred", "$regex", (p, o), V.regex_pred(p, o), True), path)]
-    return [_bind(("pred", "$eq", val, V.eq_pred(val), True), path)]
+        return [_bind(("pred", "$regex", (p, o), V.regex_pred(p, o), True, val), path)]
+    return [_bind(("pred", "$eq", val, V.eq_pred(val), True, val), path)]
 
 
 def _is_dbref_doc(d: dict[str, Any], allow_incomplete: bool) -> bool:
@@ -307,7 +312,9 @@ def _parse_op(path: str, op: str, arg: Any, ops: dict[str, Any], level: int,
         return ("pred", op, arg, V.bits_pred(op, arg), True)
     if op == "$regex":
         pattern, options = _parse_regex_doc(ops)
-        return ("pred", "$regex", (pattern, options), V.regex_pred(pattern, options), True)
+        shown = {k: v for k, v in ops.items() if k in ("$regex", "$options")}
+        return ("pred", "$regex", (pattern, options), V.regex_pred(pattern, options), True,
+                shown)
     if op == "$options":
         if "$regex" not in ops:
             raise MongoError(ErrorCode.BadValue, "$options needs a $regex")

@@ -126,14 +126,7 @@ def _leaf(node: Node, doc: Any, inverted: bool, *, shown_op: str | None = None,
     op = node.op or "$eq"
     path = node.path or ""
     shown = shown_op or op
-    arg = shown_arg if shown_op else node.arg
-    if op == "$regex" and shown_op is None:
-        pattern, options = node.arg
-        spec: Any = {"$regex": pattern, **({"$options": options} if options else {})}
-    elif shown == "$eq":
-        spec = arg
-    else:
-        spec = {shown: arg}
+    spec = {shown_op: shown_arg} if shown_op else node.shown
     out: Error = {"operatorName": shown, "specifiedAs": {path: spec}}
     expand = op not in ("$size", "$elemMatch")
     values = _considered(doc, path, expand)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from bson import Int64
+from bson import Int64, Regex
 
 from query.match import compile_validator
 from query.match.validation_error import validation_error_info
@@ -168,3 +168,35 @@ def test_considered_values_are_cut_at_ten() -> None:
     details = validation_error_info(m, {"_id": 1, "a": list(range(12))})["details"]
     assert details["consideredValues"] == list(range(10))
     assert details["consideredValuesTruncated"] is True
+
+
+def test_specified_as_repeats_the_filter_as_written() -> None:
+    m = compile_validator({"$or": [{"mail": {"$regex": Regex(r"@x\.org$")}},
+                                   {"mail": Regex("^admin")},
+                                   {"n": {"$eq": 5}}, {"n": 6}]})
+    clauses = validation_error_info(m, {"_id": 1, "mail": "a@y.org", "n": 1})["details"][
+        "clausesNotSatisfied"]
+    assert [c["details"]["specifiedAs"] for c in clauses] == [
+        {"mail": {"$regex": Regex(r"@x\.org$")}}, {"mail": Regex("^admin")},
+        {"n": {"$eq": 5}}, {"n": 6}]
+    assert [c["details"]["reason"] for c in clauses] == [
+        "regular expression did not match", "regular expression did not match",
+        "comparison failed", "comparison failed"]
+
+
+def test_nested_properties_and_json_types() -> None:
+    schema = {"required": ["who", "where"], "properties": {
+        "flag": {"type": "boolean", "description": "on or off"},
+        "where": {"bsonType": "object", "required": ["town"], "properties": {
+            "lane": {"bsonType": "string"}, "town": {"bsonType": "string"}}}}}
+    assert _rules(schema, {"flag": 0.0, "where": {"town": "T", "lane": 5}}) == [
+        {"operatorName": "properties", "propertiesNotSatisfied": [
+            {"propertyName": "flag", "description": "on or off", "details": [
+                _leaf("type", "boolean", "type did not match", 0.0, consideredType="double")]},
+            {"propertyName": "where", "details": [
+                {"operatorName": "properties", "propertiesNotSatisfied": [
+                    {"propertyName": "lane", "details": [
+                        _leaf("bsonType", "string", "type did not match", 5,
+                              consideredType="int")]}]}]}]},
+        {"operatorName": "required", "specifiedAs": {"required": ["who", "where"]},
+         "missingProperties": ["who"]}]
