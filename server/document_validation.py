@@ -68,6 +68,8 @@ def check_validation_options(command: str, db: str, name: str, body: dict[str, A
     """`validator`, `validationLevel`, `validationAction` of a create/collMod on `db.name`
     (whose options are `current` for collMod), checked as mongod does: nothing is written
     when they fail."""
+    if not any(k in body for k in ("validator", "validationLevel", "validationAction")):
+        return
     for key, allowed in (("validationLevel", LEVELS), ("validationAction", ACTIONS)):
         if key not in body:
             continue
@@ -78,9 +80,11 @@ def check_validation_options(command: str, db: str, name: str, body: dict[str, A
         if value not in allowed:
             raise MongoError(ErrorCode.BadValue, f"Enumeration value '{value}' for field "
                              f"'{command}.{key}' is not a valid value.")
-    if "validator" not in body:
+    options = {**(current or {}), **body}
+    if "validator" not in options:
         return
-    validator = body["validator"]
+    # a new level or action re-parses the validator: encryption may become refused
+    validator = options["validator"]
     if not isinstance(validator, dict):
         raise MongoError(ErrorCode.TypeMismatch, f"BSON field '{command}.validator' is the "
                          "wrong type, expected object")
@@ -92,7 +96,6 @@ def check_validation_options(command: str, db: str, name: str, body: dict[str, A
     if name.startswith("system.") and not name.startswith("system.buckets."):
         raise MongoError(ErrorCode.InvalidOptions,
                          f"Document validators not allowed on system collection {db}.{name}")
-    options = {**(current or {}), **body}
     # encryption keywords are refused under warn/moderate, keeping plaintext out of the log
     plain = options.get("validationAction") == "warn" or \
         options.get("validationLevel") == "moderate"

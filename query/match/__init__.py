@@ -12,7 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from query.match.compiler import PARSING_VALIDATOR, MatchDetails, Node, expr_truthy, parse_filter
+from query.match.compiler import (
+    ENCRYPTION_ALLOWED,
+    PARSING_VALIDATOR,
+    MatchDetails,
+    Node,
+    expr_truthy,
+    parse_filter,
+)
 
 __all__ = ["Matcher", "MatchDetails", "Node", "compile_filter", "compile_validator",
            "expr_truthy"]
@@ -78,8 +85,10 @@ def compile_filter(spec: dict[str, Any] | None, *,
 def compile_validator(spec: dict[str, Any], *, allow_encryption: bool = True) -> Matcher:
     """Compile a collection's `validator`: a filter whose `$jsonSchema` may use the
     encryption keywords (`encrypt`, `encryptMetadata`) when `allow_encryption`."""
-    token = PARSING_VALIDATOR.set(allow_encryption)
+    token = PARSING_VALIDATOR.set(True)
+    enc_token = ENCRYPTION_ALLOWED.set(allow_encryption)
     try:
         return Matcher(spec, parse_filter(spec))
     finally:
+        ENCRYPTION_ALLOWED.reset(enc_token)
         PARSING_VALIDATOR.reset(token)

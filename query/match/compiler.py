@@ -33,11 +33,19 @@ from storage.vocabulary.bson_types import is_number
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 
-__all__ = ["Node", "MatchDetails", "parse_filter", "TOP", "DOC", "SUB", "PARSING_VALIDATOR"]
+__all__ = ["Node", "MatchDetails", "parse_filter", "TOP", "DOC", "SUB", "PARSING_VALIDATOR",
+           "ENCRYPTION_ALLOWED"]
 
-# Set while a collection validator is parsed: $jsonSchema's encryption keywords are
-# allowed there only, as in MongoDB.
+# Set while a collection validator is parsed: it refuses $where, $text and the $near
+# family, and $jsonSchema's encryption keywords are allowed there only (and only when
+# ENCRYPTION_ALLOWED), as in MongoDB.
 PARSING_VALIDATOR: ContextVar[bool] = ContextVar("PARSING_VALIDATOR", default=False)
+ENCRYPTION_ALLOWED: ContextVar[bool] = ContextVar("ENCRYPTION_ALLOWED", default=False)
+
+
+def _refuse_in_validator(what: str) -> None:
+    if PARSING_VALIDATOR.get():
+        raise MongoError(ErrorCode.BadValue, f"{what} not allowed in this context")
 
 # Parse levels (MongoDB's DocumentParseLevel).
 TOP: Final = 0   # the filter document itself
@@ -325,6 +333,8 @@ def _parse_op(path: str, op: str, arg: Any, ops: dict[str, Any], level: int,
         return _parse_elem_match(path, arg, variables)
     if op == "$all":
         return _parse_all(path, arg, variables)
+    if op in ("$near", "$nearSphere", "$geoNear"):
+        _refuse_in_validator("$geoNear, $near, and $nearSphere are")
     if op in _GEO_OPS:
         raise MongoError(ErrorCode.NotImplemented, f"{op} is not supported by bucketd")
     if op == "$where":
@@ -477,11 +487,13 @@ def _parse_comment(key: str, val: Any, level: int, variables: dict[str, Any] | N
 
 
 def _parse_where(key: str, val: Any, level: int, variables: dict[str, Any] | None) -> Node:
+    _refuse_in_validator("$where is")
     raise MongoError(ErrorCode.NotImplemented,
                      "$where is not supported: bucketd has no JavaScript engine")
 
 
 def _parse_text(key: str, val: Any, level: int, variables: dict[str, Any] | None) -> Node:
+    _refuse_in_validator("$text is")
     if level == SUB:
         raise MongoError(ErrorCode.BadValue, "$text can only be applied to the top-level document")
     raise MongoError(ErrorCode.IndexNotFound, "text index required for $text query")
@@ -489,7 +501,7 @@ def _parse_text(key: str, val: Any, level: int, variables: dict[str, Any] | None
 
 def _parse_json_schema(key: str, val: Any, level: int,
                        variables: dict[str, Any] | None) -> Node:
-    compiled = compile_json_schema(val, allow_encryption=PARSING_VALIDATOR.get())
+    compiled = compile_json_schema(val, allow_encryption=ENCRYPTION_ALLOWED.get())
     matches = compiled.matches
 
     def fn(doc: Any, details: MatchDetails | None) -> bool:

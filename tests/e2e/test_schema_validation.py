@@ -207,6 +207,12 @@ BAD_VALIDATORS = [
     ({"$jsonSchema": {"anyOf": []}}, 2, "$jsonSchema keyword 'anyOf' must be a non-empty array"),
     ({"$jsonSchema": {"maxLength": -1}}, 9, "Expected a positive number in: maxLength: -1"),
     ({"a": {"$bogus": 1}}, 2, "unknown operator: $bogus"),
+    ({"$where": "this.a == 1"}, 2, "$where is not allowed in this context"),
+    ({"$text": {"$search": "bob"}}, 2, "$text is not allowed in this context"),
+    ({"p": {"$near": [0, 0]}}, 2, "$geoNear, $near, and $nearSphere are not allowed in this "
+                                  "context"),
+    ({"$jsonSchema": {"properties": {"a": {"encrypt": {}}}}, "$where": "x"}, 2,
+     "$where is not allowed in this context"),
 ]
 
 
@@ -244,6 +250,23 @@ def test_invalid_level_action_or_validator_type(db, body: dict[str, Any], code: 
     with pytest.raises(OperationFailure) as exc:
         db.command({"collMod": "ok", **body})
     assert (exc.value.code, exc.value.details["errmsg"]) == (code, message.format(cmd="collMod"))
+
+
+def test_encryption_keywords_only_with_strict_error(db) -> None:
+    validator = {"$jsonSchema": {"properties": {"ssn": {"encrypt": {"bsonType": "string"}}}}}
+    for options in ({"validationAction": "warn"}, {"validationLevel": "moderate"}):
+        with pytest.raises(OperationFailure) as exc:
+            db.create_collection("enc", validator=validator, **options)
+        assert exc.value.code == 224
+    c = db.create_collection("enc", validator=validator)
+    with pytest.raises(WriteError) as err:
+        c.insert_one({"_id": 1, "ssn": "123-45-6789"})
+    assert _err_info(err)["details"]["schemaRulesNotSatisfied"][0]["propertiesNotSatisfied"] == [
+        {"propertyName": "ssn", "details": [{"operatorName": "encrypt",
+                                             "reason": "value was not encrypted"}]}]
+    with pytest.raises(OperationFailure) as exc:
+        db.command("collMod", "enc", validationAction="warn")
+    assert exc.value.code == 224
 
 
 def test_validators_refused_on_system_and_internal_collections(client, db) -> None:
