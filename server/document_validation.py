@@ -37,11 +37,17 @@ class DocumentValidator:
         self.moderate = moderate
         self.warn = warn
 
+    def _passes(self, doc: dict[str, Any]) -> bool:
+        # a validator that fails to evaluate (an $expr dividing by zero) does not pass
+        try:
+            return self.matcher.matches(doc)
+        except MongoError:
+            return False
+
     def __call__(self, doc: dict[str, Any], old_doc: dict[str, Any] | None = None) -> None:
-        matches = self.matcher.matches
-        if matches(doc):
+        if self._passes(doc):
             return
-        if self.moderate and old_doc is not None and not matches(old_doc):
+        if self.moderate and old_doc is not None and not self._passes(old_doc):
             return
         info = validation_error_info(self.matcher, doc)
         if self.warn:

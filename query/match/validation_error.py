@@ -88,10 +88,18 @@ def _tree(node: Node, doc: Any, inverted: bool) -> Error:
     report_matching = child_inverted
     clauses = []
     for i, child in enumerate(node.children):
-        if child.fn(doc, None) == report_matching:
+        if _reported(child, doc, report_matching):
             clauses.append({"index": i, "details": _explain(child, doc, child_inverted)})
     key = "clausesSatisfied" if inverted else "clausesNotSatisfied"
     return {"operatorName": name, key: clauses}
+
+
+def _reported(child: Node, doc: Any, report_matching: bool) -> bool:
+    """Whether a clause explains itself: it fails (or, negated, matches), or it throws."""
+    try:
+        return child.fn(doc, None) == report_matching
+    except MongoError:
+        return True
 
 
 def _expr(node: Node, doc: Any, inverted: bool) -> Error:
@@ -99,8 +107,9 @@ def _expr(node: Node, doc: Any, inverted: bool) -> Error:
                   "reason": "expression did match" if inverted else "expression did not match"}
     try:
         result = compile_expression(node.arg).evaluate(doc, {})
-    except MongoError:
+    except MongoError as exc:
         out["reason"] = "failed to evaluate aggregation expression"
+        out["details"] = {"code": exc.code, "codeName": exc.code_name, "errmsg": exc.errmsg}
         return out
     if result is not MISSING:
         out["expressionResult"] = result

@@ -172,6 +172,20 @@ def test_a_closed_schema_without_id_is_warned_about(db) -> None:
         db.closed.insert_one({"a": 1})
 
 
+def test_a_validator_that_fails_to_evaluate(db) -> None:
+    c = db.create_collection("div", validator={"$expr": {"$divide": [10, "$d"]}})
+    with pytest.raises(WriteError) as exc:
+        c.insert_one({"_id": 1, "d": 0})
+    details = _err_info(exc)["details"]
+    assert details["operatorName"] == "$expr"
+    assert details["reason"] == "failed to evaluate aggregation expression"
+    assert details["details"]["code"] == 2
+    c.insert_one({"_id": 2, "d": 5})
+    db.command("collMod", "div", validationAction="warn")
+    c.insert_one({"_id": 3, "d": 0})
+    assert c.count_documents({}) == 2
+
+
 def test_coll_mod_and_list_collections(db) -> None:
     c = db.create_collection("c")
     c.insert_one({"_id": 1})
