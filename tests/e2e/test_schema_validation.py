@@ -311,6 +311,9 @@ def test_bypass_on_insert_update_find_and_modify(db) -> None:
                                             bypassDocumentValidation=b),
             lambda b: c.bulk_write([pymongo.InsertOne({"_id": f"b{b}"})],
                                    bypass_document_validation=b),
+            lambda b: c.update_one({"_id": 0}, [{"$unset": "ok"}], bypass_document_validation=b),
+            lambda b: c.find_one_and_update({"_id": 0}, [{"$unset": "ok"}],
+                                            bypassDocumentValidation=b),
         ]
         for op in ops:
             if bypass:
