@@ -81,6 +81,8 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
             if key in body:
                 options[key] = body[key]
                 changed = True
+        if options.get("validator") == {}:
+            del options["validator"]  # an empty validator removes it
         if changed:
             catalog.set_options(db, name, options=options)
         if index is not None:

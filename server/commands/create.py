@@ -41,6 +41,8 @@ def plain_options(body: dict[str, Any]) -> dict[str, Any]:
     for key in ALLOWED:
         if key in body and key not in _IGNORED:
             opts[key] = body[key]
+    if opts.get("validator") == {}:
+        del opts["validator"]  # mongod keeps no empty validator
     return opts
 
 

@@ -197,6 +197,10 @@ def test_coll_mod_and_list_collections(db) -> None:
     with pytest.raises(WriteError):
         c.insert_one({"_id": 2})
     c.insert_one({"_id": 2, "a": 1})
+    db.command("collMod", "c", validator={})
+    opts = db.command("listCollections", filter={"name": "c"})["cursor"]["firstBatch"][0]
+    assert opts["options"] == {"validationLevel": "moderate", "validationAction": "error"}
+    c.insert_one({"_id": 3})
     _students(db, validationLevel="strict", validationAction="warn")
     opts = db.command("listCollections", filter={"name": "students"})["cursor"]["firstBatch"]
     assert opts[0]["options"] == {"validator": {"$jsonSchema": SCHEMA},
