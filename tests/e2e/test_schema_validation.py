@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
-import shutil
-import subprocess
 from typing import Any
 
 import pymongo
@@ -21,7 +18,7 @@ from bson import ObjectId
 from pymongo.errors import BulkWriteError, OperationFailure, WriteError
 
 from .mongosh_util import run_mongosh
-from .test_auth import _node_modules
+from .node_driver import run_node
 
 SCHEMA: dict[str, Any] = {
     "bsonType": "object",
@@ -441,11 +438,8 @@ def test_mongosh_schema_validation(uri: str) -> None:
         "found": [{"name": "Al"}], "level": None}
 
 
-NODE_SCRIPT = """
-const { MongoClient } = require('mongodb');
-(async () => {
-  const c = new MongoClient(process.env.BUCKETD_URI, { serverSelectionTimeoutMS: 10000 });
-  const d = c.db('schema_validation_node');
+NODE_BODY = """
+  const d = client.db('schema_validation_node');
   await d.dropDatabase();
   const s = await d.createCollection('s', { validator: { $jsonSchema: {
     required: ['n'], properties: { n: { bsonType: 'int', maximum: 5 } } } } });
@@ -457,23 +451,15 @@ const { MongoClient } = require('mongodb');
   await d.command({ collMod: 's', validationAction: 'warn' });
   const warned = await s.insertOne({ _id: 3, n: 'x' });
   const info = (await d.listCollections({ name: 's' }).toArray())[0].options;
-  console.log(JSON.stringify({ refused, bypassed: bypassed.insertedId, warned: warned.insertedId,
-                               action: info.validationAction, count: await s.countDocuments() }));
+  const out = { refused, bypassed: bypassed.insertedId, warned: warned.insertedId,
+                action: info.validationAction, count: await s.countDocuments() };
   await d.dropDatabase();
-  await c.close();
-})().catch(e => { console.error(e); process.exit(1); });
+  return out;
 """
 
 
 def test_node_driver(uri: str) -> None:
-    modules = _node_modules()
-    node = shutil.which("node")
-    if modules is None or node is None:
-        pytest.skip("the Node.js driver is not installed")
-    res = subprocess.run([node, "-e", NODE_SCRIPT], capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "NODE_PATH": str(modules), "BUCKETD_URI": uri})
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert json.loads(res.stdout.strip().splitlines()[-1]) == {
+    assert run_node(uri, NODE_BODY) == {
         "refused": {"code": 121, "errInfo": {"failingDocumentId": 1, "details": {
             "operatorName": "$jsonSchema", "schemaRulesNotSatisfied": [{
                 "operatorName": "properties", "propertiesNotSatisfied": [{
