@@ -92,8 +92,8 @@ FALSE_FN: Final = _always(False)
 
 # --------------------------------------------------------------------------- clauses
 # A "clause" is a path operator not yet bound to a path: ("pred", op, arg, pred, expand
-# [, shown]),
-# ("not", [clauses], op, arg), ("and", [clauses]), ("elem", arg, elem_pred) or ("false",).
+# [, shown]), ("not", [clauses], op, arg), ("and", [clauses] [, "$all", arg]),
+# ("elem", arg, elem_pred) or ("false",).
 
 Clause = tuple[Any, ...]
 
@@ -117,7 +117,11 @@ def _bind(clause: Clause, path: str) -> Node:
         return Node("not", lambda doc, details: not cfn(doc, None), [child], path=path, op=op,
                     arg=arg)
     if kind == "and":
-        return _and([_bind(c, path) for c in clause[1]])
+        node = _and([_bind(c, path) for c in clause[1]])
+        if len(clause) > 2:  # $all: one operator for errInfo, whatever its clauses
+            node = Node("and", node.fn, [node], path=path, op=clause[2], arg=clause[3],
+                        shown={clause[2]: clause[3]})
+        return node
     if kind == "false":
         return Node("false", FALSE_FN, path=path)
     raise AssertionError(kind)
@@ -428,7 +432,7 @@ def _parse_all(path: str, arg: Any, variables: dict[str, Any] | None) -> Clause:
             if not (isinstance(item, dict) and item and next(iter(item)) == "$elemMatch"):
                 raise MongoError(ErrorCode.BadValue, "$all/$elemMatch has to be consistent")
             clauses.append(_parse_elem_match(path, item["$elemMatch"], variables))
-        return ("and", clauses)
+        return ("and", clauses, "$all", arg)
     clauses = []
     for item in arg:
         if is_regex_value(item):
@@ -439,7 +443,7 @@ def _parse_all(path: str, arg: Any, variables: dict[str, Any] | None) -> Clause:
             raise MongoError(ErrorCode.BadValue, "no $ expressions in $all")
         else:
             clauses.append(("pred", "$eq", item, V.eq_pred(item), True))
-    return ("and", clauses)
+    return ("and", clauses, "$all", arg)
 
 
 _PATH_OPS: Final = frozenset({

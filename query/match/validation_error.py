@@ -40,6 +40,7 @@ _REASONS: Final[dict[str, tuple[str, str]]] = {
              "$mod did evaluate to expected remainder"),
     "$elemMatch": ("array did not satisfy the child predicate",
                    "array did satisfy the child predicate"),
+    "$all": ("array did not contain all specified values", "array did contain all specified values"),
 }
 _BITS: Final = ("bitwise operator failed to match", "bitwise operator matched successfully")
 _NUMBERS: Final = ("decimal", "double", "int", "long")
@@ -65,6 +66,8 @@ def _explain(node: Node, doc: Any, inverted: bool) -> Error:
     if kind == "jsonschema":
         assert isinstance(node.arg, JsonSchema)
         return explain_json_schema(node.arg.schema, doc, inverted=inverted)
+    if kind == "and" and node.op == "$all":
+        return _leaf(node, doc, inverted)
     if kind in ("and", "or", "nor"):
         return _tree(node, doc, inverted)
     if kind == "not":
@@ -137,7 +140,7 @@ def _leaf(node: Node, doc: Any, inverted: bool, *, shown_op: str | None = None,
     shown = shown_op or op
     spec = {shown_op: shown_arg} if shown_op else node.shown
     out: Error = {"operatorName": shown, "specifiedAs": {path: spec}}
-    expand = op not in ("$size", "$elemMatch")
+    expand = op not in ("$size", "$elemMatch", "$all")
     values = _considered(doc, path, expand)
     truncated = values is not None and len(values) > MAX_CONSIDERED_VALUES
     if values is not None:

@@ -200,3 +200,11 @@ def test_nested_properties_and_json_types() -> None:
                               consideredType="int")]}]}]}]},
         {"operatorName": "required", "specifiedAs": {"required": ["who", "where"]},
          "missingProperties": ["who"]}]
+
+
+def test_all_is_one_operator() -> None:
+    m = compile_validator({"tags": {"$all": ["a", "b"]}})
+    assert m.matches({"tags": ["b", "a"]})
+    assert validation_error_info(m, {"_id": 1, "tags": ["a"]})["details"] == {
+        "operatorName": "$all", "specifiedAs": {"tags": {"$all": ["a", "b"]}},
+        "reason": "array did not contain all specified values", "consideredValue": ["a"]}
