@@ -323,11 +323,13 @@ def statement_variables(stmt: UpdateStatement) -> dict[str, Any]:
 
 
 def apply_update_statement(coll_getter: Callable[[], Any], stmt: UpdateStatement, *,
-                           validator: Callable[[dict[str, Any]], None] | None = None,
+                           validator: Callable[..., None] | None = None,
                            want_docs: bool = False) -> UpdateOutcome:
     """One update statement: match, modify, write back; upsert when nothing matched.
 
-    `coll_getter` returns the collection, creating it only if an upsert needs it."""
+    `coll_getter` returns the collection, creating it only if an upsert needs it.
+    `validator(new_doc, old_doc)` checks a modified document (`old_doc` None for an
+    upsert's insert) and raises to refuse it."""
     update = compile_statement_update(stmt)
     coll = coll_getter()
     if coll is None and not stmt.upsert:
@@ -351,7 +353,7 @@ def apply_update_statement(coll_getter: Callable[[], Any], stmt: UpdateStatement
         if modified:
             validate_document_for_storage(new_doc, for_insert=False)
             if validator is not None:
-                validator(new_doc)
+                validator(new_doc, doc)
             data = encode(new_doc)
             if len(data) > MAX_BSON_SIZE:
                 raise MongoError(ErrorCode.BSONObjectTooLarge,

@@ -62,7 +62,8 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     coll, pipeline, batch_size, allow_disk = _parse(req)
     if req.body.get("explain"):
         return await explain(req, req.body, "queryPlanner")
-    ctx = build_context(req, coll, allow_disk_use=allow_disk)
+    bypass = get_bool(req.body, "aggregate", "bypassDocumentValidation", False)
+    ctx = build_context(req, coll, allow_disk_use=allow_disk, bypass_validation=bypass)
     let = req.body.get("let")
     writes = any(isinstance(s, dict) and ("$out" in s or "$merge" in s) for s in pipeline)
 
