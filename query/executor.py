@@ -30,6 +30,8 @@ from query.variables import CommandVariables
 from storage.bounds import Interval as StorageInterval
 from storage.bson_order import sort_key
 from storage.bsonutil import CODEC_OPTIONS, MAX_BSON_SIZE, encode
+from storage.clustered import clustered_index_name
+from storage.indexes import ID_INDEX_NAME
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
@@ -74,11 +76,15 @@ class PreparedFind:
 
 
 def index_specs(coll: Any) -> list[dict[str, Any]]:
-    """listIndexes-shaped specs plus the multikey flag the planner needs."""
+    """listIndexes-shaped specs plus what the planner needs: the multikey flag and, on a
+    clustered collection's `_id` index, the clustered index's name."""
     out = []
+    clustered_name = clustered_index_name(coll.options)
     for ix in coll.entry.indexes:
         spec = dict(ix.spec.document)
         spec["multikey"] = bool(ix.multikey)
+        if clustered_name is not None and ix.name == ID_INDEX_NAME:
+            spec["clusteredName"] = clustered_name
         out.append(spec)
     return out
 

@@ -42,6 +42,7 @@ from storage.bounds import IndexBounds, Interval, plan_ranges
 from storage.bson_order import values_equal
 from storage.bsontext import to_mongo_string
 from storage.catalog_entries import CollectionEntry, IndexEntry
+from storage.clustered import clustered_index_name, clustered_list_index, is_clustered
 from storage.collection_results import (
     CollectionStats,
     CreateIndexesResult,
@@ -57,6 +58,7 @@ from storage.indexes import (
     IndexSpec,
     KeySet,
     compare_index_specs,
+    is_id_key_pattern,
     validate_index_spec,
 )
 from storage.keystring import UNDEFINED, encode_value
@@ -524,8 +526,35 @@ class Collection:
     # --- indexes ---------------------------------------------------------------------------------
 
     def list_indexes(self) -> list[dict[str, Any]]:
-        """The index specs as listIndexes returns them, in creation order."""
-        return [dict(ix.spec.document) for ix in self.entry.indexes]
+        """The index specs as listIndexes returns them, in creation order (a clustered
+        collection's `_id` index in its clustered form, or hidden: `storage.clustered`)."""
+        out = []
+        clustered = is_clustered(self.options)
+        for ix in self.entry.indexes:
+            if clustered and ix.name == ID_INDEX_NAME:
+                shown = clustered_list_index(self.options)
+                if shown is not None:
+                    out.append(shown)
+                continue
+            out.append(dict(ix.spec.document))
+        return out
+
+    def _clustered_create_specs(self, specs: Sequence[Mapping[str, Any]]
+                                ) -> list[Mapping[str, Any]]:
+        """The specs left to build once the `clustered` option is dealt with: on the
+        cluster key of a clustered collection it names the existing index (skipped),
+        anywhere else it is refused (6243700)."""
+        out = []
+        for spec in specs:
+            if isinstance(spec, Mapping) and spec.get("clustered"):
+                key = spec.get("key")
+                if (is_clustered(self.options) and isinstance(key, Mapping)
+                        and is_id_key_pattern(key)):
+                    continue
+                raise MongoError(6243700, "Cannot create index with option 'clustered' on a "
+                                 "key that is not the collection's cluster key")
+            out.append(spec)
+        return out
 
     def create_indexes(self, specs: Sequence[Mapping[str, Any]]) -> CreateIndexesResult:
         """Validate and build `specs` (all or nothing). Specs identical to an existing
@@ -535,7 +564,7 @@ class Collection:
         entry = self.entry
         before = len(entry.indexes)
         validated = [validate_index_spec(s, compile_filter=self._catalog.compile_filter)
-                     for s in specs]
+                     for s in self._clustered_create_specs(specs)]
         current: list[IndexSpec] = [ix.spec for ix in entry.indexes]
         to_build: list[IndexSpec] = []
         for spec in validated:
@@ -662,7 +691,14 @@ class Collection:
             names = [found[0].name]
         else:
             names = list(target)
+        clustered_name = clustered_index_name(self.options)
+        if clustered_name is not None and isinstance(target, Mapping) and names == [ID_INDEX_NAME]:
+            names = [clustered_name]
         for name in names:
+            if name == clustered_name:
+                raise MongoError(5979800, "It is illegal to drop the clusteredIndex")
+            if name == ID_INDEX_NAME and clustered_name is not None:
+                raise MongoError(ErrorCode.IndexNotFound, f"index not found with name [{name}]")
             if name == ID_INDEX_NAME:
                 raise MongoError(ErrorCode.InvalidOptions, "cannot drop _id index")
             if entry.index(name) is None:
