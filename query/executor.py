@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-import bson
 from bson import ObjectId
 from bson.raw_bson import RawBSONDocument
 
@@ -31,8 +30,9 @@ from storage.bounds import Interval as StorageInterval
 from storage.bson_order import sort_key
 from storage.bsonutil import CODEC_OPTIONS, MAX_BSON_SIZE, encode
 from storage.clustered import clustered_index_name
-from storage.indexes import ID_INDEX_NAME
 from storage.errors import MongoError
+from storage.indexes import ID_INDEX_NAME
+from storage.vocabulary.bson_decode import decode_document
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 
@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 DEFAULT_MAX_SORT_BYTES: Final = 100 * 1024 * 1024
-_decode = bson.decode
+_decode = decode_document
 
 
 @dataclass

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from query.match import compile_filter
 from bson.int64 import Int64
 
+from query.match import compile_filter
 from storage.bsontext import to_mongo_string
 from storage.clustered import CLUSTERED_OPTION, parse_clustered_index
 from storage.errors import MongoError
