@@ -182,7 +182,7 @@ def test_coll_mod_expire_after_seconds(db: Any) -> None:
     assert exc.value.code == 72
 
 
-def test_ttl_deletes_by_date_id(tmp_path) -> None:
+def test_ttl_deletes_by_date_id_and_survives_restart(tmp_path) -> None:
     from ..conftest import start_server
 
     proc = start_server(tmp_path, "--setParameter", "ttlMonitorSleepSecs=1")
@@ -198,6 +198,15 @@ def test_ttl_deletes_by_date_id(tmp_path) -> None:
             while time.time() < deadline and db.c.count_documents({}) != 3:
                 time.sleep(0.3)
             assert sorted(d["v"] for d in db.c.find()) == ["new", "number", "string"]
+    finally:
+        proc.stop()
+    proc = start_server(tmp_path)  # the clustered index survives a restart
+    try:
+        with pymongo.MongoClient(proc.uri) as c:
+            assert list(c.clustered_ttl.c.list_indexes()) == [
+                {**CANONICAL, "expireAfterSeconds": 3600, "clustered": True}]
+            plan = c.clustered_ttl.command("explain", {"find": "c", "filter": {"_id": 1}})
+            assert plan["queryPlanner"]["winningPlan"]["stage"] == "CLUSTERED_IXSCAN"
     finally:
         proc.stop()
 
