@@ -22,9 +22,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from storage.bson_order import values_equal
 from storage.bsontext import to_mongo_string
 from storage.errors import MongoError
-from storage.vocabulary.bson_types import is_number, type_name
+from storage.vocabulary.bson_types import INT32_MAX, INT32_MIN, is_number, safe_number, type_name
 from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = ["CLUSTERED_OPTION", "clustered_index_name", "clustered_list_index",
@@ -120,17 +121,18 @@ def _parse_spec(value: Mapping[str, Any]) -> dict[str, Any]:
     if not _truthy(unique):
         raise MongoError(5979700, "The clusteredIndex option requires unique: true to be "
                          "specified")
-    if list(key) != ["_id"] or not is_number(key["_id"]) or key["_id"] != 1:
+    if list(key) != ["_id"] or not values_equal(key["_id"], 1):
         raise MongoError(ErrorCode.InvalidIndexSpecificationOption,
                          "The clusteredIndex option is only supported for key: {_id: 1}")
     as_given: dict[str, Any] = {"v": version, "key": dict(key)}
     if name is not None:
         as_given["name"] = name
     as_given["unique"] = unique
-    if int(version) != 2:
+    number = safe_number(version, INT32_MIN, INT32_MAX)  # IDL safeInt
+    if number != 2:
         raise MongoError(5979704, f"Invalid clusteredIndex specification "
                          f"{to_mongo_string(as_given)}; cannot create a clusteredIndex with "
-                         f"v={int(version)}")
+                         f"v={number}")
     return {"v": 2, "key": {"_id": 1}, "name": name if name is not None else "_id_",
             "unique": True}
 
