@@ -539,17 +539,14 @@ class Collection:
             out.append(dict(ix.spec.document))
         return out
 
-    def _clustered_create_specs(self, specs: Sequence[Mapping[str, Any]]
-                                ) -> list[Mapping[str, Any]]:
-        """The specs left to build once the `clustered` option is dealt with: on the
-        cluster key of a clustered collection it names the existing index (skipped),
+    def _clustered_create_specs(self, specs: list[IndexSpec]) -> list[IndexSpec]:
+        """The validated specs left to build once the `clustered` option is dealt with: on
+        the cluster key of a clustered collection it names the existing index (skipped),
         anywhere else it is refused (6243700)."""
         out = []
         for spec in specs:
-            if isinstance(spec, Mapping) and spec.get("clustered"):
-                key = spec.get("key")
-                if (is_clustered(self.options) and isinstance(key, Mapping)
-                        and is_id_key_pattern(key)):
+            if "clustered" in spec.document:
+                if is_clustered(self.options) and is_id_key_pattern(spec.key):
                     continue
                 raise MongoError(6243700, "Cannot create index with option 'clustered' on a "
                                  "key that is not the collection's cluster key")
@@ -563,8 +560,8 @@ class Collection:
         DuplicateKey (11000)."""
         entry = self.entry
         before = len(entry.indexes)
-        validated = [validate_index_spec(s, compile_filter=self._catalog.compile_filter)
-                     for s in self._clustered_create_specs(specs)]
+        validated = self._clustered_create_specs(
+            [validate_index_spec(s, compile_filter=self._catalog.compile_filter) for s in specs])
         current: list[IndexSpec] = [ix.spec for ix in entry.indexes]
         to_build: list[IndexSpec] = []
         for spec in validated:

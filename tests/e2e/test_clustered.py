@@ -161,6 +161,12 @@ def test_secondary_and_clustered_index_ddl(db: Any) -> None:
     assert exc.value.code == 27
     db.command("dropIndexes", "c", index="*")
     assert list(db.c.list_indexes()) == [clustered]
+    for spec, code in (({"key": {"_id": 1}, "name": "x", "clustered": False}, 6492800),
+                       ({"key": {"_id": 1}, "name": "x", "clustered": True}, 67)):
+        with pytest.raises(OperationFailure) as exc:
+            db.command("createIndexes", "c", indexes=[spec])
+        assert exc.value.code == code, spec
+    assert list(db.c.list_indexes()) == [clustered]
     # an ordinary collection has no clustered index to name
     db.command("create", "plain")
     with pytest.raises(OperationFailure) as exc:
