@@ -525,6 +525,14 @@ class Collection:
 
     # --- indexes ---------------------------------------------------------------------------------
 
+    @staticmethod
+    def _counted(entry: CollectionEntry) -> int:
+        """How many indexes clients are told of: a clustered collection's `_id_` index
+        store is the collection itself to them, no index (mongod's index catalog holds no
+        entry for the cluster key)."""
+        n = len(entry.indexes)
+        return n - 1 if is_clustered(entry.options) and entry.index(ID_INDEX_NAME) else n
+
     def list_indexes(self) -> list[dict[str, Any]]:
         """The index specs as listIndexes returns them, in creation order (a clustered
         collection's `_id` index in its clustered form, or hidden: `storage.clustered`)."""
@@ -559,7 +567,7 @@ class Collection:
         IndexKeySpecsConflict (86); a unique index over duplicate data raises
         DuplicateKey (11000)."""
         entry = self.entry
-        before = len(entry.indexes)
+        before = self._counted(entry)
         validated = self._clustered_create_specs(
             [validate_index_spec(s, compile_filter=self._catalog.compile_filter) for s in specs])
         current: list[IndexSpec] = [ix.spec for ix in entry.indexes]
@@ -670,7 +678,7 @@ class Collection:
         """dropIndexes: ``"*"`` (all but ``_id_``), a name, a list of names, or a key
         pattern. Returns the number of indexes before (nIndexesWas)."""
         entry = self.entry
-        before = len(entry.indexes)
+        before = self._counted(entry)
         if isinstance(target, str):
             names = ([ix.name for ix in entry.indexes if ix.name != ID_INDEX_NAME]
                      if target == "*" else [target])
@@ -716,10 +724,11 @@ class Collection:
     def stats(self) -> CollectionStats:
         entry = self.entry
         rs = self._rs()
+        hidden = ID_INDEX_NAME if is_clustered(entry.options) else None
         sizes = {ix.name: self._catalog._index_runtime(ix).store.storage_size()
-                 for ix in entry.indexes}
+                 for ix in entry.indexes if ix.name != hidden}
         return CollectionStats(entry.ns, rs.count(), rs.data_size(), rs.storage_size(),
-                               len(entry.indexes), sum(sizes.values()), sizes)
+                               len(sizes), sum(sizes.values()), sizes)
 
     def validate(self) -> ValidateResult:
         """Check every document decodes and every index holds exactly the entries its
@@ -759,9 +768,10 @@ class Collection:
                 else:
                     extra += 1
             missing = len(want)
-            keys_per_index[ix.name] = n_keys
             ok = extra == 0 and missing == 0 and keygen_failures[j] == 0
-            details[ix.name] = {"valid": ok}
+            if not (ix.name == ID_INDEX_NAME and is_clustered(entry.options)):
+                keys_per_index[ix.name] = n_keys  # (checked all the same)
+                details[ix.name] = {"valid": ok}
             if extra:
                 errors.append(f"Index {ix.name} has {extra} entries that match no document")
             if missing:
