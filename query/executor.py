@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-import bson
 from bson import ObjectId
 from bson.raw_bson import RawBSONDocument
 
@@ -30,8 +29,11 @@ from query.variables import CommandVariables
 from storage.bounds import Interval as StorageInterval
 from storage.bson_order import sort_key
 from storage.bsonutil import CODEC_OPTIONS, MAX_BSON_SIZE, encode
+from storage.clustered import clustered_index_name
 from storage.collection_results import ScanStats
 from storage.errors import MongoError
+from storage.indexes import ID_INDEX_NAME
+from storage.vocabulary.bson_decode import decode_document
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 
@@ -44,7 +46,7 @@ __all__ = [
 ]
 
 DEFAULT_MAX_SORT_BYTES: Final = 100 * 1024 * 1024
-_decode = bson.decode
+_decode = decode_document
 
 
 @dataclass
@@ -83,11 +85,15 @@ class FindCounts:
 
 
 def index_specs(coll: Any) -> list[dict[str, Any]]:
-    """listIndexes-shaped specs plus the multikey flag the planner needs."""
+    """listIndexes-shaped specs plus what the planner needs: the multikey flag and, on a
+    clustered collection's `_id` index, the clustered index's name."""
     out = []
+    clustered_name = clustered_index_name(coll.options)
     for ix in coll.entry.indexes:
         spec = dict(ix.spec.document)
         spec["multikey"] = bool(ix.multikey)
+        if clustered_name is not None and ix.name == ID_INDEX_NAME:
+            spec["clusteredName"] = clustered_name
         out.append(spec)
     return out
 

@@ -19,7 +19,7 @@ from .executor import PreparedFind, run_find, select_for_modify
 from .update import Update
 
 __all__ = ["EXEC_VERBOSITIES", "Layer", "explain_find", "explain_modify", "find_stages",
-           "nest", "query_planner", "with_counters"]
+           "keys_examined", "nest", "query_planner", "with_counters"]
 
 EXEC_VERBOSITIES: Final = ("executionStats", "allPlansExecution")
 
@@ -70,6 +70,11 @@ def _access_layers(prepared: PreparedFind, run: bool) -> list[Layer]:
         if run:
             node["docsExamined"] = scan.docs_examined
         return [Layer(node, counts.matched, scan.docs_examined)]
+    if plan.clustered:  # the collection itself, scanned by `_id` (no index keys to count)
+        node = plan.explain()
+        if run:
+            node["docsExamined"] = scan.docs_examined
+        return [Layer(node, counts.matched, scan.docs_examined)]
     fetch_tree = plan.explain()
     ixscan = dict(fetch_tree["inputStage"])
     fetched = scan.docs_examined
@@ -84,6 +89,11 @@ def _access_layers(prepared: PreparedFind, run: bool) -> list[Layer]:
         fetch.update({"docsExamined": fetched, "alreadyHasObj": 0})
     return [Layer(ixscan, scan.keys_examined - scan.dups_dropped, scan.keys_examined),
             Layer(fetch, counts.matched, fetched)]
+
+
+def keys_examined(prepared: PreparedFind) -> int:
+    """The index keys the run examined (a clustered collection's `_id` scan reads none)."""
+    return 0 if prepared.plan.clustered else prepared.scan.keys_examined
 
 
 def find_stages(prepared: PreparedFind, run: bool) -> list[Layer]:
@@ -161,7 +171,7 @@ def explain_find(coll: Any, prepared: PreparedFind, verbosity: str, ns: str
             "executionSuccess": True,
             "nReturned": prepared.counts.returned,
             "executionTimeMillis": millis,
-            "totalKeysExamined": prepared.scan.keys_examined,
+            "totalKeysExamined": keys_examined(prepared),
             "totalDocsExamined": prepared.scan.docs_examined,
             "executionStages": nest(find_stages(prepared, True), millis),
         }
@@ -214,7 +224,7 @@ def explain_modify(coll: Any, prepared: PreparedFind, verbosity: str, ns: str, *
     if run:
         out["executionStats"] = {
             "executionSuccess": True, "nReturned": 0, "executionTimeMillis": millis,
-            "totalKeysExamined": prepared.scan.keys_examined,
+            "totalKeysExamined": keys_examined(prepared),
             "totalDocsExamined": prepared.scan.docs_examined,
             "executionStages": nest(stages(True), millis),
         }

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from query.context import PipelineContext
 from query.dependencies import pipeline_fields
 from query.executor import FindSpec, PreparedFind, prepare_find, run_find
-from query.explain import EXEC_VERBOSITIES, find_stages, nest, query_planner
+from query.explain import EXEC_VERBOSITIES, find_stages, keys_examined, nest, query_planner
 from query.pipeline import compile_pipeline, resolve_let_variables
 from query.stages.base import Env
 from query.timeseries.read_plan import pipeline_read
@@ -135,7 +135,7 @@ def _cursor_stage(ns: str, prepared: PreparedFind, run: bool, millis: int,
         stages = find_stages(prepared, True)
         cursor["executionStats"] = {
             "executionSuccess": True, "nReturned": n_returned, "executionTimeMillis": millis,
-            "totalKeysExamined": prepared.scan.keys_examined,
+            "totalKeysExamined": keys_examined(prepared),
             "totalDocsExamined": prepared.scan.docs_examined,
             "executionStages": nest(stages, millis),
         }

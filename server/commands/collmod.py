@@ -1,12 +1,17 @@
-"""collMod: change a collection's validator, an index's hidden/TTL options, a time-series
-collection's bucketing and expireAfterSeconds, or a view's `viewOn`/`pipeline`."""
+"""collMod: change a collection's validator, an index's hidden/TTL options, a clustered
+collection's expireAfterSeconds, a time-series collection's bucketing and
+expireAfterSeconds, or a view's `viewOn`/`pipeline`."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from bson.int64 import Int64
+
+from storage.clustered import clustered_index_name
 from storage.errors import MongoError
 from storage.index_options import modify_index
+from storage.timeseries import parse_coll_mod_expire_after_seconds
 from storage.vocabulary.error_codes import ErrorCode
 
 from ..context import CommandRequest
@@ -71,12 +76,19 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
         if "timeseries" in body:
             raise MongoError(ErrorCode.InvalidOptions,
                              "option only supported on a time-series collection: timeseries")
-        if "expireAfterSeconds" in body:
-            raise MongoError(ErrorCode.InvalidOptions, "option only supported on a time-series "
-                             "collection or a clustered collection: expireAfterSeconds")
         options = dict(entry.options)
         check_validation_options("collMod", db, name, body, entry.options)
         changed = False
+        if "expireAfterSeconds" in body:
+            if clustered_index_name(options) is None:
+                raise MongoError(ErrorCode.InvalidOptions, "option only supported on a "
+                                 "time-series collection or a clustered collection: "
+                                 "expireAfterSeconds")
+            expire = parse_coll_mod_expire_after_seconds(body["expireAfterSeconds"])
+            options.pop("expireAfterSeconds", None)
+            if expire is not None:
+                options["expireAfterSeconds"] = Int64(expire)
+            changed = True
         for key in ("validator", "validationLevel", "validationAction"):
             if key in body:
                 options[key] = body[key]

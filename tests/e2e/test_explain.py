@@ -264,3 +264,14 @@ return {n: e.executionStats.nReturned, keys: e.executionStats.totalKeysExamined,
         ts: t.stages[1].nReturned, filter: t.stages[1].$_internalUnpackBucket.eventFilter};
 """)
     assert out == {"n": 10, "keys": 10, "ts": 5, "filter": {"host": "h2", "v": {"$lt": 5}}}
+
+
+def test_clustered_collection_scans_by_id_without_keys(db: Any) -> None:
+    db.create_collection("clu", clusteredIndex={"key": {"_id": 1}, "unique": True})
+    db.clu.insert_many([{"_id": i, "v": i} for i in range(100)])
+    stats = _find_explain(db, {"find": "clu", "filter": {"_id": {"$gte": 90}}}
+                          )["executionStats"]
+    top = stats["executionStages"]
+    assert top["stage"] == "CLUSTERED_IXSCAN" and top["nReturned"] == 10
+    assert stats["totalKeysExamined"] == 0 and stats["totalDocsExamined"] == top["docsExamined"]
+    assert stats["totalDocsExamined"] >= 10
