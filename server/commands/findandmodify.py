@@ -47,6 +47,8 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
                          "Cannot specify both upsert=true and remove=true" if upsert else
                          "Cannot specify both new=true and remove=true; 'remove' always returns "
                          "the deleted document")
+    if remove and body.get("arrayFilters") is not None:
+        raise MongoError(ErrorCode.FailedToParse, "Cannot specify arrayFilters and remove=true")
     if update is not None and not isinstance(update, dict | list):
         raise MongoError(ErrorCode.FailedToParse, "Update argument must be either an object or "
                          "an array")

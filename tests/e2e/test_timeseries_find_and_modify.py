@@ -63,7 +63,7 @@ def test_update_with_operators_returns_the_measurement_before(db) -> None:
     before = db.m.find_one_and_update({"v": {"$gt": 2}, "k": "b"}, {"$inc": {"v": 100}})
     assert before in (measurement(3), measurement(5))
     changed = before["_id"]
-    assert stored(db) == sorted(untouched(changed) + [measurement(changed, v=changed + 100)],
+    assert stored(db) == sorted([*untouched(changed), measurement(changed, v=changed + 100)],
                                 key=lambda d: str(d["_id"]))
     check_buckets(db)
 
@@ -73,7 +73,7 @@ def test_update_returns_the_new_measurement_projected(db) -> None:
                                      projection={"_id": 0, "w": 1, "k": 1},
                                      return_document=ReturnDocument.AFTER)
     assert after == {"k": "a", "w": "x"}
-    assert stored(db) == untouched(4)[:4] + [measurement(4, v=None, w="x"), measurement(5)]
+    assert stored(db) == [*untouched(4)[:4], measurement(4, v=None, w="x"), measurement(5)]
     check_buckets(db)
 
 
@@ -84,7 +84,7 @@ def test_metafield_update_moves_the_measurement_to_another_series(db) -> None:
     assert reply["value"] == measurement(2, k="c")
     assert db.m.count_documents({"k": "c"}) == 1
     assert sorted(b["meta"] for b in db["system.buckets.m"].find()) == ["a", "b", "c"]
-    assert stored(db) == untouched(2, 3, 4, 5) + [measurement(2, k="c")] + untouched(0, 1, 2)
+    assert stored(db) == [*untouched(2, 3, 4, 5), measurement(2, k="c"), *untouched(0, 1, 2)]
     check_buckets(db)
 
 
@@ -94,7 +94,7 @@ def test_pipeline_update(db) -> None:
             "startDate": "$t", "unit": "hour", "amount": 1}}}}],
         return_document=ReturnDocument.AFTER)
     assert after == measurement(5, double=10, t=T0 + dt.timedelta(minutes=5, hours=1))
-    assert stored(db) == untouched(5) + [after]
+    assert stored(db) == [*untouched(5), after]
     check_buckets(db)
 
 
@@ -205,6 +205,10 @@ def test_parse_errors_come_before_time_series(db) -> None:
     with pytest.raises(OperationFailure) as exc:
         db.command({"findAndModify": "m", "query": {}, "remove": True, "upsert": True})
     assert exc.value.code == 9
+    with pytest.raises(OperationFailure) as exc:
+        db.command({"findAndModify": "m", "query": {}, "remove": True,
+                    "arrayFilters": [{"x": 1}]})
+    assert exc.value.code == 9 and "arrayFilters" in str(exc.value)
     assert stored(db) == untouched()
 
 
