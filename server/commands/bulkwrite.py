@@ -166,7 +166,7 @@ def _one_timeseries(req: CommandRequest, target: TimeseriesTarget, kind: str,
         return _update_result(out.matched, out.modified, out.upserted)
     if kind == "delete":
         out = delete_statement(req, target, _delete_filter(op), not op.get("multi"),
-                               variables.values())
+                               variables.values(), op.get("hint"))
         return {"n": out.matched, "_nDeleted": out.matched}
     raise MongoError(ErrorCode.FailedToParse, f"Unrecognized bulkWrite op type: {kind}")
 

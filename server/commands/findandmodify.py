@@ -67,7 +67,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
                 last, value = find_and_modify_measurement(req, ns.timeseries, MeasurementModify(
                     query=query, update=None if remove else update, sort=sort, upsert=upsert,
                     return_new=return_new, array_filters=body.get("arrayFilters"),
-                    variables=variables))
+                    hint=body.get("hint"), variables=variables))
             elif remove:
                 coll = catalog.get_collection(db, name)
                 n, doc = delete_matching(coll, query, limit_one=True, sort=sort,

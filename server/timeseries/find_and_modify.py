@@ -30,6 +30,7 @@ class MeasurementModify:
     upsert: bool
     return_new: bool
     array_filters: list[dict[str, Any]] | None
+    hint: Any
     variables: CommandVariables
 
 
@@ -40,11 +41,12 @@ def find_and_modify_measurement(req: CommandRequest, target: TimeseriesTarget,
     caller's transaction."""
     refuse_sort(spec.sort)
     if spec.update is None:
-        out = delete_statement(req, target, spec.query, True, spec.variables.values())
+        out = delete_statement(req, target, spec.query, True, spec.variables.values(),
+                               spec.hint)
         return {"n": 1 if out.before is not None else 0}, out.before
     out = update_statement(req, target, UpdateStatement(
         q=spec.query, u=spec.update, upsert=spec.upsert, array_filters=spec.array_filters,
-        variables=spec.variables))
+        hint=spec.hint, variables=spec.variables))
     last: dict[str, Any] = {"n": 1 if out.upserted is not MISSING else out.matched,
                             "updatedExisting": out.matched > 0}
     if out.upserted is not MISSING:

@@ -23,6 +23,7 @@ from storage.timeseries import (
     BucketCatalog,
     BucketSpec,
     bucket_filter,
+    bucket_index_key,
     meta_only_filter,
     rebuild_bucket,
     unpack_bucket,
@@ -104,14 +105,28 @@ def stage_measurements(req: CommandRequest, target: TimeseriesTarget,
 
 # --- updates and deletes ----------------------------------------------------------------------
 
+def bucket_hint(target: TimeseriesTarget, hint: Any) -> Any:
+    """A write's `hint` on the view as the buckets collection's planner takes it: an
+    index name as is, a key pattern in bucket form ({$natural} as is)."""
+    if not isinstance(hint, dict) or not hint or "$natural" in hint:
+        return hint or None
+    try:
+        return bucket_index_key(target.options, hint)
+    except MongoError:
+        raise MongoError(ErrorCode.BadValue, "error processing query: planner returned error "
+                         ":: caused by :: hint provided does not correspond to an existing "
+                         "index") from None
+
+
 def _rewrite_buckets(req: CommandRequest, target: TimeseriesTarget, flt: dict[str, Any], *,
                      limit_one: bool, transform: Transform,
-                     variables: dict[str, Any] | None = None
+                     variables: dict[str, Any] | None = None, hint: Any = None
                      ) -> tuple[int, list[dict[str, Any]]]:
     """Walk candidate buckets; measurements the filter selects are passed to `transform`;
     what it keeps stays in the bucket, what it returns as `out` is collected (re-inserted
     by updates). Buckets left empty are deleted; changed ones rebuilt. `variables` are
-    those the filter's `$expr` may read. Returns (matched, outputs)."""
+    those the filter's `$expr` may read; `hint` picks the buckets' index. Returns
+    (matched, outputs)."""
     opts = target.options
     buckets = target.buckets(req.storage.catalog)
     if buckets is None:
@@ -119,7 +134,8 @@ def _rewrite_buckets(req: CommandRequest, target: TimeseriesTarget, flt: dict[st
     service = timeseries_service(req)
     matcher = compile_filter(flt, variables=variables)
     bflt = bucket_filter(flt, opts) if flt else None
-    rows = list(matching(buckets, prepare_find(buckets, FindSpec(filter=bflt))))
+    rows = list(matching(buckets, prepare_find(buckets, FindSpec(
+        filter=bflt, hint=bucket_hint(target, hint)))))
     spec = BucketSpec(opts.time_field, opts.meta_field)
     matched = 0
     outputs: list[dict[str, Any]] = []
@@ -198,9 +214,9 @@ async def delete_measurements(req: CommandRequest, target: TimeseriesTarget,
     values = (variables or CommandVariables()).values()
 
     def apply(_i: int, raw: Any, tally: WriteTally) -> None:
-        q, limit_one, _hint = parse_delete_statement(raw)
+        q, limit_one, hint = parse_delete_statement(raw)
         with catalog.transaction(durable=durable):
-            tally.n += delete_statement(req, target, q, limit_one, values).matched
+            tally.n += delete_statement(req, target, q, limit_one, values, hint).matched
 
     def run() -> dict[str, Any]:
         tally = run_statements(deletes, ordered=ordered, apply=apply)
@@ -210,7 +226,8 @@ async def delete_measurements(req: CommandRequest, target: TimeseriesTarget,
 
 
 def delete_statement(req: CommandRequest, target: TimeseriesTarget, q: dict[str, Any],
-                     limit_one: bool, variables: dict[str, Any]) -> StatementResult:
+                     limit_one: bool, variables: dict[str, Any], hint: Any = None
+                     ) -> StatementResult:
     """One delete (storage thread, in the caller's transaction); `before` is the deleted
     measurement of a single delete."""
     opts = target.options
@@ -220,7 +237,8 @@ def delete_statement(req: CommandRequest, target: TimeseriesTarget, q: dict[str,
         buckets = target.buckets(req.storage.catalog)
         if buckets is None:
             return StatementResult()
-        rows = list(matching(buckets, prepare_find(buckets, FindSpec(filter=meta_flt))))
+        rows = list(matching(buckets, prepare_find(buckets, FindSpec(
+            filter=meta_flt, hint=bucket_hint(target, hint)))))
         n = 0
         for rid, _raw, bucket in rows:
             n += int(bucket["control"].get("count") or sum(
@@ -236,7 +254,7 @@ def delete_statement(req: CommandRequest, target: TimeseriesTarget, q: dict[str,
         return None, None
 
     result.matched, _ = _rewrite_buckets(req, target, q, limit_one=limit_one,
-                                         transform=transform, variables=variables)
+                                         transform=transform, variables=variables, hint=hint)
     return result
 
 
@@ -282,7 +300,8 @@ def update_statement(req: CommandRequest, target: TimeseriesTarget,
 
     result.matched, outputs = _rewrite_buckets(req, target, stmt.q, limit_one=not stmt.multi,
                                                transform=transform,
-                                               variables=statement_variables(stmt))
+                                               variables=statement_variables(stmt),
+                                               hint=stmt.hint)
     if result.matched == 0 and stmt.upsert:
         doc = update.upsert_document(stmt.q)
         outputs = [doc]

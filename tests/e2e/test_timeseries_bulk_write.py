@@ -140,9 +140,10 @@ def test_client_bulk_write_unordered_errors(client, db) -> None:
             UpdateOne({"_id": 0}, [{"$unset": "t"}], namespace=ns),
             InsertOne(doc(6), namespace=ns),
             DeleteOne({"_id": 1}, namespace=ns),
+            DeleteMany({}, hint="no_such_index", namespace=ns),
         ], ordered=False, verbose_results=True)
     errors = {e["idx"]: e["code"] for e in exc.value.write_errors}
-    assert errors == {0: BAD_VALUE, 1: INVALID_OPTIONS, 2: BAD_VALUE}
+    assert errors == {0: BAD_VALUE, 1: INVALID_OPTIONS, 2: BAD_VALUE, 5: BAD_VALUE}
     partial = exc.value.partial_result
     assert (partial.inserted_count, partial.deleted_count) == (1, 1)
     assert by_id(db) == {0: doc(0), 6: doc(6)}

@@ -220,3 +220,19 @@ def test_let_and_expr_filters(db) -> None:
     assert reply["value"] == measurement(3, seen=3)
     assert stored(db) == [measurement(i, seen=3 if i == 3 else None) for i in range(6)]
     check_buckets(db)
+
+
+def test_hints_name_the_view_indexes(db) -> None:
+    db.m.create_index([("k", 1), ("t", 1)])
+    for hint in ({"k": 1, "t": 1}, "k_1_t_1", {"$natural": -1}):
+        reply = db.command({"findAndModify": "m", "query": {"v": 1}, "hint": hint,
+                            "update": {"$inc": {"n": 1}}, "new": True})
+        assert reply["value"]["n"] >= 1
+    assert db.m.find_one({"_id": 1}) == measurement(1, n=3)
+    for hint in ("t_1", {"v": 1}, {"k": "text"}):
+        with pytest.raises(OperationFailure) as exc:
+            db.command({"findAndModify": "m", "query": {"v": 2}, "remove": True, "hint": hint})
+        assert exc.value.code == BAD_VALUE
+        assert "hint provided does not correspond to an existing index" in str(exc.value)
+    assert stored(db) == [measurement(0), measurement(1, n=3), *untouched(0, 1)]
+    check_buckets(db)
