@@ -11,7 +11,7 @@ import datetime as dt
 import pymongo
 from beanie import Document, TimeSeriesConfig, init_beanie
 from pydantic import BaseModel
-from pymongo import AsyncMongoClient
+from pymongo import AsyncMongoClient, monitoring
 
 DB = "beanie_ts"
 T0 = dt.datetime(2024, 8, 1, 6, 0)
@@ -32,8 +32,23 @@ class Reading(Document):
         timeseries = TimeSeriesConfig(time_field="ts", meta_field="sensor")
 
 
-async def _scenario(uri: str) -> dict[str, object]:
-    client: AsyncMongoClient = AsyncMongoClient(uri, serverSelectionTimeoutMS=10_000)
+class CommandNames(monitoring.CommandListener):
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        self.names.append(event.command_name)
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        pass
+
+
+async def _scenario(uri: str, listener: CommandNames) -> dict[str, object]:
+    client: AsyncMongoClient = AsyncMongoClient(uri, serverSelectionTimeoutMS=10_000,
+                                                event_listeners=[listener])
     try:
         await client.drop_database(DB)
         await init_beanie(database=client[DB], document_models=[Reading])
@@ -43,7 +58,9 @@ async def _scenario(uri: str) -> dict[str, object]:
         # save() of a document never stored: an upsert through findAndModify
         fresh = Reading(ts=T0 + dt.timedelta(hours=1), sensor=Sensor(site="s", n=9),
                         celsius=-1.5)
+        before = len(listener.names)
         await fresh.save()
+        assert listener.names[before:] == ["findAndModify"]
         # save() of a changed document: findAndModify with $set of every field
         warm = await Reading.find_one(Reading.celsius == 23.0)
         assert warm is not None
@@ -67,7 +84,10 @@ async def _scenario(uri: str) -> dict[str, object]:
 
 def test_beanie_document_on_a_time_series_collection(uri: str,
                                                      client: pymongo.MongoClient) -> None:
-    out = asyncio.run(_scenario(uri))
+    listener = CommandNames()
+    out = asyncio.run(_scenario(uri, listener))
+    assert "findAndModify" in listener.names and "insert" in listener.names
+    assert "aggregate" in listener.names and "delete" in listener.names
     assert out["found"] == [(22.0, 0), (99.0, 7), (24.0, 0), (25.0, 1)]
     assert out["per_site"] == [{"_id": "n", "n": 6, "hottest": 99.0},
                                {"_id": "s", "n": 1, "hottest": -1.5}]
