@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -108,7 +108,8 @@ def candidates(coll: Any, plan: QueryPlan) -> Iterator[tuple[int, bytes]]:
     return coll.index_scan(plan.index_name, _storage_bounds(plan), reverse=plan.direction < 0)
 
 
-def matching(coll: Any, prepared: PreparedFind) -> Iterator[tuple[int, bytes, dict[str, Any]]]:
+def matching(coll: Any, prepared: PreparedFind
+             ) -> Generator[tuple[int, bytes, dict[str, Any]], None, None]:
     """(RecordId, bytes, decoded document) of every document the filter matches."""
     matches = prepared.matcher.matches
     stats = prepared.stats

@@ -134,14 +134,16 @@ def _rewrite_buckets(req: CommandRequest, target: TimeseriesTarget, flt: dict[st
     service = timeseries_service(req)
     matcher = compile_filter(flt, variables=variables)
     bflt = bucket_filter(flt, opts) if flt else None
-    rows = list(matching(buckets, prepare_find(buckets, FindSpec(
-        filter=bflt, hint=bucket_hint(target, hint)))))
+    found = matching(buckets, prepare_find(buckets, FindSpec(
+        filter=bflt, hint=bucket_hint(target, hint))))
+    # a single write reads buckets only up to the first holding a match; the writes wait
+    # until the read is over, so they never meet the scan
+    rows = found if limit_one else list(found)
     spec = BucketSpec(opts.time_field, opts.meta_field)
     matched = 0
     outputs: list[dict[str, Any]] = []
+    rewrites: list[tuple[int, dict[str, Any], list[dict[str, Any]]]] = []
     for rid, _raw, bucket in rows:
-        if limit_one and matched:
-            break
         kept: list[dict[str, Any]] = []
         changed = False
         for m in unpack_bucket(bucket, spec):
@@ -155,8 +157,12 @@ def _rewrite_buckets(req: CommandRequest, target: TimeseriesTarget, flt: dict[st
                 changed = True
             else:
                 kept.append(m)
-        if not changed:
-            continue
+        if changed:
+            rewrites.append((rid, bucket, kept))
+        if limit_one and matched:
+            break
+    found.close()
+    for rid, bucket, kept in rewrites:
         if not kept:
             buckets.delete(rid, old_doc=bucket)
         else:
