@@ -12,6 +12,7 @@ from query.executor import (
     UpdateStatement,
     compile_statement_update,
     matching,
+    positional_match,
     prepare_find,
     statement_variables,
 )
@@ -294,9 +295,12 @@ def update_statement(req: CommandRequest, target: TimeseriesTarget,
     opts = target.options
     update = compile_statement_update(stmt)
     result = StatementResult()
+    positional = compile_filter(stmt.q, variables=statement_variables(stmt)) \
+        if update.uses_positional else None
 
     def transform(m: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-        new, changed = update.apply(m, id_immutable=False)
+        pos = positional_match(positional, m) if positional is not None else None
+        new, changed = update.apply(m, matched_position=pos, id_immutable=False)
         if result.before is None:
             result.before, result.after = m, new
         if not changed:

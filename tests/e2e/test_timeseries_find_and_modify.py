@@ -236,3 +236,21 @@ def test_hints_name_the_view_indexes(db) -> None:
         assert "hint provided does not correspond to an existing index" in str(exc.value)
     assert stored(db) == [measurement(0), measurement(1, n=3), *untouched(0, 1)]
     check_buckets(db)
+
+
+def test_positional_update_of_an_array_measurement(db) -> None:
+    db.m.insert_one({"_id": 10, "t": T0, "k": "a", "f": [1, 5, 9]})
+    after = db.m.find_one_and_update({"f": {"$gt": 4}}, {"$set": {"f.$": 50}},
+                                     return_document=ReturnDocument.AFTER)
+    assert after == {"_id": 10, "t": T0, "k": "a", "f": [1, 50, 9]}
+    res = db.m.update_many({"f": {"$gte": 9}}, {"$inc": {"f.$": 1}})
+    assert (res.matched_count, res.modified_count) == (1, 1)
+    assert db.m.find_one({"_id": 10})["f"] == [1, 51, 9]  # the first element matched: 50
+    with pytest.raises(OperationFailure) as exc:  # no array matched by the filter
+        db.command({"findAndModify": "m", "query": {"_id": 10},
+                    "update": {"$set": {"f.$": 0}}})
+    assert exc.value.code == BAD_VALUE
+    assert "positional operator did not find the match" in str(exc.value)
+    assert db.m.find_one({"_id": 10})["f"] == [1, 51, 9]
+    assert [d for d in stored(db) if d["_id"] != 10] == untouched()
+    check_buckets(db)
