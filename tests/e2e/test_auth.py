@@ -8,7 +8,6 @@ import asyncio
 import base64
 import json
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +20,8 @@ from pymongo.errors import OperationFailure
 
 from pytest_bucketd import BucketdProcess
 
-from ..conftest import ROOT, mongosh_path, start_server
+from ..conftest import mongosh_path, start_server
+from .node_util import run_node
 from .scram_client import ScramClient
 
 ROOT_USER, ROOT_PWD = "root", "s3cret-p4ss"
@@ -186,18 +186,7 @@ def test_mongosh(auth_server: BucketdProcess) -> None:
     assert res.returncode != 0 and "Authentication failed" in res.stdout + res.stderr
 
 
-def _node_modules() -> Path | None:
-    for base in (ROOT / ".ci" / "node" / "node_modules", Path("/work/main/.ci/node/node_modules")):
-        if (base / "mongodb").is_dir():
-            return base
-    return None
-
-
 def test_node_driver(auth_server: BucketdProcess) -> None:
-    modules = _node_modules()
-    node = shutil.which("node")
-    if modules is None or node is None:
-        pytest.skip("the Node.js driver is not installed")
     for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-1"):
         script = f"""
 const {{ MongoClient }} = require('mongodb');
@@ -210,10 +199,7 @@ const {{ MongoClient }} = require('mongodb');
   await c.close();
 }})().catch(e => {{ console.error(e); process.exit(1); }});
 """
-        res = subprocess.run([node, "-e", script], capture_output=True, text=True, timeout=60,
-                             env={**os.environ, "NODE_PATH": str(modules)})
-        assert res.returncode == 0, res.stdout + res.stderr
-        assert json.loads(res.stdout.strip()) == [{"user": ROOT_USER, "db": "admin"}]
+        assert json.loads(run_node(script).strip()) == [{"user": ROOT_USER, "db": "admin"}]
 
 
 # --- the SASL conversation by hand ----------------------------------------------------------
