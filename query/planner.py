@@ -94,6 +94,7 @@ class IndexInfo:
     partial: dict[str, Any] | None = None
     hidden: bool = False
     multikey: bool = True
+    unique: bool = False
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> IndexInfo:
@@ -101,7 +102,8 @@ class IndexInfo:
                    sparse=bool(spec.get("sparse", False)),
                    partial=spec.get("partialFilterExpression"),
                    hidden=bool(spec.get("hidden", False)),
-                   multikey=bool(spec.get("multikey", True)))
+                   multikey=bool(spec.get("multikey", True)),
+                   unique=bool(spec.get("unique", False)))
 
     @property
     def key_pattern(self) -> dict[str, Any]:
@@ -117,6 +119,7 @@ class QueryPlan:
     bounds: list[list[Interval]] = field(default_factory=list)
     provides_sort: bool = False
     filter: dict[str, Any] = field(default_factory=dict)
+    index: IndexInfo | None = None  # the scanned index (IXSCAN)
 
     @property
     def is_collscan(self) -> bool:
@@ -127,9 +130,15 @@ class QueryPlan:
             return {"stage": "COLLSCAN", "filter": self.filter,
                     "direction": "forward" if self.direction == 1 else "backward"}
         assert self.key_pattern is not None
+        ix = self.index
         ixscan = {
             "stage": "IXSCAN", "keyPattern": self.key_pattern, "indexName": self.index_name,
-            "isMultiKey": False, "direction": "forward" if self.direction == 1 else "backward",
+            "isMultiKey": bool(ix is not None and ix.multikey),
+            "isUnique": bool(ix is not None and ix.unique),
+            "isSparse": bool(ix is not None and ix.sparse),
+            "isPartial": bool(ix is not None and ix.partial is not None),
+            "indexVersion": 2,
+            "direction": "forward" if self.direction == 1 else "backward",
             "indexBounds": {f: [format_interval(iv) for iv in ivs]
                             for (f, _), ivs in zip(self.key_pattern.items(), self.bounds)},
         }
@@ -430,7 +439,7 @@ def plan_query(filter_spec: dict[str, Any] | Matcher | None, sort_spec: dict[str
 def _to_plan(c: _Candidate, spec: dict[str, Any]) -> QueryPlan:
     return QueryPlan("IXSCAN", direction=c.direction, index_name=c.index.name,
                      key_pattern=c.index.key_pattern, bounds=c.bounds,
-                     provides_sort=c.provides_sort, filter=spec)
+                     provides_sort=c.provides_sort, filter=spec, index=c.index)
 
 
 # --------------------------------------------------------------------------- explain text

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from query.match import compile_filter
 from storage.bsontext import to_mongo_string
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
 from ..context import CommandRequest
+from ..document_validation import check_validation_options
 from ..timeseries.ddl import create_timeseries
 from ..views.definitions import (
     ViewDefinition,
@@ -41,6 +41,8 @@ def plain_options(body: dict[str, Any]) -> dict[str, Any]:
     for key in ALLOWED:
         if key in body and key not in _IGNORED:
             opts[key] = body[key]
+    if opts.get("validator") == {}:
+        del opts["validator"]  # mongod keeps no empty validator
     return opts
 
 
@@ -60,12 +62,6 @@ def _refuse_unbuilt(body: dict[str, Any]) -> None:
         raise MongoError(ErrorCode.InvalidOptions,
                          "'expireAfterSeconds' is only supported on time-series collections or "
                          "clustered collections")
-    validator = body.get("validator")
-    if validator is not None:
-        if not isinstance(validator, dict):
-            raise MongoError(ErrorCode.TypeMismatch,
-                             "BSON field 'create.validator' is the wrong type, expected object")
-        compile_filter(validator)  # reject invalid validators now, with the matcher's errors
 
 
 async def handle(req: CommandRequest) -> dict[str, Any]:
@@ -79,8 +75,9 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     if "timeseries" in body:
         await create_timeseries(req, name)
         return {}
-    options = plain_options(body)
     db = req.db
+    check_validation_options("create", db, name, body)
+    options = plain_options(body)
 
     def create() -> None:
         catalog = req.storage.catalog

@@ -172,6 +172,9 @@ def test_a_sort_is_refused(db, cmd) -> None:
         db.command({"findAndModify": "m", **cmd})
     assert exc.value.code == INVALID_OPTIONS
     assert "sort on a time-series collection" in str(exc.value)
+    with pytest.raises(OperationFailure) as exc:
+        db.command({"explain": {"findAndModify": "m", **cmd}, "verbosity": "executionStats"})
+    assert exc.value.code == INVALID_OPTIONS
     assert stored(db) == untouched()
 
 

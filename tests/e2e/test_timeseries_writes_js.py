@@ -5,12 +5,10 @@ afterwards."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from .mongosh_util import run_mongosh
-from .node_util import run_node
+from .node_driver import run_node
 
 SCRIPT = r"""
 const d = db.getSiblingDB('ts_writes_shell'); d.dropDatabase();
@@ -64,10 +62,8 @@ def test_mongosh_time_series_writes(uri: str) -> None:
     }
 
 
-NODE_SCRIPT = """
-const { MongoClient } = require('mongodb');
-(async () => {
-  const c = new MongoClient(URI, { serverSelectionTimeoutMS: 10000 });
+NODE_BODY = """
+  const c = client;
   const d = c.db('ts_writes_node');
   await d.dropDatabase();
   await d.createCollection('m', { timeseries: { timeField: 't', metaField: 'k' } });
@@ -101,18 +97,16 @@ const { MongoClient } = require('mongodb');
   } catch (e) {
     out.clientErrors = [...e.writeErrors].map(([i, w]) => [i, w.code]);
   }
-  out.docs = (await m.find({ _id: { $type: 'number' } }, { projection: { t: 0 } })
-                     .sort({ _id: 1 }).toArray());
+  out.docs = await m.find({ _id: { $type: 'number' } }, { projection: { t: 0 } })
+                    .sort({ _id: 1 }).toArray();
   out.valid = (await d.command({ validate: 'system.buckets.m' })).valid;
-  console.log(JSON.stringify(out));
   await d.dropDatabase();
-  await c.close();
-})().catch(e => { console.error(e); process.exit(1); });
+  return out;
 """
 
 
 def test_node_driver_time_series_writes(uri: str) -> None:
-    out = json.loads(run_node(f"const URI = {json.dumps(uri)};" + NODE_SCRIPT).strip())
+    out = run_node(uri, NODE_BODY)
     assert out == {
         "before": {"_id": 2, "v": 2},
         "upserted": {"k": "new"},
