@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -134,7 +134,8 @@ def _counted(scan: Iterator[tuple[int, bytes]], stats: ScanStats
         yield item
 
 
-def matching(coll: Any, prepared: PreparedFind) -> Iterator[tuple[int, bytes, dict[str, Any]]]:
+def matching(coll: Any, prepared: PreparedFind
+             ) -> Generator[tuple[int, bytes, dict[str, Any]], None, None]:
     """(RecordId, bytes, decoded document) of every document the filter matches."""
     matches = prepared.matcher.matches
     counts = prepared.counts
@@ -328,6 +329,15 @@ def statement_variables(stmt: UpdateStatement) -> dict[str, Any]:
     return (stmt.variables or CommandVariables()).with_constants(stmt.constants).values()
 
 
+def positional_match(matcher: Matcher, doc: dict[str, Any]) -> int:
+    """The array position the filter matched in `doc`, for an update's `$`."""
+    _, pos = matcher.match_position(doc)
+    if pos is None:
+        raise MongoError(ErrorCode.BadValue,
+                         "The positional operator did not find the match needed from the query.")
+    return pos
+
+
 def apply_update_statement(coll_getter: Callable[[], Any], stmt: UpdateStatement, *,
                            validator: Callable[..., None] | None = None,
                            want_docs: bool = False) -> UpdateOutcome:
@@ -346,13 +356,7 @@ def apply_update_statement(coll_getter: Callable[[], Any], stmt: UpdateStatement
     matcher = prepared.matcher
     for rid, _raw, doc in select_for_modify(coll, prepared, stmt.multi, stmt.sort):
         outcome.n += 1
-        pos = None
-        if update.uses_positional:
-            _, pos = matcher.match_position(doc)
-            if pos is None:
-                raise MongoError(ErrorCode.BadValue,
-                                 "The positional operator did not find the match needed from "
-                                 "the query.")
+        pos = positional_match(matcher, doc) if update.uses_positional else None
         new_doc, modified = update.apply(doc, matched_position=pos)
         if want_docs:
             outcome.old_doc, outcome.new_doc = doc, new_doc

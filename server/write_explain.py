@@ -24,6 +24,7 @@ from query.variables import CommandVariables
 from .namespaces import TimeseriesTarget, resolve_namespace
 from .parsing.write_statements import parse_delete_statement, parse_update_statement
 from .timeseries.service import timeseries_service
+from .timeseries.writes import refuse_sort
 
 if TYPE_CHECKING:
     from .context import CommandRequest
@@ -81,6 +82,8 @@ def explain_write(req: CommandRequest, command: str, body: dict[str, Any],
 
 def _timeseries(req: CommandRequest, target: TimeseriesTarget, write: _Write,
                 verbosity: str) -> dict[str, Any]:
+    if not write.multi:
+        refuse_sort(write.sort)  # as the write itself does
     stats = ReadStats()
     read = dataclasses.replace(timeseries_service(req).reader(target), stats=stats)
     bflt = read.bucket_filter(write.q) or {}

@@ -101,22 +101,26 @@ class Update:
         return any(part == "$" for p in self.leaf_paths for part in p.split("."))
 
     def apply(self, doc: dict[str, Any], *, matched_position: int | None = None,
-              is_insert: bool = False) -> tuple[dict[str, Any], bool]:
-        """Return ``(new_doc, modified)``; `doc` itself is never changed."""
+              is_insert: bool = False, id_immutable: bool = True
+              ) -> tuple[dict[str, Any], bool]:
+        """Return ``(new_doc, modified)``; `doc` itself is never changed. A measurement's
+        `_id` may change (`id_immutable=False`): MongoDB's time-series updates hold no
+        path immutable."""
         if self.kind == "replacement":
             assert self.replacement is not None
             if not is_insert:  # an upsert's new document is validated as an insert
                 check_replacement(self.replacement)
-            return self._replace(doc, is_insert, self.replacement)
+            return self._replace(doc, is_insert or not id_immutable, self.replacement)
         if self.kind == "pipeline":
             assert self._pipeline is not None
             # the pipeline's result replaces the document, as mongod's PipelineExecutor does
-            return self._replace(doc, is_insert, self._pipeline.transform(doc))
+            return self._replace(doc, is_insert or not id_immutable,
+                                 self._pipeline.transform(doc))
         new = copy.deepcopy(doc)
         ctx = ApplyContext(new, matched_position, is_insert, self._array_filters)
         assert self._root is not None
         _apply_obj(self._root, new, [], ctx)
-        if not is_insert:
+        if not is_insert and id_immutable:
             old_id = doc.get("_id", MISSING)
             new_id = new.get("_id", MISSING)
             if old_id is not MISSING and (new_id is MISSING or not identical(old_id, new_id)):
@@ -141,12 +145,13 @@ class Update:
             if first not in old or (len(parts) == 1 and not identical(old[first], new[first])):
                 check_written_top_level(new, first)
 
-    def _replace(self, doc: dict[str, Any], is_insert: bool,
+    def _replace(self, doc: dict[str, Any], id_may_change: bool,
                  replacement: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         repl = copy.deepcopy(replacement)
         old_id = doc.get("_id", MISSING)
         if "_id" in repl:
-            if old_id is not MISSING and not identical(old_id, repl["_id"]) and not is_insert:
+            if old_id is not MISSING and not identical(old_id, repl["_id"]) and \
+                    not id_may_change:
                 raise MongoError(ErrorCode.ImmutableField,
                                  "After applying the update, the (immutable) field '_id' was "
                                  f"found to have been altered to _id: {short_repr(repl['_id'])}")

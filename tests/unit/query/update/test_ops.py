@@ -338,6 +338,22 @@ def test_apply_errors(doc: dict[str, Any], spec: dict[str, Any], code: int,
     assert fragment in exc.value.errmsg
 
 
+@pytest.mark.parametrize("spec", [{"$set": {"_id": 2}}, {"_id": 2, "a": 1},
+                                  [{"$set": {"_id": 2}}]], ids=["operator", "replacement",
+                                                                 "pipeline"])
+def test_an_id_may_change_where_no_path_is_immutable(spec: Any) -> None:
+    """Time-series updates (mongod's time-series modify stage holds no path immutable)."""
+    update = compile_update(spec)
+    new, modified = update.apply({"_id": 1, "a": 1}, id_immutable=False)
+    assert new == {"_id": 2, "a": 1} and modified
+    with pytest.raises(MongoError) as exc:
+        update.apply({"_id": 1, "a": 1})
+    assert exc.value.code == 66
+    with pytest.raises(MongoError) as exc:
+        compile_update({"$set": {"_id": [1]}}).apply({"_id": 1}, id_immutable=False)
+    assert exc.value.code == 53  # still no array _id (InvalidIdField)
+
+
 def test_id_rules_on_upsert_and_insert() -> None:
     with pytest.raises(MongoError) as exc:
         compile_update({"$set": {"_id": [1]}}).upsert_document({})
