@@ -91,7 +91,11 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> _Parser:
     p = _Parser(prog="bucketd", add_help=True,
-                description="A MongoDB 8.0-compatible server built around time-series collections.")
+                description="A MongoDB 8.0-compatible server built around time-series collections.",
+                epilog="other commands:\n  bucketd inspect FILE.bson... | --uri URI -c COLL\n"
+                       "                        look inside time-series buckets (dumps or a "
+                       "server);\n                        see `bucketd inspect --help`",
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--port", type=int, help=f"port to listen on (default {DEFAULT_PORT})")
     p.add_argument("--bind_ip", help="comma-separated addresses to listen on (default 127.0.0.1)")
     p.add_argument("--bind_ip_all", action="store_true", help="listen on all addresses")
