@@ -19,6 +19,7 @@ import io
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -342,8 +343,8 @@ def _from_server(args: argparse.Namespace, progress_err: IO[str], out: IO[str]
             found = list(client[db_name].list_collections(filter={"name": name}))
         except ConnectionFailure as exc:
             hosts = ",".join(f"{h}:{p}" for h, p in parsed["nodelist"])
-            reason = str(exc).split(",")[0].split("\n")[0]
-            raise InspectError(f"cannot reach the server at {hosts}: {reason}") from None
+            raise InspectError(f"cannot reach the server at {hosts}: "
+                               f"{_unreachable_reason(exc)}") from None
         if not found:
             raise InspectError(f"collection {db_name}.{name} does not exist")
         kind = found[0].get("type")
@@ -374,6 +375,13 @@ def _from_server(args: argparse.Namespace, progress_err: IO[str], out: IO[str]
             client.close()
 
     return docs(), progress
+
+
+def _unreachable_reason(exc: Exception) -> str:
+    """The cause in pymongo's server-selection error, without its topology dump."""
+    text = str(exc).split("\n")[0].split(", Timeout:")[0]
+    text = re.sub(r" \(configured timeouts:[^)]*\)", "", text)
+    return re.sub(r"^[^\s:]+:\d+: ", "", text)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -236,8 +236,8 @@ def test_an_unreachable_server_is_one_line_within_the_selection_timeout() -> Non
         assert res.returncode == 1 and res.stdout == ""
         lines = res.stderr.splitlines()
         assert len(lines) == 1, res.stderr
-        assert lines[0].startswith(f"bucketd inspect: error: cannot reach the server at "
-                                   f"127.0.0.1:{port}: ")
+        assert lines[0] == (f"bucketd inspect: error: cannot reach the server at "
+                            f"127.0.0.1:{port}: [Errno 111] Connection refused")
 
 
 def test_bucketd_help_lists_inspect() -> None:
