@@ -241,6 +241,7 @@ def _fmt(v: Any) -> str:
 
 
 _EPOCH = datetime.datetime(1970, 1, 1)
+_PLAIN = frozenset({int, bson.int64.Int64, float, str, bool, type(None)})
 _MAX_ISO_MS = 253402300799999  # 9999-12-31T23:59:59.999Z: json_util's last ISO date
 
 
@@ -265,6 +266,10 @@ def _jsonable(v: Any) -> Any:
     elif type(v) is dict:
         return {k: _jsonable(x) for k, x in v.items()}
     elif type(v) is list:
+        kinds = set(map(type, v))
+        if kinds <= _PLAIN and (float not in kinds or all(
+                math.isfinite(x) for x in v if type(x) is float)):
+            return v  # a column of plain numbers or strings, as json_util writes them
         return [_jsonable(x) for x in v]
     return json.loads(json_util.dumps(v, json_options=_JSON))
 

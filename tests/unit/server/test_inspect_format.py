@@ -21,6 +21,7 @@ from storage.native import core
     DatetimeMS(1_700_000_000_000), DatetimeMS(1_700_000_000_123), DatetimeMS(-5),
     DatetimeMS(253402300800000), ObjectId("65a1b2c3d4e5f60718293a4b"),
     {"host": "h1", "n": {"x": [1, DatetimeMS(0)]}}, [1, "x", None], b"\x00\x01",
+    [1.5, Int64(3), True, None, "s"], [1.0, math.nan], [math.inf], [Int64(1), Decimal128("2")],
 ])
 def test_fmt_is_json_utils_relaxed_output(value: Any) -> None:
     assert _fmt(value) == json_util.dumps(value, json_options=_JSON)
