@@ -16,7 +16,7 @@ from storage.vocabulary.error_codes import ErrorCode
 
 from ..context import CommandRequest
 from ..document_validation import check_validation_options
-from ..namespaces import resolve_namespace
+from ..namespaces import BUCKETS_PREFIX, resolve_namespace
 from ..timeseries.ddl import coll_mod_timeseries_view
 from ..timeseries.indexes import translate_index_target
 from ..views.definitions import (
@@ -70,6 +70,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
             if "timeseries" in body or "expireAfterSeconds" in body:
                 coll_mod_timeseries_view(req, ts, body)
             if index is not None:
+                _no_id_index(index, ts.buckets_ns)
                 reply.update(modify_index(catalog, db, ts.buckets_name,
                                           translate_index_target(ts, index)))
             return reply
@@ -98,10 +99,22 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
         if changed:
             catalog.set_options(db, name, options=options)
         if index is not None:
+            if name.startswith(BUCKETS_PREFIX):
+                _no_id_index(index, f"{db}.{name}")
             reply.update(modify_index(catalog, db, name, index))
         return reply
 
     return await req.storage.run(run)
+
+
+def _no_id_index(index: dict[str, Any], buckets_ns: str) -> None:
+    """A buckets collection is clustered by _id in MongoDB: it has no _id index to modify
+    (mongod answers IndexNotFound where an ordinary collection's says it can't be hidden)."""
+    if index.get("name") == "_id_":
+        raise MongoError(ErrorCode.IndexNotFound, f"cannot find index _id_ for ns {buckets_ns}")
+    if "name" not in index and index.get("keyPattern") == {"_id": 1}:
+        raise MongoError(ErrorCode.IndexNotFound,
+                         f"cannot find index {{ _id: 1 }} for ns {buckets_ns}")
 
 
 # collMod options a view takes (the generic arguments aside)

@@ -33,7 +33,7 @@ ALLOWED = ("filter", "projection", "sort", "hint", "skip", "limit", "batchSize",
            "comment", "maxTimeMS", "readConcern", "max", "min", "returnKey", "showRecordId",
            "tailable", "oplogReplay", "noCursorTimeout", "awaitData", "allowPartialResults",
            "collation", "allowDiskUse", "let", "$_requestResumeToken", "$_resumeAfter",
-           "includeQueryStatsMetrics", "rawData")
+           "includeQueryStatsMetrics", "rawData", "collectionUUID")
 
 
 def parse_find(body: dict[str, Any], server_allow_disk: bool) -> tuple[FindSpec, int | None, bool]:

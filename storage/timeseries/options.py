@@ -178,14 +178,14 @@ def _granularity(path: str, v: Any) -> str:
 def _check_field_name(which: str, name: str, ns: str) -> None:
     if "\x00" in name:
         raise MongoError(ErrorCode.BadValue,
-                         f"The '{which}' cannot contain embedded null characters")
+                         "The 'timeField' or the 'metaField' cannot contain embedded null bytes")
     if "." in name:
         raise MongoError(ErrorCode.InvalidOptions,
                          f"{ns}: '{which}' must be a top-level field and not contain a '.'")
     if name.startswith("$"):
         # MongoDB 8.3 refuses this (BF-40520); earlier versions accept a name no insert
         # could use. We follow the fix.
-        raise MongoError(ErrorCode.BadValue, f"The '{which}' cannot start with '$'")
+        raise MongoError(ErrorCode.BadValue, "The 'timeField' or 'metaField' cannot start with '$'")
 
 
 def _check_bucketing(granularity: str | None, max_span: int | None,
