@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     from .app import run
     from .log import LOG
 
-    LOG.configure(config.logpath, quiet=config.quiet)
+    LOG.configure(config.logpath, quiet=config.quiet, append=config.log_append)
     try:
         return run(config)
     except KeyboardInterrupt:

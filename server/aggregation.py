@@ -34,6 +34,7 @@ from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
 from .collection_stats import collection_stats
+from .document_validation import make_validator
 from .namespaces import resolve_namespace
 from .parsing.pipeline import split_leading_match
 from .timeseries.reads import measurement_source, timeseries_pipeline
@@ -92,15 +93,21 @@ def _system_views_source(catalog: Any, db: str, flt: dict[str, Any] | None,
     return iter(docs)
 
 
-def _out(req: CommandRequest, db: str, name: str, docs: Iterable[dict[str, Any]]) -> None:
+def _out(req: CommandRequest, db: str, name: str, docs: Iterable[dict[str, Any]],
+         bypass: bool = False) -> None:
     catalog = req.storage.catalog
     entry = catalog.entry(db, name)
     if entry is not None and entry.kind != "collection":
         raise MongoError(ErrorCode.CommandNotSupportedOnView,
                          f"Namespace {db}.{name} is a view, not a collection")
+    # the replacement collection keeps the old one's options, validator included
+    validator = None if bypass or entry is None else make_validator(entry.options,
+                                                                    f"{db}.{name}")
     prepared = []
     for doc in docs:
         doc = prepare_document_for_insert(dict(doc))
+        if validator is not None:
+            validator(doc)
         prepared.append((doc, check_size(doc)))
     with catalog.transaction():
         coll = catalog.get_or_create_collection(db, name)
@@ -113,11 +120,13 @@ def _out(req: CommandRequest, db: str, name: str, docs: Iterable[dict[str, Any]]
 
 def _merge(req: CommandRequest, db: str, name: str, docs: Iterable[dict[str, Any]],
            on: list[str] | None = None, when_matched: Any = "merge",
-           when_not_matched: str = "insert", let: dict[str, Any] | None = None) -> None:
+           when_not_matched: str = "insert", let: dict[str, Any] | None = None,
+           bypass: bool = False) -> None:
     catalog = req.storage.catalog
     on = on or ["_id"]
     with catalog.transaction():
         coll = catalog.get_or_create_collection(db, name)
+        validator = None if bypass else make_validator(coll.options, f"{db}.{name}")
         for doc in docs:
             doc = dict(doc)
             if any(f not in doc for f in on):
@@ -132,6 +141,8 @@ def _merge(req: CommandRequest, db: str, name: str, docs: Iterable[dict[str, Any
             if found is None:
                 if when_not_matched == "insert":
                     new = prepare_document_for_insert(doc)
+                    if validator is not None:
+                        validator(new)
                     res = coll.insert_many([new], encoded=[check_size(new)])
                     if res.errors:
                         raise res.errors[0][1]
@@ -161,6 +172,8 @@ def _merge(req: CommandRequest, db: str, name: str, docs: Iterable[dict[str, Any
                 raise MongoError(ErrorCode.ImmutableField,
                                  "$merge failed to update the matching document, did you "
                                  "attempt to modify the _id or the shard key?")
+            if validator is not None:
+                validator(new, old)
             coll.update(rid, new, encoded=check_size(new), old_doc=old)
 
 
@@ -169,8 +182,10 @@ def _matching_rows(coll: Collection, spec: FindSpec) -> Iterator[tuple[int, dict
         yield rid, doc
 
 
-def build_context(req: CommandRequest, coll: str | None, *, allow_disk_use: bool) -> \
-        PipelineContext:
+def build_context(req: CommandRequest, coll: str | None, *, allow_disk_use: bool,
+                  bypass_validation: bool = False) -> PipelineContext:
+    """The pipeline's context; `$out`/`$merge` validate what they write unless
+    `bypass_validation` (the command's `bypassDocumentValidation`)."""
     db = req.db
     params = req.server.params
 
@@ -201,8 +216,9 @@ def build_context(req: CommandRequest, coll: str | None, *, allow_disk_use: bool
         db=db, coll=coll, allow_disk_use=allow_disk_use,
         memory_limit_bytes=int(params.get("internalDocumentSourceGroupMaxMemoryBytes")),
         resolve_collection=resolve,
-        out=lambda d, c, docs: _out(req, d, c, docs),
-        merge=lambda d, c, docs, *a, **kw: _merge(req, d, c, docs, *a, **kw),
+        out=lambda d, c, docs: _out(req, d, c, docs, bypass_validation),
+        merge=lambda d, c, docs, *a, **kw: _merge(req, d, c, docs, *a,
+                                                  **{**kw, "bypass": bypass_validation}),
         coll_stats=coll_stats, index_stats=index_stats,
     )
     return ctx

@@ -60,6 +60,9 @@ class Server:
         for name, value in self.config.set_parameters.items():
             state.params.set_startup(name, value)
         state.params.set_runtime({"slowOpThresholdMs": self.config.slowms})
+        if self.config.quiet:
+            state.params.set_runtime({"quiet": True})
+        LOG.quiet = state.params.get("quiet")
         LOG.verbosity = state.params.get("logLevel")
         LOG.max_attribute_size_kb = state.params.get("maxLogSizeKB")
         LOG.info("CONTROL", 4615611, "initandlisten", "MongoDB starting", pid=state.pid,
@@ -172,10 +175,11 @@ class Server:
             return
         if len(state.connections) >= self.config.max_conns:
             state.rejected_connections += 1
-            LOG.info("NETWORK", 22942, "listener",
-                     "Connection refused because there are too many open connections",
-                     remote=str(writer.get_extra_info("peername")),
-                     connectionCount=len(state.connections))
+            if not LOG.quiet:
+                LOG.info("NETWORK", 22942, "listener",
+                         "Connection refused because there are too many open connections",
+                         remote=str(writer.get_extra_info("peername")),
+                         connectionCount=len(state.connections))
             writer.close()
             return
         task = asyncio.current_task()
@@ -196,12 +200,13 @@ class Server:
                 self.state.cursors.reap(timeout)
 
     # -- stop --------------------------------------------------------------------------------
-    async def shutdown(self, reason: str = "shutdown") -> None:
+    async def shutdown(self, reason: str = "shutdown", exit_code: int = 0) -> None:
         state = self.state
         if state.shutting_down.is_set():
             await self._stopped.wait()
             return
-        LOG.info("CONTROL", 23138, "SignalHandler", "Shutting down", exitCode=0, reason=reason)
+        LOG.info("CONTROL", 23138, "SignalHandler", "Shutting down", exitCode=exit_code,
+                 reason=reason)
         state.shutting_down.set()
         for srv in self._servers:
             srv.close()
@@ -264,8 +269,9 @@ async def _main(config: Config) -> int:
     except Exception as exc:
         LOG.error("CONTROL", 20568, "initandlisten", "Error during startup",
                   error=f"{type(exc).__name__}: {exc}")
-        await server.shutdown("startup failed")
-        return 48 if isinstance(exc, OSError) else 1
+        code = 48 if isinstance(exc, OSError) else 1
+        await server.shutdown("startup failed", exit_code=code)
+        return code
     await server.serve_until_stopped()
     for signum in signals:
         loop.remove_signal_handler(signum)

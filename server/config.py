@@ -47,6 +47,7 @@ class Config:
     storage_engine: str = DEFAULT_STORAGE_ENGINE  # --storageEngine / storage.engine
     postgres_uri: str | None = None  # --postgresUri / storage.postgresql.uri
     logpath: str | None = None
+    log_append: bool = False  # --logappend / systemLog.logAppend: else an old log is renamed
     quiet: bool = False
     max_conns: int = DEFAULT_MAX_CONNS
     slowms: int = 100
@@ -80,6 +81,8 @@ class Config:
             log: dict[str, Any] = {}
             if self.logpath:
                 log.update(destination="file", path=self.logpath)
+                if self.log_append:
+                    log["logAppend"] = True
             if self.quiet:
                 log["quiet"] = True
             out["systemLog"] = log
@@ -97,7 +100,11 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> _Parser:
     p = _Parser(prog="bucketd", add_help=True,
-                description="A MongoDB 8.0-compatible server built around time-series collections.")
+                description="A MongoDB 8.0-compatible server built around time-series collections.",
+                epilog="other commands:\n  bucketd inspect FILE.bson... | --uri URI -c COLL\n"
+                       "                        look inside time-series buckets (dumps or a "
+                       "server);\n                        see `bucketd inspect --help`",
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--port", type=int, help=f"port to listen on (default {DEFAULT_PORT})")
     p.add_argument("--bind_ip", help="comma-separated addresses to listen on (default 127.0.0.1)")
     p.add_argument("--bind_ip_all", action="store_true", help="listen on all addresses")
@@ -108,7 +115,10 @@ def _parser() -> _Parser:
                    "--storageEngine postgresql (storage.postgresql.uri)")
     p.add_argument("--config", "-f", help="YAML configuration file with mongod's keys")
     p.add_argument("--logpath", help="write the log to this file instead of stdout")
-    p.add_argument("--quiet", action="store_true", help="less log output")
+    p.add_argument("--logappend", action="store_true",
+                   help="append to --logpath instead of renaming the old log")
+    p.add_argument("--quiet", action="store_true",
+                   help="do not log connections and authentications")
     p.add_argument("--maxConns", type=int, help="maximum number of simultaneous connections")
     p.add_argument("--slowms", type=int, help="slow operation threshold in ms (default 100)")
     p.add_argument("--metricsPort", type=int, help="serve Prometheus metrics on this port")
@@ -164,7 +174,7 @@ def _load_config_file(path: str) -> dict[str, Any]:
         raise ConfigError(f"config file {path} must be a YAML mapping")
     for section, value in doc.items():
         if section not in _KNOWN_CONFIG_KEYS:
-            raise ConfigError(f"unrecognized option in config file: {section}")
+            raise ConfigError(f"Unrecognized option: {section}")
         allowed = _KNOWN_CONFIG_KEYS[section]
         if allowed is None:
             continue
@@ -172,15 +182,23 @@ def _load_config_file(path: str) -> dict[str, Any]:
             raise ConfigError(f"config file option {section} must be a mapping")
         for key in value:
             if key not in allowed:
-                raise ConfigError(f"unrecognized option in config file: {section}.{key}")
+                raise ConfigError(f"Unrecognized option: {section}.{key}")
     pg = _get(doc, "storage.postgresql")
     if pg is not None:
         if not isinstance(pg, dict):
             raise ConfigError("config file option storage.postgresql must be a mapping")
         for key in pg:
             if key != "uri":
-                raise ConfigError(f"unrecognized option in config file: storage.postgresql.{key}")
+                raise ConfigError(f"Unrecognized option: storage.postgresql.{key}")
     return doc
+
+
+def _flag(given: bool, file_doc: dict[str, Any], key: str) -> bool:
+    """A switch: the command line's, else the config file's boolean."""
+    value = _get(file_doc, key)
+    if value is not None and not isinstance(value, bool):
+        raise ConfigError(f"{key} must be true or false, got {value!r}")
+    return bool(given or value)
 
 
 def _port(value: Any, what: str) -> int:
@@ -260,7 +278,8 @@ def parse_args(argv: list[str]) -> Config:
         if not isinstance(logpath, str) or not logpath:
             raise ConfigError(f"systemLog.path must be a non-empty string, got {logpath!r}")
         cfg.logpath = logpath
-    cfg.quiet = bool(ns.quiet or _get(file_doc, "systemLog.quiet"))
+    cfg.quiet = _flag(ns.quiet, file_doc, "systemLog.quiet")
+    cfg.log_append = _flag(ns.logappend, file_doc, "systemLog.logAppend")
     cfg.repair = bool(ns.repair)
 
     max_conns = ns.maxConns if ns.maxConns is not None else _get(

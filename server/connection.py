@@ -74,8 +74,10 @@ async def serve_connection(server: ServerState, reader: asyncio.StreamReader,
     remote = _addr(peer)
     conn = server.new_connection(remote, _addr(sock))
     ctx = f"conn{conn.id}"
-    LOG.info("NETWORK", 22943, "listener", "Connection accepted", remote=remote,
-             isLoadBalanced=False, connectionId=conn.id, connectionCount=len(server.connections))
+    if not LOG.quiet:  # --quiet / the quiet parameter: no connection lines, as mongod
+        LOG.info("NETWORK", 22943, "listener", "Connection accepted", remote=remote,
+                 isLoadBalanced=False, connectionId=conn.id,
+                 connectionCount=len(server.connections))
     _note_tls(server, conn, writer)
     out = _Writer(server, writer)
     decoder = MessageDecoder(codec_options=CODEC_OPTIONS,
@@ -113,8 +115,9 @@ async def serve_connection(server: ServerState, reader: asyncio.StreamReader,
         with contextlib.suppress(Exception):
             writer.close()
             await writer.wait_closed()
-        LOG.info("NETWORK", 22944, ctx, "Connection ended", remote=remote, connectionId=conn.id,
-                 connectionCount=len(server.connections))
+        if not LOG.quiet:
+            LOG.info("NETWORK", 22944, ctx, "Connection ended", remote=remote,
+                     connectionId=conn.id, connectionCount=len(server.connections))
 
 
 def _note_tls(server: ServerState, conn: ConnectionState, writer: asyncio.StreamWriter) -> None:

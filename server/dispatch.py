@@ -21,6 +21,7 @@ from .auth.authorize import authorize
 from .auth.cursor_access import claim as claim_cursor
 from .auth.gate import check_authenticated
 from .commands import COMMANDS, Command, insert
+from .commands._collection_uuid import check_collection_uuid
 from .context import CommandRequest, ConnectionState, ServerState
 from .generic_args import GENERIC_ARGUMENTS
 from .log import LOG
@@ -98,6 +99,8 @@ async def execute(server: ServerState, conn: ConnectionState, body: dict[str, An
         if server.config.auth and conn.user is not None:
             required = authorize(conn.user, cmd.name, body, db)
         _check_generic(body)
+        if server.storage is not None:  # read-only use of the catalog's in-memory table
+            check_collection_uuid(server.storage.catalog, name, body, db)
         server.opcounters[cmd.opcounter] += 1
         server.command_counts[cmd.name] += 1
         req = CommandRequest(server, conn, name, body, db, exhaust_allowed, via_op_query)

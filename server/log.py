@@ -12,6 +12,7 @@ most 1 MiB together.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -47,8 +48,16 @@ class StructuredLog:
         self.total_lines = 0
         self.startup_warnings: list[str] = []
 
-    def configure(self, path: str | None = None, *, quiet: bool = False) -> None:
+    def configure(self, path: str | None = None, *, quiet: bool = False,
+                  append: bool = False) -> None:
+        """Log to `path` (stdout without one). Without `append` an existing log is first
+        renamed to `<path>.<UTC time>` as mongod does (logged on the console, 20697)."""
         if path:
+            if not append and os.path.exists(path):
+                renamed = path + "." + time.strftime("%Y-%m-%dT%H-%M-%S", time.gmtime())
+                os.replace(path, renamed)
+                self.info("CONTROL", 20697, "main", "Renamed existing log file",
+                          oldLogPath=os.path.abspath(path), newLogPath=os.path.abspath(renamed))
             create_private_file(path)  # 0600, as mongod's files
             self._out = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
         self.quiet = quiet

@@ -25,7 +25,11 @@ from query.paths import is_array_index
 from query.update.ops import MODIFIERS, Leaf, get_place, make_leaf, rename_leaves, set_place
 from query.update.pipeline import UpdatePipeline
 from query.update.upsert import upsert_seed
-from query.update.validate import check_id_for_storage, check_replacement
+from query.update.validate import (
+    check_id_for_storage,
+    check_replacement,
+    check_written_top_level,
+)
 from query.update.values import identical, short_repr
 from query.variables import CommandVariables, resolve_constants
 from storage.errors import MongoError
@@ -97,20 +101,26 @@ class Update:
         return any(part == "$" for p in self.leaf_paths for part in p.split("."))
 
     def apply(self, doc: dict[str, Any], *, matched_position: int | None = None,
-              is_insert: bool = False) -> tuple[dict[str, Any], bool]:
-        """Return ``(new_doc, modified)``; `doc` itself is never changed."""
+              is_insert: bool = False, id_immutable: bool = True
+              ) -> tuple[dict[str, Any], bool]:
+        """Return ``(new_doc, modified)``; `doc` itself is never changed. A measurement's
+        `_id` may change (`id_immutable=False`): MongoDB's time-series updates hold no
+        path immutable."""
         if self.kind == "replacement":
             assert self.replacement is not None
-            return self._replace(doc, is_insert, self.replacement)
+            if not is_insert:  # an upsert's new document is validated as an insert
+                check_replacement(self.replacement)
+            return self._replace(doc, is_insert or not id_immutable, self.replacement)
         if self.kind == "pipeline":
             assert self._pipeline is not None
             # the pipeline's result replaces the document, as mongod's PipelineExecutor does
-            return self._replace(doc, is_insert, self._pipeline.transform(doc))
+            return self._replace(doc, is_insert or not id_immutable,
+                                 self._pipeline.transform(doc))
         new = copy.deepcopy(doc)
         ctx = ApplyContext(new, matched_position, is_insert, self._array_filters)
         assert self._root is not None
         _apply_obj(self._root, new, [], ctx)
-        if not is_insert:
+        if not is_insert and id_immutable:
             old_id = doc.get("_id", MISSING)
             new_id = new.get("_id", MISSING)
             if old_id is not MISSING and (new_id is MISSING or not identical(old_id, new_id)):
@@ -120,14 +130,28 @@ class Update:
                                  f"'{path}' would modify the immutable field '_id'")
         if "_id" in new:
             check_id_for_storage(new["_id"])
+        if not is_insert:
+            self._check_written_dollar_fields(doc, new)
         return new, not identical(doc, new)
 
-    def _replace(self, doc: dict[str, Any], is_insert: bool,
+    def _check_written_dollar_fields(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        """The top-level `$`-prefixed fields the operators wrote: created, or replaced as a
+        whole (a path below an existing one writes only below the top level)."""
+        for path in self.leaf_paths:
+            parts = path.split(".")
+            first = parts[0]
+            if not first.startswith("$") or first not in new:
+                continue
+            if first not in old or (len(parts) == 1 and not identical(old[first], new[first])):
+                check_written_top_level(new, first)
+
+    def _replace(self, doc: dict[str, Any], id_may_change: bool,
                  replacement: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         repl = copy.deepcopy(replacement)
         old_id = doc.get("_id", MISSING)
         if "_id" in repl:
-            if old_id is not MISSING and not identical(old_id, repl["_id"]) and not is_insert:
+            if old_id is not MISSING and not identical(old_id, repl["_id"]) and \
+                    not id_may_change:
                 raise MongoError(ErrorCode.ImmutableField,
                                  "After applying the update, the (immutable) field '_id' was "
                                  f"found to have been altered to _id: {short_repr(repl['_id'])}")
@@ -240,9 +264,6 @@ def _check_path(path: str) -> list[str]:
     if first.startswith("$[") and first.endswith("]"):
         raise MongoError(ErrorCode.BadValue, "Cannot have array filter identifier (i.e. "
                          f"'$[<id>]') element in the first position in path '{path}'")
-    if first.startswith("$") and first != "$":
-        raise MongoError(ErrorCode.DollarPrefixedFieldName, f"The dollar ($) prefixed field "
-                         f"'{first}' in '{path}' is not valid for storage.")
     return parts
 
 
@@ -316,7 +337,6 @@ def compile_update(spec: Any, *, array_filters: list[dict[str, Any]] | None = No
         if filters:
             raise MongoError(ErrorCode.FailedToParse, "arrayFilters may not be specified for "
                              "replacement-style updates")
-        check_replacement(spec)
         return Update(spec, "replacement", None, dict(spec), {}, [], is_upsert)
     root = ObjNode()
     leaf_paths: list[str] = []

@@ -75,14 +75,18 @@ def get_int(body: dict[str, Any], command: str, field: str, default: int | None 
     if isinstance(v, int):
         return int(v)
     if isinstance(v, float):
-        if v != v or v in (float("inf"), float("-inf")):
-            raise MongoError(ErrorCode.BadValue, f"BSON field '{command}.{field}' must be finite")
+        if v != v:
+            return 0  # mongod's safeInt64 (BSONElement::safeNumberLong): NaN is 0
+        if v in (float("inf"), float("-inf")):
+            return _clamped_int64(2**63 if v > 0 else -(2**63) - 1)
         return _clamped_int64(int(v))
     if isinstance(v, Decimal128):
         d = v.to_decimal()
-        if not d.is_finite():
-            raise MongoError(ErrorCode.BadValue, f"BSON field '{command}.{field}' must be finite")
-        return _clamped_int64(int(d))
+        if d.is_nan():
+            return 0
+        if d.is_infinite():
+            return _clamped_int64(2**63 if d > 0 else -(2**63) - 1)
+        return _clamped_int64(round(d))  # Decimal128::toLong rounds half to even
     raise _wrong_type(command, field, v, "[long, int, decimal, double]")
 
 

@@ -1,4 +1,5 @@
-"""bulkWrite (MongoDB 8.0): inserts, updates and deletes across namespaces in one command.
+"""bulkWrite (MongoDB 8.0): inserts, updates and deletes across namespaces in one command,
+time-series ones through their measurements (inserts staged in the bucket catalog).
 
 Replies with a cursor of per-operation results (`errorsOnly` keeps just the failures)
 and the totals nInserted/nMatched/nModified/nUpserted/nDeleted/nErrors.
@@ -24,7 +25,9 @@ from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 
 from ..context import CommandRequest
-from ..namespaces import namespace_kind
+from ..namespaces import TimeseriesTarget, resolve_namespace
+from ..timeseries.service import timeseries_service
+from ..timeseries.writes import delete_statement, stage_measurements, update_statement
 from ..views.definitions import not_a_collection
 from ._args import check_fields, command_variables, get_bool, get_list, require
 from ._write import after_direct_write, check_batch_size, make_validator, parse_write_concern
@@ -65,6 +68,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
         results: list[dict[str, Any]] = []
         totals = {"nErrors": 0, "nInserted": 0, "nMatched": 0, "nModified": 0, "nUpserted": 0,
                   "nDeleted": 0}
+        staged = False  # measurements this command staged, not yet written
         for idx, op in enumerate(ops):
             try:
                 if not isinstance(op, dict) or not op:
@@ -75,14 +79,22 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
                     raise MongoError(ErrorCode.BadValue, f"BulkWrite ops entry {idx} has an "
                                      "invalid nsInfo index")
                 db, name = namespaces[ns_index]
-                if namespace_kind(catalog, db, name) == "view":
+                ns = resolve_namespace(catalog, db, name)
+                if ns.kind == "view":
                     raise not_a_collection(db, name)
-                if namespace_kind(catalog, db, name) == "timeseries":
-                    raise MongoError(ErrorCode.NotImplemented, "bulkWrite on a time-series "
-                                     "collection is not supported; use insert")
-                with catalog.transaction(durable=wc.j):
-                    res = _one(catalog, kind, op, db, name, bypass, variables)
-                after_direct_write(req, db, name)
+                if ns.timeseries is not None and kind == "insert":
+                    res = _insert_measurement(req, ns.timeseries, op)
+                    staged = True
+                else:
+                    if staged:  # what follows reads the buckets as stored
+                        timeseries_service(req).flush_deferred()
+                        staged = False
+                    with catalog.transaction(durable=wc.j):
+                        if ns.timeseries is not None:
+                            res = _one_timeseries(req, ns.timeseries, kind, op, variables)
+                        else:
+                            res = _one(catalog, kind, op, db, name, bypass, variables)
+                    after_direct_write(req, db, name)
                 for k in ("nInserted", "nMatched", "nModified", "nUpserted", "nDeleted"):
                     totals[k] += res.pop("_" + k, 0)
                 if not errors_only:
@@ -93,19 +105,76 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
                                 **exc.extra})
                 if ordered:
                     break
+        if staged and wc.j:
+            timeseries_service(req).flush_deferred(durable=True)
         return {"cursor": {"id": Int64(0), "firstBatch": results,
                            "ns": "admin.$cmd.bulkWrite"}, **totals}
 
-    return await req.storage.run(run)
+    reply = await req.storage.run(run)
+    if req.server.timeseries is not None:
+        req.server.timeseries.arm_flush_timer()
+    return reply
+
+
+def _insert_document(op: dict[str, Any]) -> dict[str, Any]:
+    doc = op.get("document")
+    if not isinstance(doc, dict):
+        raise MongoError(ErrorCode.TypeMismatch, "insert 'document' must be an object")
+    return doc
+
+
+def _update_statement(op: dict[str, Any], variables: CommandVariables) -> UpdateStatement:
+    if "filter" not in op or "updateMods" not in op:
+        raise MongoError(ErrorCode.IDLFailedToParse, "update ops need filter and updateMods")
+    return UpdateStatement(q=op["filter"], u=op["updateMods"], multi=bool(op.get("multi")),
+                           upsert=bool(op.get("upsert")), array_filters=op.get("arrayFilters"),
+                           hint=op.get("hint"), sort=op.get("sort"), constants=_constants(op),
+                           variables=variables)
+
+
+def _update_result(matched: int, modified: int, upserted: Any) -> dict[str, Any]:
+    res: dict[str, Any] = {"n": matched, "nModified": modified, "_nMatched": matched,
+                           "_nModified": modified}
+    if upserted is not MISSING:
+        res["n"] = 1
+        res["upserted"] = {"_id": upserted}
+        res["_nUpserted"] = 1
+    return res
+
+
+def _delete_filter(op: dict[str, Any]) -> Any:
+    if "filter" not in op:
+        raise MongoError(ErrorCode.IDLFailedToParse, "delete ops need a filter")
+    return op["filter"]
+
+
+def _insert_measurement(req: CommandRequest, target: TimeseriesTarget,
+                        op: dict[str, Any]) -> dict[str, Any]:
+    """A time-series insert op: staged in the bucket catalog like an insert command's."""
+    n, errors = stage_measurements(req, target, [_insert_document(op)], ordered=True,
+                                   durable=False)
+    if errors:
+        raise errors[0][1]
+    return {"n": n, "_nInserted": n}
+
+
+def _one_timeseries(req: CommandRequest, target: TimeseriesTarget, kind: str,
+                    op: dict[str, Any], variables: CommandVariables) -> dict[str, Any]:
+    """An update or delete op on a time-series collection, through its measurements."""
+    if kind == "update":
+        out = update_statement(req, target, _update_statement(op, variables))
+        return _update_result(out.matched, out.modified, out.upserted)
+    if kind == "delete":
+        out = delete_statement(req, target, _delete_filter(op), not op.get("multi"),
+                               variables.values(), op.get("hint"))
+        return {"n": out.matched, "_nDeleted": out.matched}
+    raise MongoError(ErrorCode.FailedToParse, f"Unrecognized bulkWrite op type: {kind}")
 
 
 def _one(catalog: Any, kind: str, op: dict[str, Any], db: str, name: str, bypass: bool,
          variables: CommandVariables) -> dict[str, Any]:
     if kind == "insert":
-        doc = op.get("document")
-        if not isinstance(doc, dict):
-            raise MongoError(ErrorCode.TypeMismatch, "insert 'document' must be an object")
-        doc = prepare_document_for_insert(doc)
+        doc = prepare_document_for_insert(_insert_document(op))
         coll = catalog.get_or_create_collection(db, name)
         validator = None if bypass else make_validator(coll.options, f"{db}.{name}")
         if validator is not None:
@@ -115,13 +184,7 @@ def _one(catalog: Any, kind: str, op: dict[str, Any], db: str, name: str, bypass
             raise result.errors[0][1]
         return {"n": 1, "_nInserted": 1}
     if kind == "update":
-        if "filter" not in op or "updateMods" not in op:
-            raise MongoError(ErrorCode.IDLFailedToParse, "update ops need filter and updateMods")
-        stmt = UpdateStatement(q=op["filter"], u=op["updateMods"], multi=bool(op.get("multi")),
-                               upsert=bool(op.get("upsert")),
-                               array_filters=op.get("arrayFilters"), hint=op.get("hint"),
-                               sort=op.get("sort"), constants=_constants(op),
-                               variables=variables)
+        stmt = _update_statement(op, variables)
         coll = catalog.get_collection(db, name)
         validator = None if bypass or coll is None else make_validator(coll.options,
                                                                        f"{db}.{name}")
@@ -131,18 +194,10 @@ def _one(catalog: Any, kind: str, op: dict[str, Any], db: str, name: str, bypass
                 catalog.get_collection(db, name)
 
         out = apply_update_statement(get_coll, stmt, validator=validator)
-        res: dict[str, Any] = {"n": out.n, "nModified": out.n_modified, "_nMatched": out.n,
-                               "_nModified": out.n_modified}
-        if out.upserted_id is not MISSING:
-            res["n"] = 1
-            res["upserted"] = {"_id": out.upserted_id}
-            res["_nUpserted"] = 1
-        return res
+        return _update_result(out.n, out.n_modified, out.upserted_id)
     if kind == "delete":
-        if "filter" not in op:
-            raise MongoError(ErrorCode.IDLFailedToParse, "delete ops need a filter")
         coll = catalog.get_collection(db, name)
-        n, _ = delete_matching(coll, op["filter"], limit_one=not op.get("multi"),
+        n, _ = delete_matching(coll, _delete_filter(op), limit_one=not op.get("multi"),
                                hint=op.get("hint"), let=variables.values())
         return {"n": n, "_nDeleted": n}
     raise MongoError(ErrorCode.FailedToParse, f"Unrecognized bulkWrite op type: {kind}")

@@ -1,17 +1,22 @@
-"""collMod: change a collection's validator, an index's hidden/TTL options, a time-series
-collection's bucketing and expireAfterSeconds, or a view's `viewOn`/`pipeline`."""
+"""collMod: change a collection's validator, an index's hidden/TTL options, a clustered
+collection's expireAfterSeconds, a time-series collection's bucketing and
+expireAfterSeconds, or a view's `viewOn`/`pipeline`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from query.match import compile_filter
+from bson.int64 import Int64
+
+from storage.clustered import clustered_index_name
 from storage.errors import MongoError
 from storage.index_options import modify_index
+from storage.timeseries import parse_coll_mod_expire_after_seconds
 from storage.vocabulary.error_codes import ErrorCode
 
 from ..context import CommandRequest
-from ..namespaces import resolve_namespace
+from ..document_validation import check_validation_options
+from ..namespaces import BUCKETS_PREFIX, resolve_namespace
 from ..timeseries.ddl import coll_mod_timeseries_view
 from ..timeseries.indexes import translate_index_target
 from ..views.definitions import (
@@ -65,41 +70,51 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
             if "timeseries" in body or "expireAfterSeconds" in body:
                 coll_mod_timeseries_view(req, ts, body)
             if index is not None:
+                _no_id_index(index, ts.buckets_ns)
                 reply.update(modify_index(catalog, db, ts.buckets_name,
                                           translate_index_target(ts, index)))
             return reply
         if "timeseries" in body:
             raise MongoError(ErrorCode.InvalidOptions,
                              "option only supported on a time-series collection: timeseries")
-        if "expireAfterSeconds" in body:
-            raise MongoError(ErrorCode.InvalidOptions, "option only supported on a time-series "
-                             "collection or a clustered collection: expireAfterSeconds")
         options = dict(entry.options)
+        check_validation_options("collMod", db, name, body, entry.options)
         changed = False
+        if "expireAfterSeconds" in body:
+            if clustered_index_name(options) is None:
+                raise MongoError(ErrorCode.InvalidOptions, "option only supported on a "
+                                 "time-series collection or a clustered collection: "
+                                 "expireAfterSeconds")
+            expire = parse_coll_mod_expire_after_seconds(body["expireAfterSeconds"])
+            options.pop("expireAfterSeconds", None)
+            if expire is not None:
+                options["expireAfterSeconds"] = Int64(expire)
+            changed = True
         for key in ("validator", "validationLevel", "validationAction"):
             if key in body:
-                value = body[key]
-                if key == "validator":
-                    if not isinstance(value, dict):
-                        raise MongoError(ErrorCode.TypeMismatch, "validator must be an object")
-                    compile_filter(value)
-                elif key == "validationLevel" and value not in ("off", "strict", "moderate"):
-                    raise MongoError(ErrorCode.BadValue,
-                                     f"Enumeration value '{value}' for field "
-                                     "'collMod.validationLevel' is not a valid value.")
-                elif key == "validationAction" and value not in ("error", "warn"):
-                    raise MongoError(ErrorCode.BadValue,
-                                     f"Enumeration value '{value}' for field "
-                                     "'collMod.validationAction' is not a valid value.")
-                options[key] = value
+                options[key] = body[key]
                 changed = True
+        if options.get("validator") == {}:
+            del options["validator"]  # an empty validator removes it
         if changed:
             catalog.set_options(db, name, options=options)
         if index is not None:
+            if name.startswith(BUCKETS_PREFIX):
+                _no_id_index(index, f"{db}.{name}")
             reply.update(modify_index(catalog, db, name, index))
         return reply
 
     return await req.storage.run(run)
+
+
+def _no_id_index(index: dict[str, Any], buckets_ns: str) -> None:
+    """A buckets collection is clustered by _id in MongoDB: it has no _id index to modify
+    (mongod answers IndexNotFound where an ordinary collection's says it can't be hidden)."""
+    if index.get("name") == "_id_":
+        raise MongoError(ErrorCode.IndexNotFound, f"cannot find index _id_ for ns {buckets_ns}")
+    if "name" not in index and index.get("keyPattern") == {"_id": 1}:
+        raise MongoError(ErrorCode.IndexNotFound,
+                         f"cannot find index {{ _id: 1 }} for ns {buckets_ns}")
 
 
 # collMod options a view takes (the generic arguments aside)

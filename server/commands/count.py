@@ -16,7 +16,8 @@ from ._args import check_fields, get_doc, get_int, namespace_arg
 async def handle(req: CommandRequest) -> dict[str, Any]:
     body = req.body
     check_fields(body, "count", ("query", "skip", "limit", "hint", "collation", "fields",
-                                 "readConcern", "maxTimeMS", "comment", "encryptionInformation"))
+                                 "readConcern", "maxTimeMS", "comment", "encryptionInformation",
+                                 "collectionUUID"))
     name = namespace_arg(body, "count")
     name = raw_target(req.storage.catalog, req.db, name, body)
     query = get_doc(body, "count", "query")

@@ -16,7 +16,7 @@ from ._args import check_fields, get_list, namespace_arg, require
 async def handle(req: CommandRequest) -> dict[str, Any]:
     body = req.body
     check_fields(body, "createIndexes", ("indexes", "commitQuorum", "ignoreUnknownIndexOptions",
-                                         "isTimeseriesNamespace", "returnOnStart"))
+                                         "isTimeseriesNamespace", "returnOnStart", "collectionUUID"))
     name = namespace_arg(body, "createIndexes")
     specs = get_list(body, "createIndexes", "indexes")
     if specs is None:

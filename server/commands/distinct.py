@@ -18,7 +18,7 @@ from ._args import check_fields, get_doc, namespace_arg, require
 async def handle(req: CommandRequest) -> dict[str, Any]:
     body = req.body
     check_fields(body, "distinct", ("key", "query", "hint", "collation", "readConcern",
-                                    "maxTimeMS", "comment"))
+                                    "maxTimeMS", "comment", "collectionUUID"))
     name = namespace_arg(body, "distinct")
     name = raw_target(req.storage.catalog, req.db, name, body)
     key = require(body, "distinct", "key")

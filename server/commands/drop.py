@@ -13,7 +13,7 @@ from ._args import check_fields, namespace_arg
 
 
 async def handle(req: CommandRequest) -> dict[str, Any]:
-    check_fields(req.body, "drop", ())
+    check_fields(req.body, "drop", ("collectionUUID",))
     name = namespace_arg(req.body, "drop")
     db = req.db
     if name.startswith("system.") and not name.startswith("system.buckets."):

@@ -11,7 +11,8 @@ from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 
 from ..context import CommandRequest
-from ..namespaces import namespace_kind
+from ..namespaces import resolve_namespace
+from ..timeseries.find_and_modify import MeasurementModify, find_and_modify_measurement
 from ..views.definitions import not_a_collection
 from ._args import check_fields, command_variables, get_bool, get_doc, namespace_arg
 from ._write import after_direct_write, make_validator, parse_write_concern
@@ -46,6 +47,8 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
                          "Cannot specify both upsert=true and remove=true" if upsert else
                          "Cannot specify both new=true and remove=true; 'remove' always returns "
                          "the deleted document")
+    if remove and body.get("arrayFilters") is not None:
+        raise MongoError(ErrorCode.FailedToParse, "Cannot specify arrayFilters and remove=true")
     if update is not None and not isinstance(update, dict | list):
         raise MongoError(ErrorCode.FailedToParse, "Update argument must be either an object or "
                          "an array")
@@ -54,19 +57,24 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
 
     def run() -> dict[str, Any]:
         catalog = req.storage.catalog
-        if namespace_kind(catalog, db, name) == "view":
+        ns = resolve_namespace(catalog, db, name)
+        if ns.kind == "view":
             raise not_a_collection(db, name)
-        if namespace_kind(catalog, db, name) == "timeseries":
-            raise MongoError(ErrorCode.NotImplemented,
-                             "findAndModify on a time-series collection is not supported")
+        last: dict[str, Any]
+        value: dict[str, Any] | None
         with catalog.transaction(durable=wc.j):
-            if remove:
+            if ns.timeseries is not None:
+                last, value = find_and_modify_measurement(req, ns.timeseries, MeasurementModify(
+                    query=query, update=None if remove else update, sort=sort, upsert=upsert,
+                    return_new=return_new, array_filters=body.get("arrayFilters"),
+                    hint=body.get("hint"), variables=variables))
+            elif remove:
                 coll = catalog.get_collection(db, name)
                 n, doc = delete_matching(coll, query, limit_one=True, sort=sort,
                                          hint=body.get("hint"), let=variables.values(),
                                          want_doc=True)
                 value = doc
-                last: dict[str, Any] = {"n": n}
+                last = {"n": n}
             else:
                 coll = catalog.get_collection(db, name)
                 validator = None if bypass or coll is None else make_validator(

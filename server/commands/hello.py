@@ -74,8 +74,9 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
         if not isinstance(client, dict):
             raise MongoError(ErrorCode.TypeMismatch, "'client' field must be an object")
         conn.client_metadata = client
-        LOG.info("NETWORK", 51800, f"conn{conn.id}", "client metadata", remote=conn.remote,
-                 client=f"conn{conn.id}", doc=client)
+        if not LOG.quiet:  # mongod logs it unless quiet
+            LOG.info("NETWORK", 51800, f"conn{conn.id}", "client metadata",
+                     remote=conn.remote, client=f"conn{conn.id}", doc=client)
     if "compression" in body and not conn.handshake_done:
         _negotiate_compression(req, body["compression"])
     conn.handshake_done = True

@@ -37,7 +37,12 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
         if namespace_kind(catalog, src_db, src) == "view":
             raise MongoError(ErrorCode.CommandNotSupportedOnView,
                              f"cannot rename view: {src_db}.{src}")
-        if namespace_kind(catalog, dst_db, dst) == "view":
+        if dst.startswith(BUCKETS_PREFIX):
+            # mongod: only a buckets collection (with its time-series options) may become one
+            raise MongoError(ErrorCode.IllegalOperation, "Cannot rename a collection to a "
+                             f"time-series buckets collection: {dst_db}.{dst}")
+        # a time-series collection is a view in mongod: the one answer for both
+        if namespace_kind(catalog, dst_db, dst) in ("view", "timeseries"):
             raise MongoError(ErrorCode.NamespaceExists,
                              f"a view already exists with that name: {dst_db}.{dst}")
         catalog.rename_collection(src_db, src, dst_db, dst, drop_target=drop_target)

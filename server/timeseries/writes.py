@@ -4,6 +4,7 @@ rewriting the buckets that hold the matched measurements."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from query.executor import (
@@ -11,6 +12,7 @@ from query.executor import (
     UpdateStatement,
     compile_statement_update,
     matching,
+    positional_match,
     prepare_find,
     statement_variables,
 )
@@ -22,6 +24,7 @@ from storage.timeseries import (
     BucketCatalog,
     BucketSpec,
     bucket_filter,
+    bucket_index_key,
     meta_only_filter,
     rebuild_bucket,
     unpack_bucket,
@@ -41,7 +44,8 @@ if TYPE_CHECKING:
     from ..context import CommandRequest
     from ..namespaces import TimeseriesTarget
 
-__all__ = ["delete_measurements", "insert_measurements", "update_measurements"]
+__all__ = ["StatementResult", "delete_measurements", "delete_statement", "insert_measurements",
+           "refuse_sort", "stage_measurements", "update_measurements", "update_statement"]
 
 # (measurement) -> (what stays in the bucket or None, what is re-inserted or None)
 Transform = Callable[[dict[str, Any]], tuple[dict[str, Any] | None, dict[str, Any] | None]]
@@ -66,22 +70,9 @@ async def insert_measurements(req: CommandRequest, target: TimeseriesTarget,
         if isinstance(docs, RawDocuments) else None
 
     def run() -> dict[str, Any]:
-        catalog = req.storage.catalog
-        opts = target.options
-        buckets = catalog.get_or_create_collection(target.db, target.buckets_name)
-        service.sync_parameters()
-        source = StoredBuckets(buckets, opts, service.deferred, service.flush_deferred)
-        result = service.catalog.insert_batch(target.ns, opts, measurements, source,
-                                              ordered=ordered, prescanned=prescanned)
-        service.note_bucket_inserts(buckets, opts.time_field, result.writes)
-        service.deferred.add(target.db, target.buckets_name, result.writes)
-        service.catalog.commit(result)
-        if durable or service.deferred.due(service.commit_interval_ms()):
-            service.flush_deferred(durable=durable)
-        reply: dict[str, Any] = {"n": result.num_inserted}
-        if result.errors:
-            reply["writeErrors"] = [e.to_write_error(i) for i, e in result.errors]
-        return reply
+        n, errors = stage_measurements(req, target, measurements, ordered=ordered,
+                                       durable=durable, prescanned=prescanned)
+        return write_reply(n, errors)
 
     reply = await req.storage.run(run, keep_deferred=True)
     service.arm_flush_timer()
@@ -89,16 +80,54 @@ async def insert_measurements(req: CommandRequest, target: TimeseriesTarget,
     return reply
 
 
+def stage_measurements(req: CommandRequest, target: TimeseriesTarget,
+                       measurements: list[Any] | RawDocuments, *, ordered: bool,
+                       durable: bool, prescanned: Any = None
+                       ) -> tuple[int, list[tuple[int, MongoError]]]:
+    """Storage thread: put the measurements into buckets and commit them in the bucket
+    catalog; their bucket writes join the group commit's pending writes (written now when
+    `durable` or when the commit interval has passed; the caller arms the flush timer).
+    Returns (inserted, errors by index)."""
+    service = timeseries_service(req)
+    catalog = req.storage.catalog
+    opts = target.options
+    buckets = catalog.get_or_create_collection(target.db, target.buckets_name)
+    service.sync_parameters()
+    source = StoredBuckets(buckets, opts, service.deferred, service.flush_deferred)
+    result = service.catalog.insert_batch(target.ns, opts, measurements, source,
+                                          ordered=ordered, prescanned=prescanned)
+    service.note_bucket_inserts(buckets, opts.time_field, result.writes)
+    service.deferred.add(target.db, target.buckets_name, result.writes)
+    service.catalog.commit(result)
+    if durable or service.deferred.due(service.commit_interval_ms()):
+        service.flush_deferred(durable=durable)
+    return result.num_inserted, list(result.errors)
+
+
 # --- updates and deletes ----------------------------------------------------------------------
+
+def bucket_hint(target: TimeseriesTarget, hint: Any) -> Any:
+    """A write's `hint` on the view as the buckets collection's planner takes it: an
+    index name as is, a key pattern in bucket form ({$natural} as is)."""
+    if not isinstance(hint, dict) or not hint or "$natural" in hint:
+        return hint or None
+    try:
+        return bucket_index_key(target.options, hint)
+    except MongoError:
+        raise MongoError(ErrorCode.BadValue, "error processing query: planner returned error "
+                         ":: caused by :: hint provided does not correspond to an existing "
+                         "index") from None
+
 
 def _rewrite_buckets(req: CommandRequest, target: TimeseriesTarget, flt: dict[str, Any], *,
                      limit_one: bool, transform: Transform,
-                     variables: dict[str, Any] | None = None
+                     variables: dict[str, Any] | None = None, hint: Any = None
                      ) -> tuple[int, list[dict[str, Any]]]:
     """Walk candidate buckets; measurements the filter selects are passed to `transform`;
     what it keeps stays in the bucket, what it returns as `out` is collected (re-inserted
     by updates). Buckets left empty are deleted; changed ones rebuilt. `variables` are
-    those the filter's `$expr` may read. Returns (matched, outputs)."""
+    those the filter's `$expr` may read; `hint` picks the buckets' index. Returns
+    (matched, outputs)."""
     opts = target.options
     buckets = target.buckets(req.storage.catalog)
     if buckets is None:
@@ -106,13 +135,16 @@ def _rewrite_buckets(req: CommandRequest, target: TimeseriesTarget, flt: dict[st
     service = timeseries_service(req)
     matcher = compile_filter(flt, variables=variables)
     bflt = bucket_filter(flt, opts) if flt else None
-    rows = list(matching(buckets, prepare_find(buckets, FindSpec(filter=bflt))))
+    found = matching(buckets, prepare_find(buckets, FindSpec(
+        filter=bflt, hint=bucket_hint(target, hint))))
+    # a single write reads buckets only up to the first holding a match; the writes wait
+    # until the read is over, so they never meet the scan
+    rows = found if limit_one else list(found)
     spec = BucketSpec(opts.time_field, opts.meta_field)
     matched = 0
     outputs: list[dict[str, Any]] = []
+    rewrites: list[tuple[int, dict[str, Any], list[dict[str, Any]]]] = []
     for rid, _raw, bucket in rows:
-        if limit_one and matched:
-            break
         kept: list[dict[str, Any]] = []
         changed = False
         for m in unpack_bucket(bucket, spec):
@@ -126,8 +158,12 @@ def _rewrite_buckets(req: CommandRequest, target: TimeseriesTarget, flt: dict[st
                 changed = True
             else:
                 kept.append(m)
-        if not changed:
-            continue
+        if changed:
+            rewrites.append((rid, bucket, kept))
+        if limit_one and matched:
+            break
+    found.close()
+    for rid, bucket, kept in rewrites:
         if not kept:
             buckets.delete(rid, old_doc=bucket)
         else:
@@ -159,6 +195,25 @@ def _insert_side(req: CommandRequest, target: TimeseriesTarget,
     service.catalog.merge_stats(target.ns, side.execution_stats(target.ns))
 
 
+@dataclass(slots=True)
+class StatementResult:
+    """What one update or delete statement did. `before` is the first measurement it
+    matched as it was, `after` that one as updated (or the upserted measurement)."""
+
+    matched: int = 0
+    modified: int = 0
+    upserted: Any = MISSING
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+
+
+def refuse_sort(sort: dict[str, Any] | None) -> None:
+    """MongoDB 8.0 picks no measurement by sort for a single update or delete."""
+    if sort:
+        raise MongoError(ErrorCode.InvalidOptions, "Cannot perform a findAndModify with a "
+                         "query and sort on a time-series collection.")
+
+
 async def delete_measurements(req: CommandRequest, target: TimeseriesTarget,
                               deletes: list[Any], *, ordered: bool, durable: bool,
                               variables: CommandVariables | None = None) -> dict[str, Any]:
@@ -166,9 +221,9 @@ async def delete_measurements(req: CommandRequest, target: TimeseriesTarget,
     values = (variables or CommandVariables()).values()
 
     def apply(_i: int, raw: Any, tally: WriteTally) -> None:
-        q, limit_one, _hint = parse_delete_statement(raw)
+        q, limit_one, hint = parse_delete_statement(raw)
         with catalog.transaction(durable=durable):
-            tally.n += _delete_one_statement(req, target, q, limit_one, values)
+            tally.n += delete_statement(req, target, q, limit_one, values, hint).matched
 
     def run() -> dict[str, Any]:
         tally = run_statements(deletes, ordered=ordered, apply=apply)
@@ -177,26 +232,37 @@ async def delete_measurements(req: CommandRequest, target: TimeseriesTarget,
     return await req.storage.run(run)
 
 
-def _delete_one_statement(req: CommandRequest, target: TimeseriesTarget, q: dict[str, Any],
-                          limit_one: bool, variables: dict[str, Any]) -> int:
+def delete_statement(req: CommandRequest, target: TimeseriesTarget, q: dict[str, Any],
+                     limit_one: bool, variables: dict[str, Any], hint: Any = None
+                     ) -> StatementResult:
+    """One delete (storage thread, in the caller's transaction); `before` is the deleted
+    measurement of a single delete."""
     opts = target.options
     meta_flt = meta_only_filter(q, opts) if not limit_one else None
     if meta_flt is not None:
         # A predicate only on the metaField deletes whole buckets.
         buckets = target.buckets(req.storage.catalog)
         if buckets is None:
-            return 0
-        rows = list(matching(buckets, prepare_find(buckets, FindSpec(filter=meta_flt))))
+            return StatementResult()
+        rows = list(matching(buckets, prepare_find(buckets, FindSpec(
+            filter=meta_flt, hint=bucket_hint(target, hint)))))
         n = 0
         for rid, _raw, bucket in rows:
             n += int(bucket["control"].get("count") or sum(
                 1 for _ in unpack_bucket(bucket, BucketSpec(opts.time_field))))
             buckets.delete(rid, old_doc=bucket)
             timeseries_service(req).catalog.handle_direct_write(target.ns, bucket["_id"])
-        return n
-    matched, _ = _rewrite_buckets(req, target, q, limit_one=limit_one,
-                                  transform=lambda m: (None, None), variables=variables)
-    return matched
+        return StatementResult(matched=n)
+    result = StatementResult()
+
+    def transform(m: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        if result.before is None:
+            result.before = m
+        return None, None
+
+    result.matched, _ = _rewrite_buckets(req, target, q, limit_one=limit_one,
+                                         transform=transform, variables=variables, hint=hint)
+    return result
 
 
 async def update_measurements(req: CommandRequest, target: TimeseriesTarget,
@@ -207,11 +273,11 @@ async def update_measurements(req: CommandRequest, target: TimeseriesTarget,
     def apply(i: int, raw: Any, tally: WriteTally) -> None:
         stmt = parse_update_statement(raw, variables=variables)
         with catalog.transaction(durable=durable):
-            out_n, out_mod, up = _update_one_statement(req, target, stmt)
-        tally.n += out_n
-        tally.modified += out_mod
-        if up is not MISSING:
-            tally.add_upserted(i, up)
+            out = update_statement(req, target, stmt)
+        tally.n += out.matched
+        tally.modified += out.modified
+        if out.upserted is not MISSING:
+            tally.add_upserted(i, out.upserted)
 
     def run() -> dict[str, Any]:
         return run_statements(updates, ordered=ordered, apply=apply).update_reply()
@@ -219,34 +285,42 @@ async def update_measurements(req: CommandRequest, target: TimeseriesTarget,
     return await req.storage.run(run)
 
 
-def _update_one_statement(req: CommandRequest, target: TimeseriesTarget,
-                          stmt: UpdateStatement) -> tuple[int, int, Any]:
-    """(matched, modified, upserted _id or MISSING) of one statement (operators,
-    replacement or pipeline: each matched measurement is updated on its own)."""
+def update_statement(req: CommandRequest, target: TimeseriesTarget,
+                     stmt: UpdateStatement) -> StatementResult:
+    """One update statement (operators, replacement or pipeline: each matched measurement
+    is updated on its own and moves to a bucket through a side bucket catalog), on the
+    storage thread in the caller's transaction."""
+    if not stmt.multi:
+        refuse_sort(stmt.sort)
     opts = target.options
     update = compile_statement_update(stmt)
-    modified = 0
+    result = StatementResult()
+    positional = compile_filter(stmt.q, variables=statement_variables(stmt)) \
+        if update.uses_positional else None
 
     def transform(m: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-        nonlocal modified
-        new, changed = update.apply(m)
+        pos = positional_match(positional, m) if positional is not None else None
+        new, changed = update.apply(m, matched_position=pos, id_immutable=False)
+        if result.before is None:
+            result.before, result.after = m, new
         if not changed:
             return m, None
-        modified += 1
+        result.modified += 1
         return None, new  # updated measurements move to new buckets
 
-    matched, outputs = _rewrite_buckets(req, target, stmt.q, limit_one=not stmt.multi,
-                                        transform=transform,
-                                        variables=statement_variables(stmt))
-    upserted: Any = MISSING
-    if matched == 0 and stmt.upsert:
+    result.matched, outputs = _rewrite_buckets(req, target, stmt.q, limit_one=not stmt.multi,
+                                               transform=transform,
+                                               variables=statement_variables(stmt),
+                                               hint=stmt.hint)
+    if result.matched == 0 and stmt.upsert:
         doc = update.upsert_document(stmt.q)
         outputs = [doc]
-        upserted = doc.get("_id", MISSING)
+        result.upserted = doc.get("_id", MISSING)
+        result.after = doc
     for doc in outputs:
         if opts.time_field not in doc:
             raise MongoError(ErrorCode.BadValue,
                              f"'{opts.time_field}' must be present and contain a valid BSON "
                              "UTC datetime value")
     _insert_side(req, target, outputs)
-    return matched, modified, upserted
+    return result

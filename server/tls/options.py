@@ -113,7 +113,7 @@ def tls_config_from(flags: argparse.Namespace, net_tls: Any) -> TlsConfig:
         raise TlsOptionError("config file option net.tls must be a mapping")
     for key in net_tls:
         if key not in _KEYS:
-            raise TlsOptionError(f"unrecognized option in config file: net.tls.{key}")
+            raise TlsOptionError(f"Unrecognized option: net.tls.{key}")
     values = _merged(flags, net_tls)
     mode = values.get("mode", "disabled")
     if mode not in TLS_MODES:

@@ -6,6 +6,7 @@ from .bucket_predicates import bucket_filter, meta_only_filter, ttl_expired_filt
 from .bucket_rewrite import rebuild_bucket
 from .constants import TimeseriesParameters
 from .index_schema import (
+    bucket_index_key,
     bucket_index_spec,
     default_index_spec,
     drop_index_key,
@@ -42,6 +43,7 @@ __all__ = [
     "TimeseriesOptions",
     "TimeseriesParameters",
     "bucket_filter",
+    "bucket_index_key",
     "bucket_index_spec",
     "buckets_collection_options",
     "coll_mod_timeseries",

@@ -40,11 +40,36 @@ def test_huge_numbers_saturate(db, field: str, value: Any, want: list[int]) -> N
     assert [d["_id"] for d in reply["cursor"]["firstBatch"]] == want
 
 
-@pytest.mark.parametrize("field", ["skip", "limit", "batchSize"])
-def test_nan_decimals_are_refused(db, field: str) -> None:
+@pytest.mark.parametrize("value", [float("nan"), Decimal128("NaN"), Decimal128("-NaN")])
+@pytest.mark.parametrize("field, want", [
+    ("skip", list(range(5))),        # skip 0
+    ("limit", list(range(5))),       # limit 0: no limit
+    ("batchSize", []),               # an empty first batch
+])
+def test_nan_is_zero_as_mongods_safe_int64(db, field: str, want: list[int], value: Any
+                                           ) -> None:
+    """mongod's find takes skip/limit/batchSize as safeInt64 (BSONElement::safeNumberLong):
+    NaN is 0, +/-infinity saturate, a decimal rounds half to even."""
+    reply = db.command({"find": "c", field: value, "sort": {"_id": 1}})
+    assert [d["_id"] for d in reply["cursor"]["firstBatch"]] == want
+
+
+@pytest.mark.parametrize("value, want", [
+    (float("inf"), []), (Decimal128("Infinity"), []),
+    (Decimal128("2.5"), [2, 3, 4]), (Decimal128("3.5"), [4]), (2.9, [2, 3, 4]),
+])
+def test_skip_saturates_and_rounds(db, value: Any, want: list[int]) -> None:
+    reply = db.command({"find": "c", "skip": value, "sort": {"_id": 1}})
+    assert [d["_id"] for d in reply["cursor"]["firstBatch"]] == want
+
+
+@pytest.mark.parametrize("value", [float("-inf"), Decimal128("-Infinity"), -1e300])
+def test_minus_infinity_is_below_zero(db, value: Any) -> None:
     with pytest.raises(pymongo.errors.OperationFailure) as exc:
-        db.command({"find": "c", field: Decimal128("NaN")})
-    assert exc.value.code == 2 and "must be finite" in str(exc.value)
+        db.command({"find": "c", "skip": value})
+    assert exc.value.code == 51024
+    assert exc.value.details["errmsg"] == ("BSON field 'skip' value must be >= 0, actual value "
+                                           "'-9223372036854775808'")
 
 
 def _insert(server: Any, body: dict[str, Any]) -> dict[str, Any]:

@@ -55,8 +55,9 @@ def test_invalid_flags(argv: list[str], fragment: str) -> None:
 @pytest.mark.parametrize("content,fragment", [
     ("net: [1, 2\n", "not valid YAML"),
     ("net:\n  port: 70000\n", "net.port"),
-    ("bogus:\n  a: 1\n", "unrecognized option"),
-    ("net:\n  nope: 1\n", "net.nope"),
+    ("bogus:\n  a: 1\n", "^Unrecognized option: bogus$"),
+    ("net:\n  nope: 1\n", "^Unrecognized option: net.nope$"),
+    ("systemLog:\n  logAppend: 3\n", "systemLog.logAppend must be true or false"),
     ("- 1\n", "mapping"),
 ])
 def test_invalid_config_files(tmp_path, content: str, fragment: str) -> None:

@@ -78,7 +78,7 @@ def test_invalid_flags(argv: list[str], message: str) -> None:
 
 @pytest.mark.parametrize(("yaml_text", "message"), [
     ("net:\n  tls: requireTLS\n", "net.tls must be a mapping"),
-    ("net:\n  tls:\n    PEMKeyFile: x\n", "unrecognized option in config file: net.tls.PEMKeyFile"),
+    ("net:\n  tls:\n    PEMKeyFile: x\n", "Unrecognized option: net.tls.PEMKeyFile"),
     ("net:\n  tls:\n    mode: 1\n", "net.tls.mode must be a string"),
     ("net:\n  tls:\n    mode: allowTLS\n    certificateKeyFile: a\n"
      "    allowInvalidCertificates: yes please\n", "must be true or false"),
