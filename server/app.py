@@ -138,7 +138,8 @@ class Server:
         return context
 
     async def _open_storage(self) -> None:
-        make_dirs(self.config.dbpath)
+        if self.config.storage_engine == "sqlite":
+            make_dirs(self.config.dbpath)
         storage = await StorageService.open(self.config.dbpath, self.state)
         self.state.storage = storage
         self.state.timeseries = TimeseriesService(self.state, storage)

@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from storage.engine.uri import redact_uri
+
 from .parameters import ServerParameters
 from .tls.options import (
     TlsConfig,
@@ -30,6 +32,7 @@ DEFAULT_BIND_IP = "127.0.0.1"
 # The embedded default keeps data in a local folder next to where the server starts.
 DEFAULT_DBPATH = os.path.join(".", "data", "db")
 DEFAULT_MAX_CONNS = 1_000_000
+DEFAULT_STORAGE_ENGINE = "sqlite"
 
 
 class ConfigError(Exception):
@@ -41,6 +44,8 @@ class Config:
     port: int = DEFAULT_PORT
     bind_ip: list[str] = field(default_factory=lambda: [DEFAULT_BIND_IP])
     dbpath: str = DEFAULT_DBPATH
+    storage_engine: str = DEFAULT_STORAGE_ENGINE  # --storageEngine / storage.engine
+    postgres_uri: str | None = None  # --postgresUri / storage.postgresql.uri
     logpath: str | None = None
     log_append: bool = False  # --logappend / systemLog.logAppend: else an old log is renamed
     quiet: bool = False
@@ -68,6 +73,10 @@ class Config:
         if self.set_parameters:
             out["setParameter"] = dict(self.set_parameters)
         out["storage"] = {"dbPath": self.dbpath}
+        if self.storage_engine != DEFAULT_STORAGE_ENGINE:
+            out["storage"]["engine"] = self.storage_engine
+        if self.postgres_uri is not None:
+            out["storage"]["postgresql"] = {"uri": redact_uri(self.postgres_uri)}
         if self.logpath or self.quiet:
             log: dict[str, Any] = {}
             if self.logpath:
@@ -100,6 +109,10 @@ def _parser() -> _Parser:
     p.add_argument("--bind_ip", help="comma-separated addresses to listen on (default 127.0.0.1)")
     p.add_argument("--bind_ip_all", action="store_true", help="listen on all addresses")
     p.add_argument("--dbpath", help=f"data directory (default {DEFAULT_DBPATH}, created if missing)")
+    p.add_argument("--storageEngine",
+                   help="storage engine: sqlite (default, in --dbpath) or postgresql")
+    p.add_argument("--postgresUri", help="postgresql://... of the database for "
+                   "--storageEngine postgresql (storage.postgresql.uri)")
     p.add_argument("--config", "-f", help="YAML configuration file with mongod's keys")
     p.add_argument("--logpath", help="write the log to this file instead of stdout")
     p.add_argument("--logappend", action="store_true",
@@ -135,7 +148,7 @@ def _get(doc: dict[str, Any], dotted: str) -> Any:
 
 _KNOWN_CONFIG_KEYS = {
     "net": {"port", "bindIp", "bindIpAll", "maxIncomingConnections", "tls"},
-    "storage": {"dbPath", "journal", "engine"},
+    "storage": {"dbPath", "journal", "engine", "postgresql"},
     "systemLog": {"path", "destination", "quiet", "logAppend", "verbosity"},
     "setParameter": None,
     "operationProfiling": {"slowOpThresholdMs", "mode"},
@@ -170,6 +183,13 @@ def _load_config_file(path: str) -> dict[str, Any]:
         for key in value:
             if key not in allowed:
                 raise ConfigError(f"Unrecognized option: {section}.{key}")
+    pg = _get(doc, "storage.postgresql")
+    if pg is not None:
+        if not isinstance(pg, dict):
+            raise ConfigError("config file option storage.postgresql must be a mapping")
+        for key in pg:
+            if key != "uri":
+                raise ConfigError(f"Unrecognized option: storage.postgresql.{key}")
     return doc
 
 
@@ -204,9 +224,29 @@ def _addresses(value: Any, what: str) -> list[str]:
     return [a.strip() for a in value.split(",") if a.strip()]
 
 
+def _storage_engine(cfg: Config, ns: argparse.Namespace, file_doc: dict[str, Any]) -> None:
+    """--storageEngine and --postgresUri (or storage.engine, storage.postgresql.uri). An
+    unknown engine name is the storage layer's to refuse at start-up, as mongod does."""
+    engine = ns.storageEngine if ns.storageEngine is not None else _get(file_doc, "storage.engine")
+    if engine is not None:
+        if not isinstance(engine, str) or not engine:
+            raise ConfigError(f"storage.engine must be a non-empty string, got {engine!r}")
+        cfg.storage_engine = engine
+    uri = ns.postgresUri if ns.postgresUri is not None else _get(file_doc,
+                                                                 "storage.postgresql.uri")
+    if uri is not None:
+        if not isinstance(uri, str) or not uri.startswith(("postgresql://", "postgres://")):
+            raise ConfigError("storage.postgresql.uri must be a postgresql:// URI, got "
+                              f"{redact_uri(uri) if isinstance(uri, str) else uri!r}")
+        cfg.postgres_uri = uri
+    if cfg.storage_engine == "postgresql" and cfg.postgres_uri is None:
+        raise ConfigError("--storageEngine postgresql needs --postgresUri "
+                          "(storage.postgresql.uri)")
+
+
 def parse_args(argv: list[str]) -> Config:
     ns = _parser().parse_args(argv)
-    cfg = Config(argv=censor_argv(list(argv)))
+    cfg = Config(argv=[redact_uri(a) for a in censor_argv(list(argv))])
     file_doc: dict[str, Any] = {}
     if ns.config:
         cfg.config_file = ns.config
@@ -230,6 +270,8 @@ def parse_args(argv: list[str]) -> Config:
         if not isinstance(dbpath, str) or not dbpath:
             raise ConfigError(f"dbPath must be a non-empty string, got {dbpath!r}")
         cfg.dbpath = dbpath
+
+    _storage_engine(cfg, ns, file_doc)
 
     logpath = ns.logpath if ns.logpath is not None else _get(file_doc, "systemLog.path")
     if logpath is not None:

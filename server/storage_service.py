@@ -1,7 +1,11 @@
 """The server's handle on storage: one worker thread that owns the engine.
 
-Storage is synchronous and single-threaded (SQLite connections belong to the thread
-that opened them), so every storage call goes through `StorageService.run`, which
+The engine is `--storageEngine`'s: SQLite in `--dbpath` (the default) or PostgreSQL at
+`--postgresUri`; `SERVER_ENGINES` lists them, and another name stops the start as
+mongod's unknown engine does (18656).
+
+Storage is synchronous and single-threaded (SQLite and PostgreSQL connections belong to
+the thread that opened them), so every storage call goes through `StorageService.run`, which
 executes it on the dedicated storage thread and awaits the result without blocking
 the event loop (aiosqlite's model). Because there is exactly one such thread,
 operations on storage — including the time-series bucket catalog — are serialised:
@@ -22,6 +26,7 @@ from prometheus_client.core import GaugeMetricFamily
 
 from query.match import compile_filter
 from storage.catalog import Catalog
+from storage.engine.uri import redact_uri
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
@@ -33,6 +38,9 @@ if TYPE_CHECKING:
 __all__ = ["StorageService"]
 
 T = TypeVar("T")
+
+#: the engines a server may run on (the memory engine is for unit tests only)
+SERVER_ENGINES = ("sqlite", "postgresql")
 
 
 def _compile_partial_filter(spec: dict[str, Any]) -> Callable[[Any], bool]:
@@ -91,9 +99,11 @@ def _deliver_error(fut: asyncio.Future[Any], exc: BaseException) -> None:
 class StorageService:
     """The storage catalog and the thread that owns it; `run` is the way in."""
 
-    def __init__(self, catalog: Catalog, thread: StorageThread, dbpath: str) -> None:
+    def __init__(self, catalog: Catalog, thread: StorageThread, dbpath: str,
+                 engine: str = "sqlite") -> None:
         self.catalog = catalog
         self.dbpath = dbpath
+        self.engine = engine
         self._thread = thread
         self._closed = False
         self._before_operation: list[Callable[[], None]] = []
@@ -106,16 +116,25 @@ class StorageService:
 
     @classmethod
     async def open(cls, dbpath: str, state: ServerState) -> StorageService:
+        engine = state.config.storage_engine
+        if engine not in SERVER_ENGINES:
+            raise MongoError(18656, f"Cannot start server with an unknown storage engine: "
+                                    f"{engine}")
+        options: dict[str, Any] = {}
+        where: dict[str, Any] = {"dbPath": os.path.abspath(dbpath)}
+        if engine == "postgresql":
+            options["uri"] = state.config.postgres_uri
+            where = {"uri": redact_uri(str(state.config.postgres_uri))}
         thread = StorageThread()
         try:
             catalog = await thread.run(lambda: Catalog.open(
-                dbpath, engine="sqlite", compile_filter=_compile_partial_filter))
+                dbpath, engine=engine, compile_filter=_compile_partial_filter, **options))
         except BaseException:
             thread.stop()
             raise
-        service = cls(catalog, thread, dbpath)
+        service = cls(catalog, thread, dbpath, engine)
         LOG.info("STORAGE", 22315, "initandlisten", "Opening storage engine",
-                 engine="sqlite", dbPath=os.path.abspath(dbpath),
+                 engine=engine, **where,
                  collections=sum(len(catalog.list_collections(db))
                                  for db in catalog.list_databases()))
         return service
@@ -149,10 +168,18 @@ class StorageService:
 
     # -- status -----------------------------------------------------------------------------
     def engine_status(self) -> dict[str, Any]:
-        return {"name": "sqlite", "supportsCommittedReads": True,
-                "persistent": True, "dbPath": os.path.abspath(self.dbpath)}
+        status: dict[str, Any] = {"name": self.engine, "supportsCommittedReads": True,
+                                  "persistent": True}
+        if self.engine == "sqlite":
+            status["dbPath"] = os.path.abspath(self.dbpath)
+        return status
 
     def disk_bytes(self) -> int:
+        size_bytes = getattr(self.catalog.engine, "size_bytes", None)
+        if size_bytes is not None:  # a server engine: what its database holds for us
+            with contextlib.suppress(Exception):
+                return int(size_bytes())
+            return 0
         total = 0
         for root, _dirs, files in os.walk(self.dbpath):
             for f in files:
@@ -161,5 +188,6 @@ class StorageService:
         return total
 
     def metric_families(self) -> Iterator[Any]:
-        yield GaugeMetricFamily("bucketd_storage_size_bytes", "Bytes of the data directory",
+        yield GaugeMetricFamily("bucketd_storage_size_bytes",
+                                "Bytes of the data directory (or of the PostgreSQL schema)",
                                 value=self.disk_bytes())

@@ -13,6 +13,7 @@ import pymongo
 import pytest
 
 from pytest_bucketd import BucketdProcess
+from tests.engines import close_postgres_scratch, postgres_scratch, test_engine
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER_CMD = [sys.executable, "-m", "server"]
@@ -33,10 +34,28 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ.setdefault("BUCKETD_BIN", f"{sys.executable} -m server")
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    close_postgres_scratch()  # this run's PostgreSQL databases, if it made any
+
+
+def engine_args(dbpath: str | None) -> list[str]:
+    """The flags that put a test server on BUCKETD_TEST_ENGINE (tests/engines.py): on
+    PostgreSQL, one database of this run per data directory, so a restart on the same
+    `dbpath` finds its data."""
+    if test_engine() == "sqlite":
+        return []
+    if test_engine() != "postgresql":
+        return ["--storageEngine", test_engine()]
+    return ["--storageEngine", "postgresql", "--postgresUri",
+            postgres_scratch().database(dbpath or "")]
+
+
 def start_server(tmp_path: Path | None = None, *extra: str) -> BucketdProcess:
-    """A server from this checkout (not an installed copy) in a child process."""
+    """A server from this checkout (not an installed copy) in a child process, on the
+    engine the tests run on."""
     proc = BucketdProcess(SERVER_CMD, dbpath=str(tmp_path) if tmp_path else None,
-                          extra_args=list(extra))
+                          extra_args=[*engine_args(str(tmp_path) if tmp_path else None),
+                                      *extra])
     proc.start()
     return proc
 

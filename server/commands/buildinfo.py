@@ -13,7 +13,8 @@ from ..context import CommandRequest
 from ..version import BUCKETD_VERSION, GIT_VERSION, MONGODB_VERSION, VERSION_ARRAY
 
 
-def build_info() -> dict[str, Any]:
+def build_info(storage_engine: str = "sqlite") -> dict[str, Any]:
+    """`storageEngines` names the engine this server runs on (`--storageEngine`)."""
     arch = platform.machine() or "unknown"
     return {
         "version": MONGODB_VERSION,
@@ -39,10 +40,10 @@ def build_info() -> dict[str, Any]:
         "bits": 64,
         "debug": False,
         "maxBsonObjectSize": MAX_BSON_SIZE,
-        "storageEngines": ["sqlite"],
+        "storageEngines": [storage_engine],
         "bucketd": {"version": BUCKETD_VERSION, "nativeCore": native.describe()},
     }
 
 
 async def handle(req: CommandRequest) -> dict[str, Any]:
-    return build_info()
+    return build_info(req.server.config.storage_engine)

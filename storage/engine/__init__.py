@@ -1,6 +1,8 @@
-"""Storage engines behind one contract (`base`): `memory` for tests, `sqlite` by default.
+"""Storage engines behind one contract (`base`): `memory` for tests, `sqlite` by default,
+`postgresql` for a server database.
 
-`open_engine("sqlite", dbpath)` or `open_engine("memory")` returns a `StorageEngine`.
+`open_engine("sqlite", dbpath)`, `open_engine("memory")` or
+`open_engine("postgresql", uri="postgresql://...")` returns a `StorageEngine`.
 """
 
 from __future__ import annotations
@@ -27,11 +29,12 @@ __all__ = [
     "ENGINES",
 ]
 
-ENGINES = ("sqlite", "memory")
+ENGINES = ("sqlite", "memory", "postgresql")
 
 
 def open_engine(kind: str = "sqlite", dbpath: str | None = None, **options: object) -> StorageEngine:
-    """A new engine of `kind` ("sqlite" needs `dbpath`, a directory; "memory" ignores it)."""
+    """A new engine of `kind` ("sqlite" needs `dbpath`, a directory; "memory" ignores it;
+    "postgresql" ignores it and needs the option `uri`)."""
     # Each engine is imported when chosen, so a process loads only the one it runs
     # (the SQLite engine brings sqlite3 and its group-commit thread machinery).
     if kind == "memory":
@@ -42,4 +45,8 @@ def open_engine(kind: str = "sqlite", dbpath: str | None = None, **options: obje
         from storage.engine.sqlite import SQLiteEngine
 
         return SQLiteEngine(dbpath, **options)  # type: ignore[arg-type]
+    if kind == "postgresql":
+        from storage.engine.postgresql import PostgresEngine
+
+        return PostgresEngine(**options)  # type: ignore[arg-type]
     raise ValueError(f"unknown storage engine {kind!r}; choose one of {', '.join(ENGINES)}")

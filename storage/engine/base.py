@@ -4,7 +4,8 @@ stores and a transaction that spans both.
 Everything above this module (catalog, collections, commands) talks to an engine
 only through these classes, so another engine (PostgreSQL, ...) can be added without
 touching them. Engines in this package: `memory.MemoryEngine` (pure Python, for unit
-tests) and `sqlite.SQLiteEngine` (the embedded default, durable).
+tests), `sqlite.SQLiteEngine` (the embedded default, durable) and
+`postgresql.PostgresEngine` (a PostgreSQL database, durable).
 
 Record store (`RecordStore`, one per collection): RecordId (a positive int the store
 assigns, increasing) -> BSON bytes. Insert, update, delete, get, and a scan in

@@ -11,9 +11,15 @@ from pathlib import Path
 
 import bson
 import pymongo
+import pytest
 from bson import Code
 
+from tests.engines import test_engine
+
 from ..conftest import SERVER_CMD, start_server
+
+# the damage is done to the SQLite file itself
+pytestmark = pytest.mark.skipif(test_engine() != "sqlite", reason="damages the SQLite file")
 
 ROOT_DB = "damage_db"
 

@@ -19,6 +19,7 @@ from storage.errors import MongoError
 from storage.indexes import KeyGenerator
 from storage.keystring import UNDEFINED
 from storage.vocabulary.error_codes import ErrorCode
+from tests.engines import close_test_engine, engine_options, unit_engines
 
 
 def tiny_matcher(flt: dict[str, Any]):
@@ -48,16 +49,17 @@ def tiny_matcher(flt: dict[str, Any]):
     return match
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=unit_engines())
 def kind(request):
     return request.param
 
 
 @pytest.fixture
 def catalog(kind, tmp_path):
-    cat = Catalog.open(str(tmp_path / "db"), engine=kind, compile_filter=tiny_matcher)
+    cat = Catalog.open(str(tmp_path / "db"), engine=kind, compile_filter=tiny_matcher,
+                       **engine_options(kind))
     yield cat
-    cat.close()
+    close_test_engine(cat.engine)
 
 
 def docs_of(coll, it=None):

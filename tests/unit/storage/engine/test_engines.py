@@ -1,4 +1,5 @@
-"""The engine contract (storage.engine.base), run on every engine."""
+"""The engine contract (storage.engine.base), run on every engine (on PostgreSQL with
+BUCKETD_TEST_ENGINE=postgresql, see tests/engines.py)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ from storage.engine import KeyRange, open_engine
 from storage.engine.base import DuplicateKeyInIndex, StorageEngine
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
+from tests.engines import close_test_engine, open_test_engine, unit_engines
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=unit_engines())
 def engine(request, tmp_path):
-    eng = open_engine(request.param, str(tmp_path / "db"))
+    eng = open_test_engine(request.param, str(tmp_path / "db"))
     yield eng
-    eng.close()
+    close_test_engine(eng)
 
 
 def k(i: int) -> bytes:
@@ -163,6 +165,19 @@ def test_index_scan_resumes_across_chunks_and_writes(engine: StorageEngine):
                 ix.delete([(key, rid)])
                 ix.insert([(k(30), 99999)])
     assert seen == 600
+
+
+def test_keys_order_as_unsigned_bytes(engine: StorageEngine):
+    """Index order is plain byte order: unsigned, a prefix before its extensions (no
+    collation, no signed chars)."""
+    keys = [b"", b"\x00", b"\x00\x00", b"\x00\xff", b"\x01", b"\x7f", b"\x80", b"\x80\x00",
+            b"\xfe\xff", b"\xff", b"\xff\x00", b"a", b"B"]
+    with engine.transaction():
+        ix = engine.create_index_store("o", unique=True)
+        ix.insert([(key, i) for i, key in enumerate(keys)])
+    assert [key for key, _ in ix.scan()] == sorted(keys)
+    assert [key for key, _ in ix.scan(KeyRange(b"\x00", False, b"\x80", True))] == [
+        b"\x00\x00", b"\x00\xff", b"\x01", b"B", b"a", b"\x7f", b"\x80"]
 
 
 # --- transactions --------------------------------------------------------------------------

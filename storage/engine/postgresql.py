@@ -1,0 +1,684 @@
+"""The server engine: the stores as tables of one PostgreSQL schema (psycopg 3).
+
+Layout of schema ``<schema>`` (default ``bucketd``; created by bucketd, never by hand):
+
+- ``bucketd_version(version)``: one row, the layout version (`SCHEMA_VERSION`). A newer
+  one than this code knows stops the start; older ones would be migrated here, step by
+  step (there is only version 1 so far);
+- ``bucketd_stores(id, ident, kind, count, size)``: every store, its generated id, kind
+  (``r`` record, ``u`` unique index, ``n`` non-unique index) and, for record stores, the
+  record count and data size, written in the transaction that changes them. Tables are
+  named by the generated id, so no ident (nor any client string) ever becomes SQL text;
+- record store: ``r<id>(id bigint PRIMARY KEY, data bytea)``;
+- unique index store: ``i<id>(k bytea PRIMARY KEY, rid bigint)``; non-unique:
+  ``i<id>(k bytea, rid bigint, PRIMARY KEY (k, rid))``. ``bytea`` compares bytes as
+  unsigned, shorter prefix first, and takes no collation, so the b-tree keeps keystring
+  order whatever the database's locale.
+
+Every value is a bound parameter; batches are single statements over ``unnest`` arrays.
+Scans fetch bounded chunks and re-seek after the last row, as the SQLite engine does.
+Inside a transaction the connection is in pipeline mode: statements whose answer nobody
+reads (savepoints, record inserts, index deletes and non-unique inserts) are queued and
+sent with the next statement that is read, so a bucket update costs two round trips, not
+six. An error a queued statement meets surfaces at that next read (or at COMMIT); the
+pipeline is synced then, so the scope's rollback runs.
+
+Transactions are PostgreSQL's (the connection is in autocommit mode outside them;
+nested scopes are savepoints). Durability: commits run with ``synchronous_commit`` off,
+so PostgreSQL's WAL writer flushes them within a few ``wal_writer_delay`` (its group
+commit; a crash of bucketd loses nothing committed); a ``durable=True`` commit (`j:
+true`) sets ``synchronous_commit`` on for its transaction and returns once PostgreSQL has
+flushed it. ``group_commit_ms=0`` makes every commit synchronous. `flush()` forces the
+WAL to disk with one synchronous empty-xid commit.
+
+One process per schema for now: the engine holds a session advisory lock on it
+(DBPathInUse, 98, for a second one), since record ids and store figures are kept in
+this process. The connection comes from a psycopg_pool pool; the storage thread holds
+one for the engine's life, other threads (metrics) borrow another for read-only
+figures.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any, Final
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg import sql
+from psycopg_pool import ConnectionPool
+
+from storage.engine.base import (
+    FULL_RANGE,
+    DuplicateKeyInIndex,
+    IndexStore,
+    KeyRange,
+    RecordId,
+    RecordStore,
+    StorageEngine,
+    check_ident,
+    store_dropped,
+)
+from storage.engine.uri import redact_uri
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
+
+__all__ = ["PostgresEngine", "SCHEMA_VERSION", "DEFAULT_SCHEMA"]
+
+SCHEMA_VERSION: Final = 1
+DEFAULT_SCHEMA: Final = "bucketd"
+_SCHEMA_RE: Final = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_LOCK_CLASS: Final = 0x6275636B  # "buck": the advisory lock space of bucketd
+_SCAN_FIRST: Final = 64
+_SCAN_MAX_ROWS: Final = 8192
+_SCAN_TARGET_BYTES: Final = 4 << 20
+_CONNECT_TIMEOUT_S: Final = 15.0
+_LOCK_WAIT_S: Final = 3.0
+
+
+def _storage_error(e: psycopg.Error, ident: str | None = None) -> MongoError:
+    msg = str(e).strip()
+    if isinstance(e, pg_errors.UndefinedTable) and ident is not None:
+        return store_dropped(ident)
+    if isinstance(e, pg_errors.DiskFull):
+        return MongoError(ErrorCode.OutOfDiskSpace, f"storage engine: {msg}")
+    if isinstance(e, pg_errors.DataCorrupted | pg_errors.IndexCorrupted):
+        return MongoError(ErrorCode.DataCorruptionDetected, f"storage engine: {msg}")
+    return MongoError(ErrorCode.InternalError, f"storage engine error: {msg}")
+
+
+class PostgresRecordStore(RecordStore):
+    def __init__(self, engine: PostgresEngine, ident: str, table: str, count: int,
+                 size: int) -> None:
+        self.ident = ident
+        self._engine = engine
+        self._count = count
+        self._size = size
+        self.table = table
+        t = table
+        self._sql_insert = f"INSERT INTO {t}(id, data) SELECT * FROM unnest(%s::int8[], %s::bytea[])"
+        # the self-join's row is the version before the update: its length is the old size
+        self._sql_update = (f"UPDATE {t} SET data = %s FROM {t} AS o WHERE {t}.id = %s "
+                            f"AND o.id = {t}.id RETURNING octet_length(o.data)")
+        self._sql_delete = f"DELETE FROM {t} WHERE id = %s RETURNING octet_length(data)"
+        self._sql_get = f"SELECT data FROM {t} WHERE id = %s"
+        self._sql_get_many = f"SELECT id, data FROM {t} WHERE id = ANY(%s::int8[])"
+        row = engine._q1(f"SELECT max(id) FROM {t}", ident=ident)
+        self._next_id = (row[0] or 0) + 1 if row else 1
+
+    def _live(self) -> None:
+        if self._engine._records.get(self.ident) is not self:
+            raise store_dropped(self.ident)
+
+    def _stats_changed(self, old_count: int, old_size: int) -> None:
+        eng = self._engine
+        eng._dirty_stats.add(self)
+
+        def undo() -> None:
+            self._count, self._size = old_count, old_size
+
+        eng.on_rollback(undo)
+
+    def insert(self, datas: Sequence[bytes]) -> list[RecordId]:
+        eng = self._engine
+        eng._require_txn()
+        first = self._next_id
+        rids = list(range(first, first + len(datas)))
+        eng._exec(self._sql_insert, (rids, list(datas)), ident=self.ident)
+        self._next_id = first + len(datas)
+        old = (self._count, self._size)
+        self._count += len(datas)
+        self._size += sum(map(len, datas))
+        self._stats_changed(*old)
+        return rids
+
+    def update(self, rid: RecordId, data: bytes) -> None:
+        eng = self._engine
+        eng._require_txn()
+        row = eng._q1(self._sql_update, (data, rid), ident=self.ident)
+        if row is None:
+            raise KeyError(rid)
+        old = (self._count, self._size)
+        self._size += len(data) - row[0]
+        self._stats_changed(*old)
+
+    def delete(self, rid: RecordId) -> None:
+        eng = self._engine
+        eng._require_txn()
+        row = eng._q1(self._sql_delete, (rid,), ident=self.ident)
+        if row is None:
+            raise KeyError(rid)
+        old = (self._count, self._size)
+        self._count -= 1
+        self._size -= row[0]
+        self._stats_changed(*old)
+
+    def get(self, rid: RecordId) -> bytes | None:
+        self._live()
+        row = self._engine._q1(self._sql_get, (rid,), ident=self.ident)
+        return None if row is None else row[0]
+
+    def get_many(self, rids: Sequence[RecordId]) -> list[bytes | None]:
+        if len(rids) == 1:
+            return [self.get(rids[0])]
+        self._live()
+        found = dict(self._engine._qall(self._sql_get_many, (list(rids),), ident=self.ident))
+        return [found.get(r) for r in rids]
+
+    def scan(self, *, start: RecordId | None = None, reverse: bool = False
+             ) -> Iterator[tuple[RecordId, bytes]]:
+        t = self.table
+        order = "DESC" if reverse else "ASC"
+        op_first = "<=" if reverse else ">="
+        op_next = "<" if reverse else ">"
+        n = _SCAN_FIRST
+        last = start
+        first = True
+        while True:
+            self._live()
+            if last is None:
+                rows = self._engine._qall(
+                    f"SELECT id, data FROM {t} ORDER BY id {order} LIMIT %s", (n,),
+                    ident=self.ident)
+            else:
+                op = op_first if first else op_next
+                rows = self._engine._qall(
+                    f"SELECT id, data FROM {t} WHERE id {op} %s ORDER BY id {order} LIMIT %s",
+                    (last, n), ident=self.ident)
+            first = False
+            if not rows:
+                return
+            yield from rows
+            if len(rows) < n:
+                return
+            last = rows[-1][0]
+            avg = max(1, sum(len(r[1]) for r in rows) // len(rows))
+            n = max(16, min(n * 4, _SCAN_MAX_ROWS, _SCAN_TARGET_BYTES // avg))
+
+    def count(self) -> int:
+        return self._count
+
+    def data_size(self) -> int:
+        return self._size
+
+    def storage_size(self) -> int:
+        return self._engine._relation_bytes(self.table, "pg_table_size")
+
+    def truncate(self) -> None:
+        eng = self._engine
+        eng._require_txn()
+        eng._exec(f"DELETE FROM {self.table}", ident=self.ident)
+        old = (self._count, self._size)
+        self._count = self._size = 0
+        self._stats_changed(*old)
+
+
+class PostgresIndexStore(IndexStore):
+    def __init__(self, engine: PostgresEngine, ident: str, table: str, unique: bool) -> None:
+        self.ident = ident
+        self.unique = unique
+        self._engine = engine
+        self.table = t = table
+        # a unique store reads back what it added (to find duplicates); a non-unique one
+        # needs no answer, so its inserts queue in the transaction's pipeline
+        self._sql_insert = (f"INSERT INTO {t}(k, rid) SELECT * FROM unnest(%s::bytea[], "
+                            "%s::int8[]) ON CONFLICT " +
+                            ("(k) DO NOTHING RETURNING k, rid" if unique else "DO NOTHING"))
+        self._sql_delete = (f"DELETE FROM {t} USING unnest(%s::bytea[], %s::int8[]) AS u(k, rid) "
+                            f"WHERE {t}.k = u.k AND {t}.rid = u.rid")
+        self._sql_get = f"SELECT rid FROM {t} WHERE k = %s ORDER BY rid"
+        self._sql_get_many = f"SELECT k, rid FROM {t} WHERE k = ANY(%s::bytea[]) ORDER BY k, rid"
+        self._scan_sql: dict[tuple[Any, ...], str] = {}
+
+    def _live(self) -> None:
+        if self._engine._indexes.get(self.ident) is not self:
+            raise store_dropped(self.ident)
+
+    def insert(self, entries: Sequence[tuple[bytes, RecordId]]) -> None:
+        eng = self._engine
+        eng._require_txn()
+        if not entries:
+            return
+        keys = [k for k, _ in entries]
+        rids = [r for _, r in entries]
+        if not self.unique:
+            eng._exec(self._sql_insert, (keys, rids), ident=self.ident)
+            return
+        added = eng._qall(self._sql_insert, (keys, rids), ident=self.ident)
+        if len(added) == len(entries):
+            return
+        # Some entries were present already (or twice in `entries`): an exact
+        # re-insert is a no-op, the same key under another RecordId a duplicate.
+        done = set(added)
+        for key, rid in entries:
+            if (key, rid) in done:
+                continue
+            row = eng._q1(self._sql_get, (key,), ident=self.ident)
+            if row is not None and row[0] != rid:
+                raise DuplicateKeyInIndex(self.ident, key, row[0])
+
+    def delete(self, entries: Sequence[tuple[bytes, RecordId]]) -> None:
+        self._engine._require_txn()
+        if entries:
+            self._engine._exec(self._sql_delete, ([k for k, _ in entries],
+                                                  [r for _, r in entries]), ident=self.ident)
+
+    def lookup(self, keys: Sequence[bytes]) -> dict[bytes, list[RecordId]]:
+        self._live()
+        out: dict[bytes, list[RecordId]] = {}
+        if len(keys) == 1:
+            rows = self._engine._qall(self._sql_get, (keys[0],), ident=self.ident)
+            if rows:
+                out[keys[0]] = [r[0] for r in rows]
+            return out
+        for k, rid in self._engine._qall(self._sql_get_many, (list(keys),), ident=self.ident):
+            out.setdefault(k, []).append(rid)
+        return out
+
+    def sql_for(self, rng: KeyRange, reverse: bool, resume: bool, join: str = "") -> str:
+        """The chunk query for a range scan (resuming after lk/lr); with `join`, a record
+        table whose data is fetched in the same statement."""
+        shape = (rng.lo is not None, rng.lo_inclusive, rng.hi is not None, rng.hi_inclusive,
+                 reverse, resume, join)
+        query = self._scan_sql.get(shape)
+        if query is None:
+            conds = []
+            # On resume the position after the last row replaces the start bound.
+            if rng.lo is not None and not (resume and not reverse):
+                conds.append("i.k >= %(lo)s" if rng.lo_inclusive else "i.k > %(lo)s")
+            if rng.hi is not None and not (resume and reverse):
+                conds.append("i.k <= %(hi)s" if rng.hi_inclusive else "i.k < %(hi)s")
+            if resume:
+                op = "<" if reverse else ">"
+                conds.append(f"i.k {op} %(lk)s" if self.unique
+                             else f"(i.k, i.rid) {op} (%(lk)s, %(lr)s)")
+            where = f" WHERE {' AND '.join(conds)}" if conds else ""
+            direction = " DESC" if reverse else ""
+            order = f"i.k{direction}" if self.unique else f"i.k{direction}, i.rid{direction}"
+            if join:
+                query = (f"SELECT i.k, i.rid, r.data FROM {self.table} AS i JOIN {join} AS r "
+                         f"ON r.id = i.rid{where} ORDER BY {order} LIMIT %(n)s")
+            else:
+                query = (f"SELECT i.k, i.rid FROM {self.table} AS i{where} ORDER BY {order} "
+                         f"LIMIT %(n)s")
+            self._scan_sql[shape] = query
+        return query
+
+    def scan(self, rng: KeyRange = FULL_RANGE, *, reverse: bool = False
+             ) -> Iterator[tuple[bytes, RecordId]]:
+        params: dict[str, Any] = {"lo": rng.lo, "hi": rng.hi, "n": _SCAN_FIRST}
+        resume = False
+        while True:
+            self._live()
+            rows = self._engine._qall(self.sql_for(rng, reverse, resume), params,
+                                      ident=self.ident)
+            if not rows:
+                return
+            yield from rows
+            if len(rows) < params["n"]:
+                return
+            params["lk"], params["lr"] = rows[-1]
+            params["n"] = min(params["n"] * 4, _SCAN_MAX_ROWS)
+            resume = True
+
+    def count(self) -> int:
+        self._live()
+        row = self._engine._q1(f"SELECT count(*) FROM {self.table}", ident=self.ident)
+        return int(row[0]) if row else 0
+
+    def storage_size(self) -> int:
+        return self._engine._relation_bytes(self.table, "pg_total_relation_size")
+
+    def truncate(self) -> None:
+        self._engine._require_txn()
+        self._engine._exec(f"DELETE FROM {self.table}", ident=self.ident)
+
+
+class PostgresEngine(StorageEngine):
+    """The stores in schema `schema` of the PostgreSQL database at `uri`."""
+
+    name = "postgresql"
+    is_durable = True
+
+    def __init__(self, uri: str, *, schema: str = DEFAULT_SCHEMA, group_commit_ms: int = 100,
+                 connect_timeout_s: float = _CONNECT_TIMEOUT_S) -> None:
+        super().__init__()
+        if not _SCHEMA_RE.match(schema):
+            raise ValueError(f"invalid PostgreSQL schema name {schema!r}")
+        self.uri = uri
+        self.schema = schema
+        self.group_commit_ms = group_commit_ms
+        self._closed = False
+        self._unsynced = False
+        self._dirty_stats: set[PostgresRecordStore] = set()
+        self._pipeline: contextlib.ExitStack | None = None
+        self._pipe: Any = None  # the psycopg Pipeline of the open transaction
+        self._records: dict[str, PostgresRecordStore] = {}
+        self._indexes: dict[str, PostgresIndexStore] = {}
+        self._pool = ConnectionPool(uri, min_size=1, max_size=2, open=False,
+                                    name="bucketd-storage", configure=self._configure,
+                                    kwargs={"autocommit": True, "application_name": "bucketd"})
+        try:
+            self._pool.open(wait=True, timeout=connect_timeout_s)
+            self._conn = self._pool.getconn()
+        except Exception as e:  # PoolTimeout names no cause: ask once more for its words
+            self._pool.close()
+            raise MongoError(ErrorCode.HostUnreachable, "cannot connect to PostgreSQL at "
+                             f"{redact_uri(uri)}: {_why_unreachable(uri, e)}") from None
+        self._conn.prepared_max = 1024
+        self._cur = self._conn.cursor(binary=True)  # statements whose rows are read
+        # statements nobody reads an answer of: a cursor of their own, so that in a
+        # pipeline their results never stand before the rows `_cur` waits for
+        self._wcur = self._conn.cursor(binary=True)
+        try:
+            self._lock_schema()
+            self._create_schema()
+            self._load_stores()
+        except BaseException:
+            self._release()
+            raise
+
+    # --- setup ---------------------------------------------------------------------------
+
+    def _configure(self, conn: psycopg.Connection[Any]) -> None:
+        commit_mode = "off" if self.group_commit_ms > 0 else "on"
+        conn.execute(f"SET synchronous_commit TO {commit_mode}")
+
+    def _tbl(self, name: str) -> str:
+        return sql.Identifier(self.schema, name).as_string(self._conn)
+
+    def _lock_schema(self) -> None:
+        # A process killed a moment ago may still hold it until PostgreSQL notices that
+        # its connection is gone: ask again for a little while before refusing.
+        deadline = time.monotonic() + _LOCK_WAIT_S
+        while True:
+            row = self._q1("SELECT pg_try_advisory_lock(%s, hashtext(%s))",
+                           (_LOCK_CLASS, self.schema))
+            if (row and row[0]) or time.monotonic() >= deadline:
+                break
+            time.sleep(0.1)
+        if not row or not row[0]:
+            db = self._conn.info.dbname
+            raise MongoError(ErrorCode.DBPathInUse,
+                             f"Unable to lock the PostgreSQL schema {self.schema} of database "
+                             f"{db}: another bucketd instance is already using it")
+
+    def _create_schema(self) -> None:
+        """Create (or check, or migrate) the layout, under a transaction-level lock so two
+        processes starting at once do it one after the other."""
+        schema = sql.Identifier(self.schema).as_string(self._conn)
+        version_t, stores_t = self._tbl("bucketd_version"), self._tbl("bucketd_stores")
+        with self.transaction(durable=True):
+            self._exec("SELECT pg_advisory_xact_lock(%s, 0)", (_LOCK_CLASS,))
+            self._exec(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+            self._exec(f"CREATE TABLE IF NOT EXISTS {version_t}(version integer NOT NULL)")
+            self._exec(f"CREATE TABLE IF NOT EXISTS {stores_t}("
+                       "id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
+                       "ident text NOT NULL UNIQUE, kind \"char\" NOT NULL, "
+                       "count bigint NOT NULL DEFAULT 0, size bigint NOT NULL DEFAULT 0)")
+            row = self._q1(f"SELECT max(version) FROM {version_t}")
+            version = row[0] if row else None
+            if version is None:
+                self._exec(f"INSERT INTO {version_t}(version) VALUES (%s)", (SCHEMA_VERSION,))
+            elif version > SCHEMA_VERSION:
+                raise MongoError(ErrorCode.UnsupportedFormat,
+                                 f"the PostgreSQL schema {self.schema} has layout version "
+                                 f"{version}; this bucketd knows versions up to "
+                                 f"{SCHEMA_VERSION}: use a newer bucketd")
+            # version < SCHEMA_VERSION: migrations go here, one version at a time
+        self._stores_t = stores_t
+
+    def _load_stores(self) -> None:
+        rows = self._qall(f"SELECT id, ident, kind, count, size FROM {self._stores_t}")
+        for sid, ident, kind, count, size in rows:
+            kind = kind.decode() if isinstance(kind, bytes) else kind
+            if kind == "r":
+                self._records[ident] = PostgresRecordStore(self, ident, self._tbl(f"r{sid}"),
+                                                           count, size)
+            else:
+                self._indexes[ident] = PostgresIndexStore(self, ident, self._tbl(f"i{sid}"),
+                                                          kind == "u")
+
+    # --- SQL helpers (every statement goes through these) ----------------------------------
+
+    def _exec(self, query: str, params: Sequence[Any] | dict[str, Any] | None = None, *,
+              ident: str | None = None) -> None:
+        try:
+            self._wcur.execute(query, params)
+        except psycopg.Error as e:
+            raise self._failed(e, ident) from e
+
+    def _q1(self, query: str, params: Sequence[Any] | dict[str, Any] | None = None, *,
+            ident: str | None = None) -> Any:
+        try:
+            self._cur.execute(query, params)
+            return self._cur.fetchone()
+        except psycopg.Error as e:
+            raise self._failed(e, ident) from e
+
+    def _qall(self, query: str, params: Sequence[Any] | dict[str, Any] | None = None, *,
+              ident: str | None = None) -> list[Any]:
+        try:
+            self._cur.execute(query, params)
+            return self._cur.fetchall()
+        except psycopg.Error as e:
+            raise self._failed(e, ident) from e
+
+    def _failed(self, e: psycopg.Error, ident: str | None) -> MongoError:
+        """The MongoError for `e`; in a pipeline, after a sync: libpq skips everything
+        queued after an error until one, so the rollback that follows would not run."""
+        if self._pipeline is not None:
+            with contextlib.suppress(psycopg.Error):
+                self._pipe.sync()
+        return _storage_error(e, ident)
+
+    def _relation_bytes(self, table: str, function: str) -> int:
+        row = self._q1(f"SELECT {function}(%s::regclass)", (table,))
+        return int(row[0] or 0) if row else 0
+
+    # --- stores ---------------------------------------------------------------------------
+
+    def _new_store(self, ident: str, kind: str) -> int:
+        self._require_txn()
+        check_ident(ident)
+        if ident in self._records or ident in self._indexes:
+            raise ValueError(f"ident {ident} exists")
+        row = self._q1(f"INSERT INTO {self._stores_t}(ident, kind) VALUES (%s, %s) RETURNING id",
+                       (ident, kind))
+        return int(row[0])
+
+    def create_record_store(self, ident: str) -> RecordStore:
+        sid = self._new_store(ident, "r")
+        table = self._tbl(f"r{sid}")
+        self._exec(f"CREATE TABLE {table}(id bigint PRIMARY KEY, data bytea NOT NULL)")
+        rs = PostgresRecordStore(self, ident, table, 0, 0)
+        self._records[ident] = rs
+        self.on_rollback(lambda: self._records.pop(ident, None))
+        return rs
+
+    def drop_record_store(self, ident: str) -> None:
+        self._require_txn()
+        rs = self._records[ident]
+        self._exec(f"DROP TABLE {rs.table}")
+        self._exec(f"DELETE FROM {self._stores_t} WHERE ident = %s", (ident,))
+        del self._records[ident]
+        self._dirty_stats.discard(rs)
+        self.on_rollback(lambda: self._records.__setitem__(ident, rs))
+
+    def record_store(self, ident: str) -> RecordStore:
+        return self._records[ident]
+
+    def create_index_store(self, ident: str, *, unique: bool) -> IndexStore:
+        sid = self._new_store(ident, "u" if unique else "n")
+        table = self._tbl(f"i{sid}")
+        key = "k bytea PRIMARY KEY" if unique else "k bytea NOT NULL"
+        pk = "" if unique else ", PRIMARY KEY (k, rid)"
+        self._exec(f"CREATE TABLE {table}({key}, rid bigint NOT NULL{pk})")
+        ix = PostgresIndexStore(self, ident, table, unique)
+        self._indexes[ident] = ix
+        self.on_rollback(lambda: self._indexes.pop(ident, None))
+        return ix
+
+    def drop_index_store(self, ident: str) -> None:
+        self._require_txn()
+        ix = self._indexes[ident]
+        self._exec(f"DROP TABLE {ix.table}")
+        self._exec(f"DELETE FROM {self._stores_t} WHERE ident = %s", (ident,))
+        del self._indexes[ident]
+        self.on_rollback(lambda: self._indexes.__setitem__(ident, ix))
+
+    def index_store(self, ident: str) -> IndexStore:
+        return self._indexes[ident]
+
+    def list_idents(self) -> list[str]:
+        return sorted([*self._records, *self._indexes])
+
+    # --- combined reads: index entry and record in one statement ---------------------------
+
+    def fetch_by_key(self, index: IndexStore, records: RecordStore, key: bytes
+                     ) -> list[tuple[RecordId, bytes]]:
+        assert isinstance(index, PostgresIndexStore)
+        assert isinstance(records, PostgresRecordStore)
+        index._live()
+        records._live()
+        query = (f"SELECT r.id, r.data FROM {index.table} AS i JOIN {records.table} AS r "
+                 f"ON r.id = i.rid WHERE i.k = %s ORDER BY i.rid")
+        return [tuple(r) for r in self._qall(query, (key,), ident=index.ident)]
+
+    def scan_with_records(self, index: IndexStore, records: RecordStore, rng: KeyRange, *,
+                          reverse: bool = False) -> Iterator[tuple[bytes, RecordId, bytes]]:
+        # Index entries and records change in the same transactions, so the join loses
+        # no row: a chunk shorter than asked is the end.
+        assert isinstance(index, PostgresIndexStore)
+        assert isinstance(records, PostgresRecordStore)
+        params: dict[str, Any] = {"lo": rng.lo, "hi": rng.hi, "n": _SCAN_FIRST}
+        resume = False
+        while True:
+            index._live()
+            records._live()
+            rows = self._qall(index.sql_for(rng, reverse, resume, join=records.table), params,
+                              ident=index.ident)
+            if not rows:
+                return
+            yield from rows
+            if len(rows) < params["n"]:
+                return
+            params["lk"], params["lr"] = rows[-1][0], rows[-1][1]
+            params["n"] = min(params["n"] * 4, _SCAN_MAX_ROWS)
+            resume = True
+
+    # --- transactions ----------------------------------------------------------------------
+
+    def _txn_begin(self) -> None:
+        # Inside a transaction the connection is in pipeline mode: statements whose
+        # result nobody reads (savepoints, index and record writes) are queued and go out
+        # with the next one that is read, in one round trip instead of one each.
+        self._pipeline = contextlib.ExitStack()
+        try:
+            self._pipe = self._pipeline.enter_context(self._conn.pipeline())
+        except psycopg.Error as e:
+            self._pipeline = None
+            raise _storage_error(e) from e
+        self._exec("BEGIN")
+
+    def _txn_commit(self, durable: bool) -> None:
+        if self._dirty_stats:
+            stores = list(self._dirty_stats)
+            self._dirty_stats.clear()
+            self._exec(f"UPDATE {self._stores_t} AS s SET count = u.count, size = u.size "
+                       "FROM unnest(%s::text[], %s::int8[], %s::int8[]) AS u(ident, count, size) "
+                       "WHERE s.ident = u.ident",
+                       ([rs.ident for rs in stores], [rs._count for rs in stores],
+                        [rs._size for rs in stores]))
+        if durable and self.group_commit_ms > 0:
+            self._exec("SET LOCAL synchronous_commit TO on")
+        self._exec("COMMIT")
+        self._end_pipeline()  # waits for the COMMIT (and raises what a queued write hit)
+        self._unsynced = not durable and self.group_commit_ms > 0
+
+    def _end_pipeline(self) -> None:
+        stack, self._pipeline = self._pipeline, None
+        if stack is not None:
+            try:
+                stack.close()
+            except psycopg.Error as e:
+                raise _storage_error(e) from e
+
+    def _txn_abort(self) -> None:
+        self._dirty_stats.clear()
+        with contextlib.suppress(MongoError):  # the error being rolled back, seen again
+            self._end_pipeline()
+        if self._conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            self._exec("ROLLBACK")
+
+    def _txn_savepoint(self, level: int) -> None:
+        self._exec(f"SAVEPOINT sp{level}")
+
+    def _txn_release(self, level: int) -> None:
+        self._exec(f"RELEASE SAVEPOINT sp{level}")
+
+    def _txn_rollback_to(self, level: int) -> None:
+        self._exec(f"ROLLBACK TO SAVEPOINT sp{level}")
+        self._exec(f"RELEASE SAVEPOINT sp{level}")
+
+    # --- durability and figures --------------------------------------------------------------
+
+    def flush(self) -> None:
+        """A synchronous commit of a transaction with an xid flushes the WAL up to its
+        commit record, and with it every asynchronous commit before it."""
+        if not self._unsynced or self.in_transaction:
+            return
+        self._exec("BEGIN")
+        try:
+            self._exec("SET LOCAL synchronous_commit TO on")
+            self._exec("SELECT pg_current_xact_id()")
+            self._exec("COMMIT")
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self._exec("ROLLBACK")
+            raise
+        self._unsynced = False
+
+    def size_bytes(self) -> int:
+        """Bytes of every table of the schema, with indexes and TOAST; callable from any
+        thread (it borrows its own connection)."""
+        with self._pool.connection() as conn:
+            row = conn.execute(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = %s AND c.relkind = 'r'", (self.schema,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def stats(self) -> dict[str, object]:
+        info = self._conn.info
+        return {"name": self.name, "durable": self.is_durable,
+                "uri": redact_uri(self.uri), "schema": self.schema,
+                "database": info.dbname, "serverVersion": info.server_version,
+                "schemaVersion": SCHEMA_VERSION}
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.abort()
+            with contextlib.suppress(psycopg.Error, MongoError):
+                self.flush()
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        with contextlib.suppress(Exception):
+            self._pool.putconn(self._conn)
+        self._pool.close()  # ends the sessions: the advisory lock goes with them
+
+
+def _why_unreachable(uri: str, e: Exception) -> str:
+    try:
+        psycopg.connect(uri, connect_timeout=5).close()
+    except Exception as again:
+        return str(again).strip().splitlines()[0] if str(again).strip() else type(again).__name__
+    return str(e) or type(e).__name__
