@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 import bson
@@ -28,8 +28,14 @@ from query.sort import SortSpec, compile_sort
 from query.update import Update, compile_update, validate_document_for_storage
 from query.variables import CommandVariables
 from storage.bounds import Interval as StorageInterval
-from storage.bson_order import sort_key
 from storage.bsonutil import CODEC_OPTIONS, MAX_BSON_SIZE, encode
+from storage.collation import (
+    Collator,
+    CollectionDefault,
+    OperationCollation,
+    collation_key_fn,
+    effective_collator,
+)
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
@@ -59,6 +65,8 @@ class FindSpec:
     max_sort_bytes: int = DEFAULT_MAX_SORT_BYTES
     return_key: bool = False
     show_record_id: bool = False
+    # the operation's collation (None: simple); prepare_find resolves COLLECTION_DEFAULT
+    collator: OperationCollation = None
 
 
 @dataclass
@@ -72,23 +80,39 @@ class PreparedFind:
                                                             "docsExamined": 0,
                                                             "nReturned": 0})
 
+    @property
+    def collator(self) -> Collator | None:
+        """The collation the query runs with (the collection's default already applied)."""
+        c = self.spec.collator
+        assert not isinstance(c, CollectionDefault)
+        return c
 
-def index_specs(coll: Any) -> list[dict[str, Any]]:
-    """listIndexes-shaped specs plus the multikey flag the planner needs."""
+
+def index_specs(coll: Any, collator: Collator | None = None) -> list[dict[str, Any]]:
+    """listIndexes-shaped specs plus the multikey flag the planner needs: the indexes whose
+    collation is the query's (their key order is the order the query compares by)."""
+    want = None if collator is None else collator.document
     out = []
     for ix in coll.entry.indexes:
         spec = dict(ix.spec.document)
+        if spec.get("collation") != want:
+            continue
         spec["multikey"] = bool(ix.multikey)
         out.append(spec)
     return out
 
 
 def prepare_find(coll: Any, spec: FindSpec) -> PreparedFind:
-    matcher = compile_filter(spec.filter or {}, variables=spec.let)
-    sort = compile_sort(spec.sort) if spec.sort else None
+    if isinstance(spec.collator, CollectionDefault):
+        spec = replace(spec, collator=effective_collator(
+            spec.collator, None if coll is None else coll.entry.options.get("collation")))
+    assert not isinstance(spec.collator, CollectionDefault)
+    matcher = compile_filter(spec.filter or {}, variables=spec.let, collator=spec.collator)
+    sort = compile_sort(spec.sort, spec.collator) if spec.sort else None
     projection = compile_projection(spec.projection, filter_matcher=matcher) \
         if spec.projection else None
-    plan = plan_query(matcher, spec.sort, index_specs(coll) if coll is not None else [],
+    plan = plan_query(matcher, spec.sort,
+                      index_specs(coll, spec.collator) if coll is not None else [],
                       hint=spec.hint)
     return PreparedFind(plan, matcher, projection, sort, spec)
 
@@ -215,13 +239,13 @@ def explain_find(coll: Any, prepared: PreparedFind, verbosity: str, ns: str) -> 
 # --- count / distinct -------------------------------------------------------------------------
 
 def count_documents(coll: Any, flt: dict[str, Any] | None, *, skip: int = 0, limit: int = 0,
-                    hint: Any = None) -> int:
+                    hint: Any = None, collator: OperationCollation = None) -> int:
     if coll is None:
         return 0
     if not flt and hint is None:
         n = max(0, coll.count() - skip)
         return min(n, limit) if limit else n
-    prepared = prepare_find(coll, FindSpec(filter=flt, hint=hint))
+    prepared = prepare_find(coll, FindSpec(filter=flt, hint=hint, collator=collator))
     n = 0
     for _ in matching(coll, prepared):
         n += 1
@@ -250,11 +274,14 @@ def distinct_leaf_values(doc: Any, parts: list[str]) -> Iterator[Any]:
                 yield from distinct_leaf_values(item, parts)
 
 
-def distinct_values(coll: Any, key: str, flt: dict[str, Any] | None, hint: Any = None
-                    ) -> list[Any]:
+def distinct_values(coll: Any, key: str, flt: dict[str, Any] | None, hint: Any = None,
+                    collator: OperationCollation = None) -> list[Any]:
+    """The distinct values at `key`; strings equal under `collator` count once (the first
+    met is returned)."""
     if coll is None:
         return []
-    prepared = prepare_find(coll, FindSpec(filter=flt, hint=hint))
+    prepared = prepare_find(coll, FindSpec(filter=flt, hint=hint, collator=collator))
+    sort_key = collation_key_fn(prepared.collator)
     seen: dict[Any, Any] = {}
     parts = key.split(".")
     for _rid, _raw, doc in matching(coll, prepared):
@@ -299,6 +326,7 @@ class UpdateStatement:
     sort: dict[str, Any] | None = None
     constants: dict[str, Any] | None = None  # the statement's `c`
     variables: CommandVariables | None = None  # the command's `let`, $$NOW, ...
+    collator: OperationCollation = None  # the statement's collation; None: simple
 
 
 @dataclass
@@ -315,7 +343,7 @@ def _select(coll: Any, prepared: PreparedFind, multi: bool, sort: dict[str, Any]
     """Documents to modify, materialised first so writes never revisit them."""
     rows = matching(coll, prepared)
     if sort:
-        key = compile_sort(sort)
+        key = compile_sort(sort, prepared.collator)
         chosen = sorted(rows, key=lambda r: key(r[2]))
         return chosen if multi else chosen[:1]
     if multi:
@@ -350,7 +378,8 @@ def apply_update_statement(coll_getter: Callable[[], Any], stmt: UpdateStatement
     if coll is None and not stmt.upsert:
         return UpdateOutcome()
     prepared = prepare_find(coll, FindSpec(filter=stmt.q, hint=stmt.hint,
-                                           let=statement_variables(stmt)))
+                                           let=statement_variables(stmt),
+                                           collator=stmt.collator))
     outcome = UpdateOutcome()
     matcher = prepared.matcher
     for rid, _raw, doc in _select(coll, prepared, stmt.multi, stmt.sort):
@@ -393,11 +422,12 @@ def apply_update_statement(coll_getter: Callable[[], Any], stmt: UpdateStatement
 
 def delete_matching(coll: Any, flt: dict[str, Any], *, limit_one: bool, hint: Any = None,
                     sort: dict[str, Any] | None = None, let: dict[str, Any] | None = None,
-                    want_doc: bool = False) -> tuple[int, dict[str, Any] | None]:
+                    want_doc: bool = False, collator: OperationCollation = None
+                    ) -> tuple[int, dict[str, Any] | None]:
     """Delete the matching documents (or the first); returns (count, deleted doc if asked)."""
     if coll is None:
         return 0, None
-    prepared = prepare_find(coll, FindSpec(filter=flt, hint=hint, let=let))
+    prepared = prepare_find(coll, FindSpec(filter=flt, hint=hint, let=let, collator=collator))
     rows = _select(coll, prepared, not limit_one, sort)
     last = None
     for rid, _raw, doc in rows:

@@ -29,12 +29,14 @@ from query.match import compile_filter
 from query.pipeline import Pipeline, compile_pipeline, resolve_let_variables
 from query.sort import compile_sort
 from storage.bson_order import values_equal
+from storage.collation import COLLECTION_DEFAULT, OperationCollation, effective_collator
 from storage.collection import Collection
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
 from .collection_stats import collection_stats
 from .namespaces import resolve_namespace
+from .parsing.collation import refuse_timeseries_collation
 from .parsing.pipeline import split_leading_match
 from .timeseries.reads import measurement_source, timeseries_pipeline
 from .views.definitions import SYSTEM_VIEWS, resolve_view, system_views_documents
@@ -73,7 +75,7 @@ def collection_source(req: CommandRequest, db: str, name: str,
         return measurement_source(req, ns.timeseries, flt,
                                   frozenset(fields) if fields is not None else None)
     coll = catalog.get_collection(db, name)
-    spec = FindSpec(filter=flt, sort=sort)
+    spec = FindSpec(filter=flt, sort=sort, collator=ctx.collator if ctx is not None else None)
     return run_find(coll, prepare_find(coll, spec))
 
 
@@ -209,13 +211,22 @@ def build_context(req: CommandRequest, coll: str | None, *, allow_disk_use: bool
 
 
 def run_pipeline(req: CommandRequest, coll: str | None, stages: list[Any],
-                 ctx: PipelineContext, let: dict[str, Any] | None) -> tuple[Pipeline,
-                                                                          Iterator[Any]]:
+                 ctx: PipelineContext, let: dict[str, Any] | None,
+                 collation: OperationCollation = COLLECTION_DEFAULT
+                 ) -> tuple[Pipeline, Iterator[Any]]:
     """Compile and start the pipeline on its source (call on the storage thread). On a
-    view, the view's resolved pipeline runs first, over the namespace underneath."""
+    view, the view's resolved pipeline runs first, over the namespace underneath. The
+    pipeline runs with `collation`, or the collection's default collation."""
     ctx.variables = resolve_let_variables(let, ctx)
     view = resolve_view(req.storage.catalog, req.db, coll) if coll is not None else None
+    entry = req.storage.catalog.entry(req.db, coll) if coll is not None and view is None \
+        else None
+    ctx.collator = effective_collator(collation, entry.options.get("collation")
+                                      if entry is not None else None)
     if view is not None:
+        if ctx.collator is not None:
+            raise MongoError(ErrorCode.OptionNotSupportedOnView,
+                             "Cannot override a view's default collation")
         stages = [*view.pipeline, *stages]
         coll = view.source
     pipeline = compile_pipeline(stages, ctx)
@@ -224,12 +235,14 @@ def run_pipeline(req: CommandRequest, coll: str | None, stages: list[Any],
     fields = pipeline_fields(stages)  # lets time-series reads decode only these columns
 
     ts = resolve_namespace(req.storage.catalog, req.db, coll).timeseries
+    if ts is not None:
+        refuse_timeseries_collation(ctx.collator)
 
     def source(flt: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
         if ts is not None:
             return measurement_source(req, ts, flt, frozenset(fields)
                                       if fields is not None else None)
-        return collection_source(req, req.db, coll, flt, fields=fields)
+        return collection_source(req, req.db, coll, flt, fields=fields, ctx=ctx)
 
     def general() -> Iterator[Any]:
         flt, rest = split_leading_match(stages, ctx.variables)

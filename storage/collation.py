@@ -34,7 +34,8 @@ from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = ["Collator", "parse_collation", "collation_key_fn", "COLLATION_VERSION",
-           "is_simple_spec"]
+           "is_simple_spec", "translate_fn",
+           "COLLECTION_DEFAULT", "CollectionDefault", "OperationCollation", "effective_collator"]
 
 # mongod reports the ICU version it was built with; drivers and tests expect this string.
 COLLATION_VERSION: Final = "57.1"
@@ -57,7 +58,7 @@ _BOOL_ATTRS: Final = (("caseLevel", _A.CASE_LEVEL), ("numericOrdering", _A.NUMER
 class Collator:
     """An ICU collator and the normalised collation document it was made from."""
 
-    __slots__ = ("_icu", "document", "key", "locale")
+    __slots__ = ("_icu", "document", "key", "locale", "string_key")
 
     def __init__(self, icu_collator: Any, document: dict[str, Any]) -> None:
         self._icu = icu_collator
@@ -65,6 +66,7 @@ class Collator:
         self.locale: str = document["locale"]
         # ICU sort keys compare bytewise exactly as the collator compares strings.
         self.key = functools.lru_cache(maxsize=65536)(icu_collator.getSortKey)
+        self.string_key = functools.lru_cache(maxsize=65536)(self._string_key)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Collator) and other.document == self.document
@@ -74,6 +76,24 @@ class Collator:
 
     def __repr__(self) -> str:
         return f"Collator({self.document!r})"
+
+    def _string_key(self, s: str) -> str:
+        # ICU ends a sort key with its only zero byte; as Latin-1 code points the bytes keep
+        # their order, so the result orders (and encodes in index keys) like the collation.
+        return self.key(s)[:-1].decode("latin-1")
+
+    def translate(self, v: Any) -> Any:
+        """`v` with every string (in objects and arrays too) replaced by its collation key
+        string: the simple order of the result is this collation's order of `v`, as
+        mongod's index keys under a collation."""
+        t = type(v)
+        if t is str:
+            return self.string_key(v)
+        if t is dict:
+            return {k: self.translate(x) for k, x in v.items()}
+        if t is list:
+            return [self.translate(x) for x in v]
+        return v
 
     def compare(self, a: Any, b: Any) -> int:
         """-1, 0 or 1: BSON order with strings compared by this collation."""
@@ -99,6 +119,39 @@ class Collator:
 def collation_key_fn(collator: Collator | None) -> Any:
     """The sort-key function of a collation (`bson_order.sort_key` for the simple one)."""
     return sort_key if collator is None else collator.sort_key
+
+
+class CollectionDefault:
+    """Marks an operation that gave no collation: it takes its collection's default."""
+
+    _instance: CollectionDefault | None = None
+
+    def __new__(cls) -> CollectionDefault:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "COLLECTION_DEFAULT"
+
+
+COLLECTION_DEFAULT: Final = CollectionDefault()
+
+# What an operation asks for: a collator, None (simple) or its collection's default.
+OperationCollation = Collator | None | CollectionDefault
+
+
+def effective_collator(asked: OperationCollation, default: dict[str, Any] | None
+                       ) -> Collator | None:
+    """The collator an operation uses, given its collection's default collation document."""
+    if isinstance(asked, CollectionDefault):
+        return parse_collation(default) if default else None
+    return asked
+
+
+def translate_fn(collator: Collator | None) -> Any:
+    """`Collator.translate`, or the identity for the simple collation."""
+    return (lambda v: v) if collator is None else collator.translate
 
 
 def is_simple_spec(spec: Any) -> bool:

@@ -17,7 +17,7 @@ from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 
-from .comparison import agg_key
+from .comparison import agg_key, agg_key_fn
 from .core import (
     Scope,
     check_arity,
@@ -152,6 +152,7 @@ def _c_in(arg: Any, scope: Scope, name: str) -> Fn:
     args = parse_args(arg, scope)
     check_arity(name, args, 2)
     x_fn, a_fn = args
+    key = agg_key_fn(scope.collator)
 
     def f(doc: Any, v: dict) -> Any:
         x = x_fn(doc, v)
@@ -159,8 +160,8 @@ def _c_in(arg: Any, scope: Scope, name: str) -> Fn:
         if type(arr) is not list:
             raise MongoError(40081, f"$in requires an array as a second argument, found: "
                              f"{type_name(arr)}")
-        k = agg_key(x)
-        return any(agg_key(e) == k for e in arr)
+        k = key(x)
+        return any(key(e) == k for e in arr)
     return f
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from query.match.compiler import MatchDetails, Node, expr_truthy, parse_filter
+from query.match.compiler import FilterContext, MatchDetails, Node, expr_truthy, parse_filter
+from storage.collation import Collator
 
 __all__ = ["Matcher", "MatchDetails", "Node", "compile_filter", "expr_truthy"]
 
@@ -66,8 +67,10 @@ class Matcher:
 
 
 def compile_filter(spec: dict[str, Any] | None, *,
-                   variables: dict[str, Any] | None = None) -> Matcher:
-    """Compile a query filter. `variables` (a find's ``let``) reach ``$expr``."""
+                   variables: dict[str, Any] | None = None,
+                   collator: Collator | None = None) -> Matcher:
+    """Compile a query filter. `variables` (a find's ``let``) reach ``$expr``; `collator`
+    (None: the simple collation) decides how strings compare."""
     if spec is None:
         spec = {}
-    return Matcher(spec, parse_filter(spec, variables=variables))
+    return Matcher(spec, parse_filter(spec, cx=FilterContext(variables, collator)))

@@ -42,7 +42,7 @@ def _c_bucket(spec: Any, ctx: PipelineContext) -> list[Stage]:
     if type(spec) is not dict:
         raise MongoError(40201, "Argument to $bucket stage must be an object, but found type: "
                          f"{type_name(spec)}.")
-    scope = Scope(ctx.scope_vars())
+    scope = ctx.scope()
     group_by = boundaries = output = None
     default: Any = MISSING
     for k, v in spec.items():
@@ -293,7 +293,7 @@ def _c_bucket_auto(spec: Any, ctx: PipelineContext) -> Stage:
     if type(spec) is not dict:
         raise MongoError(40240, "The argument to $bucketAuto must be an object, but found type: "
                          f"{type_name(spec)}")
-    scope = Scope(ctx.scope_vars())
+    scope = ctx.scope()
     group_by = None
     n: int | None = None
     accs: list[tuple[str, AccumulatorDef]] = []

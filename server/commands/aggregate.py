@@ -11,6 +11,7 @@ from storage.vocabulary.error_codes import ErrorCode
 from ..aggregation import build_context, run_pipeline
 from ..context import CommandRequest
 from ..namespaces import raw_target, resolve_namespace
+from ..parsing.collation import collation_arg
 from ..parsing.pipeline import split_leading_match
 from ..timeseries.reads import explain_unpack
 from ..views.definitions import resolve_view
@@ -52,17 +53,15 @@ def _parse(req: CommandRequest) -> tuple[str | None, list[Any], int | None, bool
     batch_size = get_int(cursor or {}, "aggregate", "batchSize")
     if batch_size is not None and batch_size < 0:
         raise MongoError(ErrorCode.BadValue, "Cursor batchSize must not be negative")
-    collation = body.get("collation")
-    if collation and (not isinstance(collation, dict) or collation.get("locale") != "simple"):
-        raise MongoError(ErrorCode.NotImplemented, "only the simple collation is supported")
+    collation = collation_arg(body, "aggregate.collation")
     allow = body.get("allowDiskUse")
     allow_disk = bool(req.server.params.get("allowDiskUseByDefault")) if allow is None \
         else bool(allow)
-    return coll, pipeline, batch_size, allow_disk
+    return coll, pipeline, batch_size, allow_disk, collation
 
 
 async def handle(req: CommandRequest) -> dict[str, Any]:
-    coll, pipeline, batch_size, allow_disk = _parse(req)
+    coll, pipeline, batch_size, allow_disk, collation = _parse(req)
     if req.body.get("explain"):
         return await explain(req, req.body, "queryPlanner")
     ctx = build_context(req, coll, allow_disk_use=allow_disk)
@@ -70,7 +69,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     writes = any(isinstance(s, dict) and ("$out" in s or "$merge" in s) for s in pipeline)
 
     def start() -> Any:
-        _pipeline, it = run_pipeline(req, coll, pipeline, ctx, let)
+        _pipeline, it = run_pipeline(req, coll, pipeline, ctx, let, collation)
         if writes:
             # $out/$merge run to completion now: the write is part of this command.
             return iter(list(it))
@@ -88,13 +87,13 @@ async def explain(req: CommandRequest, body: dict[str, Any], verbosity: str) -> 
     req.body = {k: v for k, v in body.items() if k != "explain"}
     req.body.setdefault("cursor", {})
     try:
-        coll, pipeline, _bs, allow_disk = _parse(req)
+        coll, pipeline, _bs, allow_disk, collation = _parse(req)
     finally:
         req.body = saved
     ctx = build_context(req, coll, allow_disk_use=allow_disk)
 
     def run() -> dict[str, Any]:
-        compiled, _ = run_pipeline(req, coll, pipeline, ctx, body.get("let"))
+        compiled, _ = run_pipeline(req, coll, pipeline, ctx, body.get("let"), collation)
         stages = compiled.explain()
         source, full = coll, pipeline
         view = resolve_view(req.storage.catalog, req.db, coll) if coll is not None else None
@@ -107,7 +106,7 @@ async def explain(req: CommandRequest, body: dict[str, Any], verbosity: str) -> 
             if ts is not None:
                 return explain_unpack(req, ts, full, stages)
             target = req.storage.catalog.get_collection(req.db, source)
-            plan = prepare_find(target, FindSpec(filter=flt)).plan
+            plan = prepare_find(target, FindSpec(filter=flt, collator=ctx.collator)).plan
             cursor_stage["queryPlanner"]["winningPlan"] = plan.explain()
             cursor_stage["queryPlanner"]["parsedQuery"] = flt or {}
         return {"explainVersion": "1",

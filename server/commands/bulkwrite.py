@@ -25,6 +25,7 @@ from storage.vocabulary.missing import MISSING
 
 from ..context import CommandRequest
 from ..namespaces import namespace_kind
+from ..parsing.collation import collation_arg
 from ..views.definitions import not_a_collection
 from ._args import check_fields, command_variables, get_bool, get_list, require
 from ._write import after_direct_write, check_batch_size, make_validator, parse_write_concern
@@ -121,7 +122,8 @@ def _one(catalog: Any, kind: str, op: dict[str, Any], db: str, name: str, bypass
                                upsert=bool(op.get("upsert")),
                                array_filters=op.get("arrayFilters"), hint=op.get("hint"),
                                sort=op.get("sort"), constants=_constants(op),
-                               variables=variables)
+                               variables=variables,
+                               collator=collation_arg(op, "bulkWrite.ops.collation"))
         coll = catalog.get_collection(db, name)
         validator = None if bypass or coll is None else make_validator(coll.options,
                                                                        f"{db}.{name}")
@@ -143,7 +145,8 @@ def _one(catalog: Any, kind: str, op: dict[str, Any], db: str, name: str, bypass
             raise MongoError(ErrorCode.IDLFailedToParse, "delete ops need a filter")
         coll = catalog.get_collection(db, name)
         n, _ = delete_matching(coll, op["filter"], limit_one=not op.get("multi"),
-                               hint=op.get("hint"), let=variables.values())
+                               hint=op.get("hint"), let=variables.values(),
+                               collator=collation_arg(op, "bulkWrite.ops.collation"))
         return {"n": n, "_nDeleted": n}
     raise MongoError(ErrorCode.FailedToParse, f"Unrecognized bulkWrite op type: {kind}")
 

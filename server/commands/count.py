@@ -8,6 +8,7 @@ from query.executor import count_documents
 
 from ..context import CommandRequest
 from ..namespaces import raw_target, resolve_namespace
+from ..parsing.collation import collation_arg, refuse_timeseries_collation
 from ..timeseries.reads import count_measurements
 from ..views.reads import count_through_view, reads_through_pipeline
 from ._args import check_fields, get_doc, get_int, namespace_arg
@@ -20,6 +21,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     name = namespace_arg(body, "count")
     name = raw_target(req.storage.catalog, req.db, name, body)
     query = get_doc(body, "count", "query")
+    collation = collation_arg(body, "count.collation")
     skip = max(0, get_int(body, "count", "skip", 0) or 0)
     limit = abs(get_int(body, "count", "limit", 0) or 0)
     db = req.db
@@ -27,11 +29,13 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
         return {"n": await count_through_view(req, name, query, skip, limit)}
     ns = await req.storage.run(resolve_namespace, req.storage.catalog, db, name)
     if ns.timeseries is not None:
+        refuse_timeseries_collation(collation)
         n = await count_measurements(req, ns.timeseries, query, skip, limit)
         return {"n": n}
 
     def run() -> int:
         coll = req.storage.catalog.get_collection(db, name)
-        return count_documents(coll, query, skip=skip, limit=limit, hint=body.get("hint"))
+        return count_documents(coll, query, skip=skip, limit=limit, hint=body.get("hint"),
+                               collator=collation)
 
     return {"n": await req.storage.run(run)}

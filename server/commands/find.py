@@ -11,6 +11,7 @@ from storage.vocabulary.error_codes import ErrorCode
 from ..context import CommandRequest
 from ..cursors import DEFAULT_FIRST_BATCH, first_batch_limit, take_batch
 from ..namespaces import TimeseriesTarget, raw_target, resolve_namespace
+from ..parsing.collation import collation_arg, refuse_timeseries_collation
 from ..timeseries.reads import find_measurements
 from ..views.reads import (
     check_find_options,
@@ -50,9 +51,7 @@ def parse_find(body: dict[str, Any], server_allow_disk: bool) -> tuple[FindSpec,
     single_batch = get_bool(body, "find", "singleBatch")
     if body.get("tailable") or body.get("awaitData"):
         raise MongoError(ErrorCode.BadValue, "tailable cursor requested on non capped collection")
-    collation = body.get("collation")
-    if collation and (not isinstance(collation, dict) or collation.get("locale") != "simple"):
-        raise MongoError(ErrorCode.NotImplemented, "only the simple collation is supported")
+    collation = collation_arg(body, "find.collation")
     if body.get("min") or body.get("max"):
         raise MongoError(ErrorCode.NotImplemented, "find with min/max is not supported")
     allow_disk = body.get("allowDiskUse")
@@ -63,6 +62,7 @@ def parse_find(body: dict[str, Any], server_allow_disk: bool) -> tuple[FindSpec,
         skip=skip, limit=limit, hint=body.get("hint"),
         let=command_variables(body, "find").values(),
         allow_disk_use=server_allow_disk if allow_disk is None else bool(allow_disk),
+        collator=collation,
     )
     first = batch_size
     if limit and limit <= (batch_size if batch_size is not None else DEFAULT_FIRST_BATCH):
@@ -96,6 +96,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
 
     opened = await req.storage.run(open_query)
     if isinstance(opened, TimeseriesTarget):
+        refuse_timeseries_collation(spec.collator)
         return await find_measurements(req, opened, spec, first, single_batch)
     source, batch, exhausted = opened
     cursor = req.cursors.adopt(ns, source, batch, exhausted, single_batch=single_batch,

@@ -33,6 +33,7 @@ from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 from storage.vocabulary.raw_documents import RawDocuments
 
+from ..parsing.collation import refuse_timeseries_collation
 from ..parsing.write_statements import parse_delete_statement, parse_update_statement
 from ..write_batches import WriteTally, run_statements, write_reply
 from .service import timeseries_service
@@ -166,7 +167,8 @@ async def delete_measurements(req: CommandRequest, target: TimeseriesTarget,
     values = (variables or CommandVariables()).values()
 
     def apply(_i: int, raw: Any, tally: WriteTally) -> None:
-        q, limit_one, _hint = parse_delete_statement(raw)
+        q, limit_one, _hint, collation = parse_delete_statement(raw)
+        refuse_timeseries_collation(collation)
         with catalog.transaction(durable=durable):
             tally.n += _delete_one_statement(req, target, q, limit_one, values)
 
@@ -206,6 +208,7 @@ async def update_measurements(req: CommandRequest, target: TimeseriesTarget,
 
     def apply(i: int, raw: Any, tally: WriteTally) -> None:
         stmt = parse_update_statement(raw, variables=variables)
+        refuse_timeseries_collation(stmt.collator)
         with catalog.transaction(durable=durable):
             out_n, out_mod, up = _update_one_statement(req, target, stmt)
         tally.n += out_n

@@ -1,0 +1,279 @@
+"""Collations through real clients: every read and write operation with a `collation`
+(English case-insensitive, German phonebook, French backwards accents, numericOrdering,
+alternate shifted), invalid collations refused with mongod's codes and nothing written,
+and mongosh.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pymongo
+import pytest
+from pymongo import DeleteMany, DeleteOne, InsertOne, UpdateMany, UpdateOne
+from pymongo.collation import Collation
+from pymongo.errors import BulkWriteError, OperationFailure
+
+from .mongosh_util import run_mongosh
+
+CI = {"locale": "en", "strength": 2}          # case-insensitive
+PHONEBOOK = {"locale": "de@collation=phonebook"}
+NAMES = ["apple", "Apple", "APPLE", "banana", "Banana", "cherry"]
+
+
+@pytest.fixture
+def coll(client: pymongo.MongoClient, request: pytest.FixtureRequest) -> Iterator[Any]:
+    c = client.collation_e2e[request.node.originalname[:60]]
+    c.drop()
+    c.insert_many([{"_id": i, "name": n, "n": i} for i, n in enumerate(NAMES)])
+    yield c
+    c.drop()
+
+
+def _ids(docs: Any) -> list[Any]:
+    return [d["_id"] for d in docs]
+
+
+# --- reads ---------------------------------------------------------------------------------
+
+def test_find_equality_and_ranges(coll: Any) -> None:
+    assert _ids(coll.find({"name": "apple"}, sort=[("_id", 1)])) == [0]
+    assert _ids(coll.find({"name": "apple"}, sort=[("_id", 1)], collation=CI)) == [0, 1, 2]
+    assert _ids(coll.find({"name": {"$ne": "APPLE"}}, collation=CI).sort("_id")) == [3, 4, 5]
+    assert _ids(coll.find({"name": {"$in": ["BANANA", "Cherry"]}}, collation=CI)
+                .sort("_id")) == [3, 4, 5]
+    assert _ids(coll.find({"name": {"$nin": ["BANANA", "Cherry"]}}, collation=CI)
+                .sort("_id")) == [0, 1, 2]
+    # simple order: "B..." < "a..."; case-insensitively "apple" < "BANANA" < "cherry"
+    assert _ids(coll.find({"name": {"$lt": "BANANA"}}, collation=CI).sort("_id")) == [0, 1, 2]
+    assert _ids(coll.find({"name": {"$lt": "BANANA"}}).sort("_id")) == [1, 2]
+    assert _ids(coll.find({"name": {"$gte": "Banana", "$lte": "BANANA"}}, collation=CI)
+                .sort("_id")) == [3, 4]
+    assert _ids(coll.find({"name": {"$gt": "banana"}}, collation=CI)) == [5]
+
+
+def test_find_sort_with_collation(client: pymongo.MongoClient) -> None:
+    c = client.collation_e2e.sorting
+    c.drop()
+    c.insert_many([{"_id": i, "s": s} for i, s in enumerate(["b", "B", "a", "A", "c"])])
+    assert [d["s"] for d in c.find(sort=[("s", 1)])] == ["A", "B", "a", "b", "c"]
+    got = [d["s"] for d in c.find(sort=[("s", 1), ("_id", 1)],
+                                  collation={"locale": "en", "caseFirst": "upper"})]
+    assert got == ["A", "a", "B", "b", "c"]
+    got = [d["s"] for d in c.find(sort=[("s", -1), ("_id", 1)], collation={"locale": "en"})]
+    assert got == ["c", "B", "b", "A", "a"]
+    c.drop()
+
+
+def test_german_phonebook(client: pymongo.MongoClient) -> None:
+    c = client.collation_e2e.phonebook
+    c.drop()
+    c.insert_many([{"_id": i, "w": w} for i, w in enumerate(["Affe", "Ärger", "Alpha", "Bär"])])
+    assert [d["w"] for d in c.find(sort=[("w", 1)], collation=PHONEBOOK)] == \
+        ["Ärger", "Affe", "Alpha", "Bär"]
+    assert [d["w"] for d in c.find(sort=[("w", 1)], collation={"locale": "de"})] == \
+        ["Affe", "Alpha", "Ärger", "Bär"]
+    # phonebook: Ä sorts as AE, before "Af"
+    assert [d["w"] for d in c.find({"w": {"$lt": "Af"}}, collation=PHONEBOOK)] == ["Ärger"]
+    c.drop()
+
+
+def test_french_backwards_accents(client: pymongo.MongoClient) -> None:
+    c = client.collation_e2e.french
+    c.drop()
+    words = ["cote", "côte", "coté", "côté"]
+    c.insert_many([{"_id": i, "w": w} for i, w in enumerate(words)])
+    assert [d["w"] for d in c.find(sort=[("w", 1)], collation={"locale": "fr"})] == \
+        ["cote", "coté", "côte", "côté"]
+    assert [d["w"] for d in c.find(sort=[("w", 1)], collation={"locale": "fr_CA"})] == \
+        ["cote", "côte", "coté", "côté"]
+    assert [d["w"] for d in c.find(sort=[("w", 1)],
+                                   collation={"locale": "fr", "backwards": True})] == \
+        ["cote", "côte", "coté", "côté"]
+    c.drop()
+
+
+def test_numeric_ordering_and_alternate_shifted(client: pymongo.MongoClient) -> None:
+    c = client.collation_e2e.numeric
+    c.drop()
+    c.insert_many([{"_id": i, "v": v} for i, v in enumerate(["10", "9", "100", "2"])])
+    num = {"locale": "en", "numericOrdering": True}
+    assert [d["v"] for d in c.find(sort=[("v", 1)], collation=num)] == ["2", "9", "10", "100"]
+    assert [d["v"] for d in c.find(sort=[("v", 1)])] == ["10", "100", "2", "9"]
+    assert [d["v"] for d in c.find({"v": {"$gt": "9"}}, collation=num).sort("_id")] == \
+        ["10", "100"]
+    c.drop()
+    c.insert_many([{"_id": 1, "v": "black-bird"}, {"_id": 2, "v": "black bird"},
+                   {"_id": 3, "v": "blackbird"}])
+    shifted = {"locale": "en", "alternate": "shifted"}
+    assert _ids(c.find({"v": "blackbird"}, collation=shifted).sort("_id")) == [1, 2, 3]
+    assert _ids(c.find({"v": "blackbird"},
+                       collation={**shifted, "maxVariable": "space"}).sort("_id")) == [2, 3]
+    assert _ids(c.find({"v": "blackbird"})) == [3]
+    c.drop()
+
+
+def test_count_and_distinct(coll: Any) -> None:
+    assert coll.count_documents({"name": "apple"}) == 1
+    assert coll.count_documents({"name": "apple"}, collation=CI) == 3
+    db = coll.database
+    assert db.command("count", coll.name, query={"name": "BANANA"}, collation=CI)["n"] == 2
+    assert sorted(coll.distinct("name")) == sorted(NAMES)
+    got = coll.distinct("name", collation=CI)
+    assert got == ["apple", "banana", "cherry"]   # the first met of each, collation order
+    assert coll.distinct("n", {"name": "APPLE"}, collation=CI) == [0, 1, 2]
+
+
+def test_aggregate(coll: Any) -> None:
+    pipe = [{"$match": {"name": "apple"}}, {"$count": "c"}]
+    assert list(coll.aggregate(pipe)) == [{"c": 1}]
+    assert list(coll.aggregate(pipe, collation=CI)) == [{"c": 3}]
+    grouped = list(coll.aggregate([{"$sort": {"_id": 1}},
+                                   {"$group": {"_id": "$name", "c": {"$sum": 1},
+                                               "top": {"$max": "$name"}}},
+                                   {"$sort": {"_id": 1}}], collation=CI))
+    assert [(g["_id"], g["c"]) for g in grouped] == [("apple", 3), ("banana", 2), ("cherry", 1)]
+    assert len(list(coll.aggregate([{"$group": {"_id": "$name"}}]))) == 6
+    # expressions: $eq/$cmp/$in compare strings by the collation
+    out = list(coll.aggregate([{"$match": {"_id": 1}},
+                               {"$project": {"eq": {"$eq": ["$name", "APPLE"]},
+                                             "cmp": {"$cmp": ["$name", "aPPLE"]},
+                                             "in": {"$in": ["$name", ["APPLE"]]}}}],
+                              collation=CI))
+    assert out == [{"_id": 1, "eq": True, "cmp": 0, "in": True}]
+    out = list(coll.aggregate([{"$match": {"_id": 1}},
+                               {"$project": {"eq": {"$eq": ["$name", "APPLE"]}}}]))
+    assert out == [{"_id": 1, "eq": False}]
+    # $min/$max over strings that differ only in case: the first met wins ties
+    mm = list(coll.aggregate([{"$match": {"name": "apple"}}, {"$sort": {"_id": 1}},
+                              {"$group": {"_id": None, "mn": {"$min": "$name"}}}],
+                             collation=CI))
+    assert mm == [{"_id": None, "mn": "apple"}]
+
+
+def test_lookup_uses_the_collation(coll: Any) -> None:
+    other = coll.database[coll.name + "_fruit"]
+    other.drop()
+    other.insert_many([{"_id": "x", "fruit": "APPLE"}, {"_id": "y", "fruit": "Cherry"}])
+    pipe = [{"$lookup": {"from": coll.name, "localField": "fruit", "foreignField": "name",
+                         "as": "m"}},
+            {"$project": {"m": "$m._id"}}]
+    got = list(other.aggregate(pipe, collation=CI))
+    assert got == [{"_id": "x", "m": [0, 1, 2]}, {"_id": "y", "m": [5]}]
+    got = list(other.aggregate(pipe))
+    assert got == [{"_id": "x", "m": [2]}, {"_id": "y", "m": []}]
+    other.drop()
+
+
+# --- writes --------------------------------------------------------------------------------
+
+def test_update_and_delete(coll: Any) -> None:
+    r = coll.update_many({"name": "APPLE"}, {"$set": {"hit": True}}, collation=CI)
+    assert r.matched_count == 3
+    assert coll.update_many({"name": "BANANA"}, {"$set": {"x": 1}}).matched_count == 0
+    r = coll.delete_many({"name": "banana"}, collation=CI)
+    assert r.deleted_count == 2
+    assert coll.delete_one({"name": "CHERRY"}, collation=CI).deleted_count == 1
+    assert coll.count_documents({}) == 3
+
+
+def test_find_and_modify(coll: Any) -> None:
+    doc = coll.find_one_and_update({"name": "BANANA"}, {"$set": {"seen": 1}},
+                                   sort=[("_id", -1)], collation=CI)
+    assert doc["_id"] == 4
+    assert coll.find_one_and_update({"name": "BANANA"}, {"$set": {"seen": 1}}) is None
+    doc = coll.find_one_and_delete({"name": "CHERRY"}, collation=CI)
+    assert doc["_id"] == 5
+    # the sort uses the collation too: case-insensitively equal names, then _id
+    doc = coll.find_one_and_delete({}, sort=[("name", -1), ("_id", 1)], collation=CI)
+    assert doc["_id"] == 3
+
+
+def test_bulk_write_collection_level(coll: Any) -> None:
+    r = coll.bulk_write([UpdateMany({"name": "APPLE"}, {"$set": {"k": 1}}, collation=CI),
+                         DeleteOne({"name": "CHERRY"}, collation=CI),
+                         DeleteMany({"name": "BANANA"})])
+    assert (r.matched_count, r.deleted_count) == (3, 1)
+    assert coll.count_documents({"k": 1}) == 3
+
+
+def test_bulk_write_command(client: pymongo.MongoClient, coll: Any) -> None:
+    if not hasattr(client, "bulk_write"):
+        pytest.skip("pymongo without client.bulk_write")
+    from pymongo import DeleteMany as CDeleteMany
+    from pymongo import UpdateMany as CUpdateMany
+    ns = coll.full_name
+    r = client.bulk_write([CUpdateMany(namespace=ns, filter={"name": "APPLE"},
+                                       update={"$set": {"k": 1}}, collation=CI),
+                           CDeleteMany(namespace=ns, filter={"name": "banana"},
+                                       collation=CI)])
+    assert (r.matched_count, r.deleted_count) == (3, 2)
+
+
+# --- refusals ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("collation", "code"), [
+    ({"locale": "xx_NOPE"}, 2),
+    ({"locale": "en", "strength": 9}, 9),
+    ({"locale": "en", "caseFirst": "sideways"}, 9),
+    ({"locale": "en", "bogus": 1}, 9),
+    ({"locale": "en", "caseLevel": "yes"}, 14),
+    ({"locale": "simple", "strength": 2}, 9),
+    ({"strength": 2}, 4),
+])
+def test_invalid_collations_write_nothing(coll: Any, collation: dict[str, Any],
+                                          code: int) -> None:
+    before = list(coll.find().sort("_id"))
+    for op in (lambda: list(coll.find({}, collation=collation)),
+               lambda: list(coll.aggregate([], collation=collation)),
+               lambda: coll.count_documents({}, collation=collation),
+               lambda: coll.distinct("name", collation=collation),
+               lambda: coll.update_many({}, {"$set": {"z": 1}}, collation=collation),
+               lambda: coll.delete_many({}, collation=collation),
+               lambda: coll.find_one_and_delete({}, collation=collation)):
+        with pytest.raises(OperationFailure) as e:
+            op()
+        assert e.value.code == code, e.value.details
+    with pytest.raises(BulkWriteError) as be:
+        coll.bulk_write([InsertOne({"_id": 99}),
+                         UpdateOne({}, {"$set": {"z": 1}}, collation=collation)])
+    assert be.value.details["writeErrors"][0]["code"] == code
+    coll.delete_one({"_id": 99})
+    assert list(coll.find().sort("_id")) == before
+
+
+def test_invalid_locale_message(coll: Any) -> None:
+    with pytest.raises(OperationFailure) as e:
+        coll.find_one({}, collation={"locale": "EN"})
+    assert e.value.code == 2
+    assert "Field 'locale' is invalid in: { locale: \"EN\" }. Did you mean 'en'?" in str(e.value)
+    with pytest.raises(OperationFailure) as e:
+        coll.database.command("find", coll.name, collation="en")
+    assert e.value.code == 14
+
+
+def test_simple_and_empty_collations_are_simple(coll: Any) -> None:
+    assert coll.count_documents({"name": "apple"}, collation={"locale": "simple"}) == 1
+    assert coll.database.command("count", coll.name, query={"name": "apple"},
+                                 collation={})["n"] == 1
+
+
+def test_pymongo_collation_object(coll: Any) -> None:
+    c = Collation(locale="en", strength=1)
+    assert coll.count_documents({"name": "ÀPPLE"}, collation=c) == 3
+
+
+def test_mongosh(uri: str, coll: Any) -> None:
+    script = f"""
+const c = db.getSiblingDB('collation_e2e').getCollection('{coll.name}');
+const ci = {{locale: 'en', strength: 2}};
+const found = c.find({{name: 'APPLE'}}).collation(ci).sort({{_id: 1}}).toArray().map(d => d._id);
+const agg = c.aggregate([{{$group: {{_id: '$name'}}}}], {{collation: ci}}).toArray().length;
+const upd = c.updateMany({{name: 'banana'}}, {{$set: {{b: 1}}}}, {{collation: ci}}).matchedCount;
+let code = null;
+try {{ c.find().collation({{locale: 'en', strength: 0}}).toArray(); }} catch (e) {{ code = e.code; }}
+print(EJSON.stringify({{found, agg, upd, code}}));
+"""
+    result, _ = run_mongosh(uri, script)
+    assert result == {"found": [0, 1, 2], "agg": 3, "upd": 2, "code": 9}
