@@ -23,7 +23,7 @@ from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 
 from .base import Env, Stage, register_stage
-from .group import GroupStage, parse_accumulator_fields
+from .group import GroupStage, group_key_fn, parse_accumulator_fields
 from .sort import SortStage
 
 __all__ = ["BucketAutoStage", "GRANULARITIES", "round_up", "round_down"]
@@ -114,6 +114,7 @@ def _c_bucket(spec: Any, ctx: PipelineContext) -> list[Stage]:
     group.spec = {"_id": {"$switch": switch}, **out_spec}
     group.id_fn = bucket_id
     group.accs = accs
+    group.key = group_key_fn(ctx.collator)
     return [group, SortStage({"_id": 1}, ctx)]
 
 
