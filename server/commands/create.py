@@ -11,7 +11,9 @@ from typing import Any
 
 from query.match import compile_filter
 from storage.bsontext import to_mongo_string
+from storage.collation import parse_collation
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.error_codes import ErrorCode
 
 from ..context import CommandRequest
@@ -36,24 +38,35 @@ _IGNORED = {"storageEngine", "indexOptionDefaults", "autoIndexId", "idIndex", "f
 
 
 def plain_options(body: dict[str, Any]) -> dict[str, Any]:
-    """The options a plain collection keeps (what listCollections shows)."""
+    """The options a plain collection keeps (what listCollections shows): a default
+    collation as mongod normalises it (every field; none for the simple collation)."""
     opts: dict[str, Any] = {}
     for key in ALLOWED:
         if key in body and key not in _IGNORED:
             opts[key] = body[key]
+    if "collation" in opts:
+        collator = parse_collation(opts.pop("collation"))
+        if collator is not None:
+            opts["collation"] = dict(collator.document)
     return opts
 
 
-def _refuse_unbuilt(body: dict[str, Any]) -> None:
+def _refuse_unbuilt(body: dict[str, Any], *, view: bool = False) -> None:
     if body.get("capped"):
         raise MongoError(ErrorCode.NotImplemented, "capped collections are not supported by "
                          "bucketd")
     if "encryptedFields" in body:
         raise MongoError(ErrorCode.NotImplemented, "queryable encryption is not supported")
     collation = body.get("collation")
-    if collation is not None and (not isinstance(collation, dict)
-                                  or collation.get("locale") != "simple"):
-        raise MongoError(ErrorCode.NotImplemented, "only the simple collation is supported")
+    if collation is not None:
+        if not isinstance(collation, dict):
+            raise MongoError(ErrorCode.TypeMismatch, "BSON field 'create.collation' is the wrong "
+                             f"type '{type_name(collation)}', expected type 'object'")
+        simple = parse_collation(collation) is None
+        if not simple and (view or "timeseries" in body):
+            raise MongoError(ErrorCode.NotImplemented, "bucketd supports a default collation "
+                             "only on plain collections, not on views or time-series "
+                             "collections")
     if "clusteredIndex" in body and "timeseries" not in body:
         raise MongoError(ErrorCode.NotImplemented, "clustered collections are not supported")
     if "expireAfterSeconds" in body and "timeseries" not in body:
@@ -115,7 +128,8 @@ async def _create_view(req: CommandRequest, name: str) -> None:
     if "timeseries" in body:
         raise MongoError(ErrorCode.InvalidOptions,
                          f"{db}.{name}: 'timeseries' is not allowed with 'viewOn'")
-    _refuse_unbuilt({k: v for k, v in body.items() if k not in ("viewOn", "pipeline")})
+    _refuse_unbuilt({k: v for k, v in body.items() if k not in ("viewOn", "pipeline")},
+                    view=True)
     for key in body:
         if key in ALLOWED and key not in _VIEW_OPTIONS:
             raise MongoError(ErrorCode.InvalidOptions, f"option not supported on a view: {key}")

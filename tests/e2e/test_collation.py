@@ -277,3 +277,60 @@ print(EJSON.stringify({{found, agg, upd, code}}));
 """
     result, _ = run_mongosh(uri, script)
     assert result == {"found": [0, 1, 2], "agg": 3, "upd": 2, "code": 9}
+
+
+# --- collection default --------------------------------------------------------------------
+
+NORMALISED_CI = {"locale": "en", "caseLevel": False, "caseFirst": "off", "strength": 2,
+                 "numericOrdering": False, "alternate": "non-ignorable",
+                 "maxVariable": "punct", "normalization": False, "backwards": False,
+                 "version": "57.1"}
+
+
+@pytest.fixture
+def ci_coll(client: pymongo.MongoClient) -> Iterator[Any]:
+    db = client.collation_e2e
+    db.drop_collection("ci_default")
+    c = db.create_collection("ci_default", collation=CI)
+    c.insert_many([{"_id": i, "name": n} for i, n in enumerate(NAMES)])
+    yield c
+    db.drop_collection("ci_default")
+
+
+def test_create_shows_normalised_default(ci_coll: Any) -> None:
+    info = next(ci_coll.database.list_collections(filter={"name": "ci_default"}))
+    assert info["options"] == {"collation": NORMALISED_CI}
+    db = ci_coll.database
+    db.drop_collection("plain_simple")
+    db.create_collection("plain_simple", collation={"locale": "simple"})
+    info = next(db.list_collections(filter={"name": "plain_simple"}))
+    assert info["options"] == {}
+    db.drop_collection("plain_simple")
+
+
+def test_operations_use_the_default(ci_coll: Any) -> None:
+    assert ci_coll.count_documents({"name": "APPLE"}) == 3
+    assert _ids(ci_coll.find({"name": "banana"}).sort("_id")) == [3, 4]
+    assert ci_coll.distinct("name") == ["apple", "banana", "cherry"]
+    assert len(list(ci_coll.aggregate([{"$group": {"_id": "$name"}}]))) == 3
+    # an explicit collation (here simple) replaces the default
+    assert ci_coll.count_documents({"name": "APPLE"}, collation={"locale": "simple"}) == 1
+    assert ci_coll.update_many({"name": "CHERRY"}, {"$set": {"c": 1}}).matched_count == 1
+    assert ci_coll.delete_many({"name": "Banana"}).deleted_count == 2
+
+
+@pytest.mark.parametrize(("body", "code"), [
+    ({"collation": {"locale": "nope"}}, 2),
+    ({"collation": {"locale": "en", "strength": 7}}, 9),
+    ({"collation": "en"}, 14),
+    ({"collation": {"locale": "en"}, "timeseries": {"timeField": "t"}}, 238),
+    ({"collation": {"locale": "en"}, "viewOn": "x", "pipeline": []}, 238),
+])
+def test_create_refusals_create_nothing(client: pymongo.MongoClient, body: dict[str, Any],
+                                        code: int) -> None:
+    db = client.collation_e2e
+    db.drop_collection("refused")
+    with pytest.raises(OperationFailure) as e:
+        db.command({"create": "refused", **body})
+    assert e.value.code == code
+    assert "refused" not in db.list_collection_names()

@@ -434,7 +434,7 @@ def test_drop_a_view(db: Any, system_views_readable: None) -> None:
     ({"create": "system.bad", "viewOn": "src", "pipeline": []}, 73,
      "View name cannot start with 'system.', which is reserved for system namespaces"),
     ({"create": "bad", "viewOn": "src", "pipeline": [], "collation": {"locale": "fr"}}, 238,
-     "only the simple collation is supported"),
+     "only on plain collections, not on views"),
     ({"create": "bad", "viewOn": "src", "pipeline": [], "validator": {"a": 1}}, 72,
      "option not supported on a view: validator"),
 ])
