@@ -434,7 +434,8 @@ def test_drop_a_view(db: Any, system_views_readable: None) -> None:
     ({"create": "system.bad", "viewOn": "src", "pipeline": []}, 73,
      "View name cannot start with 'system.', which is reserved for system namespaces"),
     ({"create": "bad", "viewOn": "src", "pipeline": [], "collation": {"locale": "fr"}}, 238,
-     "only on plain collections, not on views"),
+     "bucketd supports a default collation only on plain collections, not on views or "
+     "time-series collections"),
     ({"create": "bad", "viewOn": "src", "pipeline": [], "validator": {"a": 1}}, 72,
      "option not supported on a view: validator"),
 ])
