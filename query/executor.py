@@ -113,6 +113,7 @@ def prepare_find(coll: Any, spec: FindSpec) -> PreparedFind:
         if spec.projection else None
     plan = plan_query(matcher, spec.sort,
                       index_specs(coll, spec.collator) if coll is not None else [],
+                      collator=spec.collator,
                       hint=spec.hint)
     return PreparedFind(plan, matcher, projection, sort, spec)
 

@@ -187,6 +187,14 @@ def _make(locale: str, options: tuple[tuple[str, Any], ...]) -> Collator:
     return Collator(coll, doc)
 
 
+@functools.lru_cache(maxsize=256)
+def _valid_locale(locale: str) -> str:
+    """The locale ICU's collator actually serves for `locale` ("root" when none)."""
+    name: str = icu.Collator.createInstance(icu.Locale(locale)).getLocale(
+        icu.ULocDataLocaleType.VALID_LOCALE).getName()
+    return name or "root"
+
+
 def _bool_field(spec: dict[str, Any], name: str) -> bool | None:
     v = spec.get(name)
     if name not in spec:
@@ -259,8 +267,7 @@ def parse_collation(spec: Any) -> Collator | None:
     if not locale:
         raise MongoError(ErrorCode.BadValue,
                          f"Field 'locale' cannot be the empty string in: {shown}")
-    valid = icu.Collator.createInstance(icu.Locale(locale)).getLocale(
-        icu.ULocDataLocaleType.VALID_LOCALE).getName() or "root"
+    valid = _valid_locale(locale)
     if valid != locale:
         hint = f". Did you mean '{valid}'?" if valid != "root" else ""
         raise MongoError(ErrorCode.BadValue, f"Field 'locale' is invalid in: {shown}{hint}")

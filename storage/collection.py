@@ -534,8 +534,9 @@ class Collection:
         DuplicateKey (11000)."""
         entry = self.entry
         before = len(entry.indexes)
-        validated = [validate_index_spec(s, compile_filter=self._catalog.compile_filter)
-                     for s in specs]
+        default = entry.options.get("collation")
+        validated = [validate_index_spec(s, compile_filter=self._catalog.compile_filter,
+                                         default_collation=default) for s in specs]
         current: list[IndexSpec] = [ix.spec for ix in entry.indexes]
         to_build: list[IndexSpec] = []
         for spec in validated:

@@ -334,3 +334,73 @@ def test_create_refusals_create_nothing(client: pymongo.MongoClient, body: dict[
         db.command({"create": "refused", **body})
     assert e.value.code == code
     assert "refused" not in db.list_collection_names()
+
+
+# --- indexes -------------------------------------------------------------------------------
+
+def _stages(plan: dict[str, Any]) -> list[str]:
+    out = []
+    while plan:
+        out.append(plan["stage"])
+        plan = plan.get("inputStage")
+    return out
+
+
+def _winning(cursor: Any) -> list[str]:
+    return _stages(cursor.explain()["queryPlanner"]["winningPlan"])
+
+
+def test_collated_index_used_only_with_its_collation(coll: Any) -> None:
+    coll.create_index("name", name="name_ci", collation=CI)
+    spec = next(ix for ix in coll.list_indexes() if ix["name"] == "name_ci")
+    assert spec["collation"] == NORMALISED_CI
+    q = {"name": "APPLE"}
+    assert "IXSCAN" in _winning(coll.find(q).collation(CI))
+    assert _ids(coll.find(q).collation(CI).sort("_id")) == [0, 1, 2]
+    assert "IXSCAN" not in _winning(coll.find(q))
+    assert "IXSCAN" not in _winning(coll.find(q).collation({"locale": "fr"}))
+    assert _ids(coll.find(q)) == [2]
+    # ranges and $in over the collation keys
+    assert _ids(coll.find({"name": {"$gte": "B", "$lt": "C"}}).collation(CI).sort("_id")) == \
+        [3, 4]
+    assert "IXSCAN" in _winning(coll.find({"name": {"$gte": "B", "$lt": "C"}}).collation(CI))
+    assert _ids(coll.find({"name": {"$in": ["BANANA", "cherrY"]}}).collation(CI)
+                .sort("_id")) == [3, 4, 5]
+    # a regex is not collation-aware: the whole string range is scanned and filtered
+    assert _ids(coll.find({"name": {"$regex": "^A"}}).collation(CI).sort("_id")) == [1, 2]
+    # non-string values keep working through the collated index
+    coll.insert_one({"_id": 10, "name": 7})
+    assert _ids(coll.find({"name": 7}).collation(CI)) == [10]
+    # the index gives the collation's order for a sort
+    got = [d["name"] for d in coll.find({"name": {"$type": "string"}},
+                                        sort=[("name", 1), ("_id", 1)]).collation(CI)]
+    assert got == ["apple", "Apple", "APPLE", "banana", "Banana", "cherry"]
+    # two indexes on one key with different collations may coexist
+    coll.create_index("name", name="name_simple")
+    assert "IXSCAN" in _winning(coll.find(q))
+    assert _ids(coll.find(q)) == [2]
+
+
+def test_unique_collated_index(coll: Any) -> None:
+    coll.delete_many({"_id": {"$in": [1, 2, 4]}})
+    coll.create_index("name", unique=True, name="u_ci", collation=CI)
+    with pytest.raises(pymongo.errors.DuplicateKeyError):
+        coll.insert_one({"_id": 20, "name": "APPLE"})
+    assert coll.count_documents({"_id": 20}) == 0
+
+
+def test_default_collation_indexes(ci_coll: Any) -> None:
+    ci_coll.create_index("name")
+    specs = {ix["name"]: ix for ix in ci_coll.list_indexes()}
+    assert specs["_id_"]["collation"] == NORMALISED_CI
+    assert specs["name_1"]["collation"] == NORMALISED_CI
+    assert "IXSCAN" in _winning(ci_coll.find({"name": "APPLE"}))
+    assert "IXSCAN" not in _winning(ci_coll.find({"name": "APPLE"})
+                                    .collation({"locale": "simple"}))
+
+
+def test_invalid_index_collation_creates_nothing(coll: Any) -> None:
+    with pytest.raises(OperationFailure) as e:
+        coll.create_index("name", collation={"locale": "en", "strength": 0})
+    assert e.value.code == 9
+    assert [ix["name"] for ix in coll.list_indexes()] == ["_id_"]
