@@ -227,7 +227,8 @@ def _leaf_intervals(node: Node, collator: Collator | None = None
         ivs = _range_interval(op, tr(arg))
         return None if ivs is None else (1, ivs)
     if op == "$regex":
-        return (1, _regex_intervals(*arg, collator is not None))
+        pattern, options = arg
+        return (1, _regex_intervals(pattern, options, collator is not None))
     return None
 
 

@@ -529,7 +529,7 @@ def expr_truthy(v: Any) -> bool:
     return type(v).__name__ not in ("Missing", "_Missing", "MissingType")
 
 
-_TopHandler = Callable[[str, Any, int, "dict[str, Any] | None"], "Node | None"]
+_TopHandler = Callable[[str, Any, int, FilterContext], "Node | None"]
 _TOP_LEVEL: Final[dict[str, _TopHandler]] = {
     "$and": _parse_tree, "$or": _parse_tree, "$nor": _parse_tree,
     "$comment": _parse_comment, "$where": _parse_where, "$text": _parse_text,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from query.executor import FindSpec, prepare_find
+from storage.collation import OperationCollation
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
@@ -35,7 +36,8 @@ def _target(body: dict[str, Any]) -> str | None:
     return v
 
 
-def _parse(req: CommandRequest) -> tuple[str | None, list[Any], int | None, bool]:
+def _parse(req: CommandRequest
+           ) -> tuple[str | None, list[Any], int | None, bool, OperationCollation]:
     body = req.body
     check_fields(body, "aggregate", ALLOWED)
     coll = _target(body)
