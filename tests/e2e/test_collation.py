@@ -152,6 +152,20 @@ def test_aggregate(coll: Any) -> None:
     assert mm == [{"_id": None, "mn": "apple"}]
 
 
+def test_array_and_set_expressions(coll: Any) -> None:
+    proj = {"$project": {
+        "idx": {"$indexOfArray": [["x", "APPLE"], "$name"]},
+        "union": {"$setUnion": [["a", "A"], ["b"]]},
+        "eq": {"$setEquals": [["a", "B"], ["A", "b"]]},
+        "sorted": {"$sortArray": {"input": ["b", "A", "a", "C"], "sortBy": 1}}}}
+    got = list(coll.aggregate([{"$match": {"_id": 0}}, proj], collation=CI))
+    assert got == [{"_id": 0, "idx": 1, "union": ["a", "b"], "eq": True,
+                    "sorted": ["A", "a", "b", "C"]}]
+    got = list(coll.aggregate([{"$match": {"_id": 0}}, proj]))
+    assert got == [{"_id": 0, "idx": -1, "union": ["A", "a", "b"], "eq": False,
+                    "sorted": ["A", "C", "a", "b"]}]
+
+
 def test_lookup_uses_the_collation(coll: Any) -> None:
     other = coll.database[coll.name + "_fruit"]
     other.drop()
