@@ -29,7 +29,12 @@ from query.match import compile_filter
 from query.pipeline import Pipeline, compile_pipeline, resolve_let_variables
 from query.sort import compile_sort
 from storage.bson_order import values_equal
-from storage.collation import COLLECTION_DEFAULT, OperationCollation, effective_collator
+from storage.collation import (
+    COLLECTION_DEFAULT,
+    CollectionDefault,
+    OperationCollation,
+    effective_collator,
+)
 from storage.collection import Collection
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
@@ -219,16 +224,18 @@ def run_pipeline(req: CommandRequest, coll: str | None, stages: list[Any],
     pipeline runs with `collation`, or the collection's default collation."""
     ctx.variables = resolve_let_variables(let, ctx)
     view = resolve_view(req.storage.catalog, req.db, coll) if coll is not None else None
-    entry = req.storage.catalog.entry(req.db, coll) if coll is not None and view is None \
-        else None
-    ctx.collator = effective_collator(collation, entry.options.get("collation")
-                                      if entry is not None else None)
     if view is not None:
-        if ctx.collator is not None:
+        # A view runs with its own default collation; asking for another is refused.
+        ctx.collator = effective_collator(COLLECTION_DEFAULT, view.collation)
+        if not isinstance(collation, CollectionDefault) and collation != ctx.collator:
             raise MongoError(ErrorCode.OptionNotSupportedOnView,
                              "Cannot override a view's default collation")
         stages = [*view.pipeline, *stages]
         coll = view.source
+    else:
+        entry = req.storage.catalog.entry(req.db, coll) if coll is not None else None
+        ctx.collator = effective_collator(collation, entry.options.get("collation")
+                                          if entry is not None else None)
     pipeline = compile_pipeline(stages, ctx)
     if coll is None or pipeline.starts_with_source:
         return pipeline, pipeline.run(())

@@ -26,7 +26,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     limit = abs(get_int(body, "count", "limit", 0) or 0)
     db = req.db
     if reads_through_pipeline(req, db, name):
-        return {"n": await count_through_view(req, name, query, skip, limit)}
+        return {"n": await count_through_view(req, name, query, skip, limit, collation)}
     ns = await req.storage.run(resolve_namespace, req.storage.catalog, db, name)
     if ns.timeseries is not None:
         refuse_timeseries_collation(collation)

@@ -51,7 +51,7 @@ def plain_options(body: dict[str, Any]) -> dict[str, Any]:
     return opts
 
 
-def _refuse_unbuilt(body: dict[str, Any], *, view: bool = False) -> None:
+def _refuse_unbuilt(body: dict[str, Any]) -> None:
     if body.get("capped"):
         raise MongoError(ErrorCode.NotImplemented, "capped collections are not supported by "
                          "bucketd")
@@ -63,9 +63,9 @@ def _refuse_unbuilt(body: dict[str, Any], *, view: bool = False) -> None:
             raise MongoError(ErrorCode.TypeMismatch, "BSON field 'create.collation' is the wrong "
                              f"type '{type_name(collation)}', expected type 'object'")
         simple = parse_collation(collation) is None
-        if not simple and (view or "timeseries" in body):
+        if not simple and "timeseries" in body:
             raise MongoError(ErrorCode.NotImplemented, "bucketd supports a default collation "
-                             "only on plain collections, not on views or time-series "
+                             "only on plain collections and views, not on time-series "
                              "collections")
     if "clusteredIndex" in body and "timeseries" not in body:
         raise MongoError(ErrorCode.NotImplemented, "clustered collections are not supported")
@@ -128,15 +128,16 @@ async def _create_view(req: CommandRequest, name: str) -> None:
     if "timeseries" in body:
         raise MongoError(ErrorCode.InvalidOptions,
                          f"{db}.{name}: 'timeseries' is not allowed with 'viewOn'")
-    _refuse_unbuilt({k: v for k, v in body.items() if k not in ("viewOn", "pipeline")},
-                    view=True)
+    _refuse_unbuilt({k: v for k, v in body.items() if k not in ("viewOn", "pipeline")})
     for key in body:
         if key in ALLOWED and key not in _VIEW_OPTIONS:
             raise MongoError(ErrorCode.InvalidOptions, f"option not supported on a view: {key}")
     if name.startswith("system."):
         raise MongoError(ErrorCode.InvalidNamespace, "View name cannot start with 'system.', "
                          "which is reserved for system namespaces")
-    view = ViewDefinition(db, name, view_on, pipeline)
+    collator = parse_collation(body["collation"]) if "collation" in body else None
+    view = ViewDefinition(db, name, view_on, pipeline,
+                          None if collator is None else dict(collator.document))
 
     def create() -> None:
         catalog = req.storage.catalog
@@ -156,7 +157,6 @@ async def _create_view(req: CommandRequest, name: str) -> None:
                              f"namespace {db}.{name} already exists, but with different "
                              f"options: {to_mongo_string(shown)}")
         check_definition(catalog, view)
-        catalog.create_collection(db, name, {"viewOn": view_on, "pipeline": pipeline},
-                                  kind="view")
+        catalog.create_collection(db, name, view.options(), kind="view")
 
     await req.storage.run(create)

@@ -32,7 +32,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     collation = collation_arg(body, "distinct.collation")
     db = req.db
     if reads_through_pipeline(req, db, name):
-        return {"values": await distinct_through_view(req, name, key, query)}
+        return {"values": await distinct_through_view(req, name, key, query, collation)}
     ns = await req.storage.run(resolve_namespace, req.storage.catalog, db, name)
     if ns.timeseries is not None:
         refuse_timeseries_collation(collation)

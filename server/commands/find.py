@@ -111,7 +111,8 @@ async def _find_on_view(req: CommandRequest, name: str) -> dict[str, Any]:
     stages = find_pipeline(spec.filter, spec.sort, spec.skip, spec.limit, spec.projection)
     cursor = await find_through_view(req, name, stages, get_int(body, "find", "batchSize"),
                                      let=get_doc(body, "find", "let"),
-                                     allow_disk_use=spec.allow_disk_use)
+                                     allow_disk_use=spec.allow_disk_use,
+                                     collation=spec.collator)
     return {"cursor": cursor}
 
 

@@ -338,7 +338,6 @@ def test_operations_use_the_default(ci_coll: Any) -> None:
     ({"collation": {"locale": "en", "strength": 7}}, 9),
     ({"collation": "en"}, 14),
     ({"collation": {"locale": "en"}, "timeseries": {"timeField": "t"}}, 238),
-    ({"collation": {"locale": "en"}, "viewOn": "x", "pipeline": []}, 238),
 ])
 def test_create_refusals_create_nothing(client: pymongo.MongoClient, body: dict[str, Any],
                                         code: int) -> None:
@@ -418,3 +417,44 @@ def test_invalid_index_collation_creates_nothing(coll: Any) -> None:
         coll.create_index("name", collation={"locale": "en", "strength": 0})
     assert e.value.code == 9
     assert [ix["name"] for ix in coll.list_indexes()] == ["_id_"]
+
+
+# --- views ---------------------------------------------------------------------------------
+
+def test_views_have_their_own_default(coll: Any) -> None:
+    db = coll.database
+    for v in ("v_ci", "v_plain", "v_ci2", "v_bad"):
+        db.drop_collection(v)
+    db.command("create", "v_ci", viewOn=coll.name, pipeline=[], collation=CI)
+    db.command("create", "v_plain", viewOn=coll.name, pipeline=[])
+    info = {c["name"]: c for c in db.list_collections(filter={"type": "view"})}
+    assert info["v_ci"]["options"] == {"viewOn": coll.name, "pipeline": [],
+                                       "collation": NORMALISED_CI}
+    assert "collation" not in info["v_plain"]["options"]
+    assert db.v_ci.count_documents({"name": "APPLE"}) == 3
+    assert _ids(db.v_ci.find({"name": "banana"}).sort("_id")) == [3, 4]
+    assert db.v_ci.distinct("name") == ["apple", "banana", "cherry"]
+    assert db.v_plain.count_documents({"name": "APPLE"}) == 1
+    # the same collation may be repeated; another one is refused (167)
+    assert db.v_ci.count_documents({"name": "APPLE"}, collation=CI) == 3
+    for op in (lambda: db.v_ci.count_documents({}, collation={"locale": "simple"}),
+               lambda: list(db.v_plain.find({}, collation=CI)),
+               lambda: list(db.v_plain.aggregate([], collation=CI)),
+               lambda: db.v_plain.distinct("name", collation=CI)):
+        with pytest.raises(OperationFailure) as e:
+            op()
+        assert e.value.code == 167
+    # a view on a view must have its collation
+    with pytest.raises(OperationFailure) as e:
+        db.command("create", "v_bad", viewOn="v_ci", pipeline=[])
+    assert e.value.code == 167
+    assert "has conflicting collation with view collation_e2e.v_ci" in str(e.value)
+    db.command("create", "v_ci2", viewOn="v_ci", pipeline=[], collation=CI)
+    assert db.v_ci2.count_documents({"name": "cherry"}) == 1
+    views = {d["_id"]: d for d in db["system.views"].find()}
+    assert views["collation_e2e.v_ci"]["collation"] == NORMALISED_CI
+    db.command("collMod", "v_ci", pipeline=[{"$match": {"n": {"$gte": 0}}}])
+    info = next(db.list_collections(filter={"name": "v_ci"}))
+    assert info["options"]["collation"] == NORMALISED_CI
+    for v in ("v_ci", "v_plain", "v_ci2"):
+        db.drop_collection(v)
