@@ -353,10 +353,13 @@ def _select(coll: Any, prepared: PreparedFind, multi: bool, sort: dict[str, Any]
     return [] if first is None else [first]
 
 
-def compile_statement_update(stmt: UpdateStatement) -> Update:
-    """The statement's compiled update (operators, replacement or pipeline)."""
+def compile_statement_update(stmt: UpdateStatement, collator: Collator | None = None
+                             ) -> Update:
+    """The statement's compiled update (operators, replacement or pipeline); array filters,
+    $pull, $addToSet, $push's $sort and $min/$max compare strings by `collator`."""
     update = compile_update(stmt.u, array_filters=stmt.array_filters, is_upsert=stmt.upsert,
-                            variables=stmt.variables, constants=stmt.constants)
+                            variables=stmt.variables, constants=stmt.constants,
+                            collator=collator)
     if update.is_replacement and stmt.multi:
         raise MongoError(ErrorCode.FailedToParse,
                          "multi update is not supported for replacement-style update")
@@ -381,6 +384,8 @@ def apply_update_statement(coll_getter: Callable[[], Any], stmt: UpdateStatement
     prepared = prepare_find(coll, FindSpec(filter=stmt.q, hint=stmt.hint,
                                            let=statement_variables(stmt),
                                            collator=stmt.collator))
+    if prepared.collator is not None:  # compiled again now that the collation is known
+        update = compile_statement_update(stmt, prepared.collator)
     outcome = UpdateOutcome()
     matcher = prepared.matcher
     for rid, _raw, doc in _select(coll, prepared, stmt.multi, stmt.sort):

@@ -458,3 +458,26 @@ def test_views_have_their_own_default(coll: Any) -> None:
     assert info["options"]["collation"] == NORMALISED_CI
     for v in ("v_ci", "v_plain", "v_ci2"):
         db.drop_collection(v)
+
+
+def test_update_operators_and_array_filters(client: pymongo.MongoClient) -> None:
+    c = client.collation_e2e.update_ops
+    c.drop()
+    c.insert_one({"_id": 1, "tags": ["Red", "green"], "best": "m",
+                  "items": [{"k": "A", "v": 0}, {"k": "b", "v": 0}]})
+    c.update_one({"_id": 1}, {"$addToSet": {"tags": "RED"}, "$max": {"best": "M"}},
+                 collation=CI)
+    doc = c.find_one({"_id": 1})
+    assert doc["tags"] == ["Red", "green"] and doc["best"] == "m"
+    c.update_one({"_id": 1}, {"$pull": {"tags": "GREEN"}}, collation=CI)
+    assert c.find_one({"_id": 1})["tags"] == ["Red"]
+    c.update_one({"_id": 1}, {"$set": {"items.$[e].v": 1}},
+                 array_filters=[{"e.k": "a"}], collation=CI)
+    assert [i["v"] for i in c.find_one({"_id": 1})["items"]] == [1, 0]
+    c.update_one({"_id": 1}, {"$push": {"tags": {"$each": ["apple", "Zed"], "$sort": 1}}},
+                 collation=CI)
+    assert c.find_one({"_id": 1})["tags"] == ["apple", "Red", "Zed"]
+    # without the collation: simple comparisons
+    c.update_one({"_id": 1}, {"$addToSet": {"tags": "RED"}})
+    assert c.find_one({"_id": 1})["tags"][-1] == "RED"
+    c.drop()
