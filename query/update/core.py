@@ -311,7 +311,7 @@ def compile_update(spec: Any, *, array_filters: list[dict[str, Any]] | None = No
             raise MongoError(ErrorCode.FailedToParse, "arrayFilters may not be specified for "
                              "pipeline-style updates")
         pipeline = UpdatePipeline(spec, variables or CommandVariables(),
-                                  resolve_constants(constants))
+                                  resolve_constants(constants), collator)
         return Update(spec, "pipeline", None, None, {}, [], is_upsert, pipeline)
     if constants is not None:
         raise MongoError(51198, "Constant values may only be specified for pipeline updates")

@@ -477,6 +477,8 @@ def test_update_operators_and_array_filters(client: pymongo.MongoClient) -> None
     c.update_one({"_id": 1}, {"$push": {"tags": {"$each": ["apple", "Zed"], "$sort": 1}}},
                  collation=CI)
     assert c.find_one({"_id": 1})["tags"] == ["apple", "Red", "Zed"]
+    c.update_one({"_id": 1}, [{"$set": {"same": {"$eq": ["$best", "M"]}}}], collation=CI)
+    assert c.find_one({"_id": 1})["same"] is True
     # without the collation: simple comparisons
     c.update_one({"_id": 1}, {"$addToSet": {"tags": "RED"}})
     assert c.find_one({"_id": 1})["tags"][-1] == "RED"
