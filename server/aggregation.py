@@ -41,7 +41,6 @@ from storage.vocabulary.error_codes import ErrorCode
 
 from .collection_stats import collection_stats
 from .namespaces import resolve_namespace
-from .parsing.collation import refuse_timeseries_collation
 from .parsing.pipeline import split_leading_match
 from .timeseries.reads import measurement_source, timeseries_pipeline
 from .views.definitions import SYSTEM_VIEWS, resolve_view, system_views_documents
@@ -242,13 +241,12 @@ def run_pipeline(req: CommandRequest, coll: str | None, stages: list[Any],
     fields = pipeline_fields(stages)  # lets time-series reads decode only these columns
 
     ts = resolve_namespace(req.storage.catalog, req.db, coll).timeseries
-    if ts is not None:
-        refuse_timeseries_collation(ctx.collator)
 
     def source(flt: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
         if ts is not None:
             return measurement_source(req, ts, flt, frozenset(fields)
-                                      if fields is not None else None)
+                                      if fields is not None else None,
+                                      collator=ctx.collator)
         return collection_source(req, req.db, coll, flt, fields=fields, ctx=ctx)
 
     def general() -> Iterator[Any]:

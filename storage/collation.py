@@ -35,7 +35,7 @@ from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = ["Collator", "parse_collation", "collation_key_fn", "COLLATION_VERSION",
            "is_simple_spec", "translate_fn",
-           "COLLECTION_DEFAULT", "CollectionDefault", "OperationCollation", "effective_collator"]
+           "COLLECTION_DEFAULT", "CollectionDefault", "has_string", "OperationCollation", "effective_collator"]
 
 # mongod reports the ICU version it was built with; drivers and tests expect this string.
 COLLATION_VERSION: Final = "57.1"
@@ -152,6 +152,19 @@ def effective_collator(asked: OperationCollation, default: dict[str, Any] | None
 def translate_fn(collator: Collator | None) -> Any:
     """`Collator.translate`, or the identity for the simple collation."""
     return (lambda v: v) if collator is None else collator.translate
+
+
+def has_string(v: Any) -> bool:
+    """Whether a value holds a string anywhere (no collation changes how it compares
+    otherwise)."""
+    t = type(v)
+    if t is str:
+        return True
+    if t is dict:
+        return any(has_string(x) for x in v.values())
+    if t is list:
+        return any(has_string(x) for x in v)
+    return False
 
 
 def is_simple_spec(spec: Any) -> bool:

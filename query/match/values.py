@@ -30,7 +30,7 @@ from storage.bson_order import (
     sort_key,
     type_rank,
 )
-from storage.collation import Collator, collation_key_fn
+from storage.collation import Collator, collation_key_fn, has_string
 from storage.errors import MongoError
 from storage.vocabulary.bson_types import (
     INT32_MAX,
@@ -68,23 +68,12 @@ def is_nan(v: Any) -> bool:
     return False
 
 
-def _has_string(v: Any) -> bool:
-    t = type(v)
-    if t is str:
-        return True
-    if t is dict:
-        return any(_has_string(x) for x in v.values())
-    if t is list:
-        return any(_has_string(x) for x in v)
-    return False
-
-
 def eq_pred(rhs: Any, collator: Collator | None = None) -> Pred:
     """Equality as ``{a: rhs}`` / ``$eq``: null also matches a missing path. Strings compare
     by `collator` (None: the simple collation), also inside objects and arrays."""
     if rhs is None:
         return lambda v: v is None or v is MISSING
-    if collator is not None and _has_string(rhs):
+    if collator is not None and has_string(rhs):
         return _collated_eq(rhs, collator)
     t = type(rhs)
     if t is str:

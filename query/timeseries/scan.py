@@ -13,6 +13,7 @@ from typing import Any
 
 from query.executor import FindSpec, PreparedFind, candidates, prepare_find
 from storage.bsonutil import decode
+from storage.collation import Collator, has_string
 from storage.collection import Collection
 
 __all__ = ["BucketScan"]
@@ -21,11 +22,16 @@ __all__ = ["BucketScan"]
 class BucketScan:
     """The buckets of `buckets` that can match `bucket_filter` (None: all of them)."""
 
-    def __init__(self, buckets: Collection | None, bucket_filter: dict[str, Any] | None
-                 ) -> None:
+    def __init__(self, buckets: Collection | None, bucket_filter: dict[str, Any] | None,
+                 collator: Collator | None = None) -> None:
         self.collection = buckets
         self.filter = bucket_filter
-        self.prepared: PreparedFind = prepare_find(buckets, FindSpec(filter=bucket_filter))
+        # Bucket filters hold no $expr: without a string in them a collation changes nothing,
+        # and the buckets collection's (simple) indexes stay usable.
+        if not has_string(bucket_filter):
+            collator = None
+        self.prepared: PreparedFind = prepare_find(buckets, FindSpec(filter=bucket_filter,
+                                                                     collator=collator))
 
     def raw(self) -> Iterator[tuple[int, bytes]]:
         """(record id, bucket bytes) of every candidate, not yet re-checked."""

@@ -8,7 +8,7 @@ from query.executor import count_documents
 
 from ..context import CommandRequest
 from ..namespaces import raw_target, resolve_namespace
-from ..parsing.collation import collation_arg, refuse_timeseries_collation
+from ..parsing.collation import collation_arg
 from ..timeseries.reads import count_measurements
 from ..views.reads import count_through_view, reads_through_pipeline
 from ._args import check_fields, get_doc, get_int, namespace_arg
@@ -29,8 +29,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
         return {"n": await count_through_view(req, name, query, skip, limit, collation)}
     ns = await req.storage.run(resolve_namespace, req.storage.catalog, db, name)
     if ns.timeseries is not None:
-        refuse_timeseries_collation(collation)
-        n = await count_measurements(req, ns.timeseries, query, skip, limit)
+        n = await count_measurements(req, ns.timeseries, query, skip, limit, collation)
         return {"n": n}
 
     def run() -> int:

@@ -62,11 +62,7 @@ def _refuse_unbuilt(body: dict[str, Any]) -> None:
         if not isinstance(collation, dict):
             raise MongoError(ErrorCode.TypeMismatch, "BSON field 'create.collation' is the wrong "
                              f"type '{type_name(collation)}', expected type 'object'")
-        simple = parse_collation(collation) is None
-        if not simple and "timeseries" in body:
-            raise MongoError(ErrorCode.NotImplemented, "bucketd supports a default collation "
-                             "only on plain collections and views, not on time-series "
-                             "collections")
+        parse_collation(collation)  # mongod's errors, before anything is created
     if "clusteredIndex" in body and "timeseries" not in body:
         raise MongoError(ErrorCode.NotImplemented, "clustered collections are not supported")
     if "expireAfterSeconds" in body and "timeseries" not in body:

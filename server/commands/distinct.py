@@ -10,7 +10,7 @@ from storage.vocabulary.error_codes import ErrorCode
 
 from ..context import CommandRequest
 from ..namespaces import raw_target, resolve_namespace
-from ..parsing.collation import collation_arg, refuse_timeseries_collation
+from ..parsing.collation import collation_arg
 from ..timeseries.reads import distinct_measurements
 from ..views.reads import distinct_through_view, reads_through_pipeline
 from ._args import check_fields, get_doc, namespace_arg, require
@@ -35,8 +35,8 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
         return {"values": await distinct_through_view(req, name, key, query, collation)}
     ns = await req.storage.run(resolve_namespace, req.storage.catalog, db, name)
     if ns.timeseries is not None:
-        refuse_timeseries_collation(collation)
-        return {"values": await distinct_measurements(req, ns.timeseries, key, query)}
+        return {"values": await distinct_measurements(req, ns.timeseries, key, query,
+                                                      collation)}
 
     def run() -> list[Any]:
         coll = req.storage.catalog.get_collection(db, name)

@@ -11,7 +11,7 @@ from storage.vocabulary.error_codes import ErrorCode
 from ..context import CommandRequest
 from ..cursors import DEFAULT_FIRST_BATCH, first_batch_limit, take_batch
 from ..namespaces import TimeseriesTarget, raw_target, resolve_namespace
-from ..parsing.collation import collation_arg, refuse_timeseries_collation
+from ..parsing.collation import collation_arg
 from ..timeseries.reads import find_measurements
 from ..views.reads import (
     check_find_options,
@@ -96,7 +96,6 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
 
     opened = await req.storage.run(open_query)
     if isinstance(opened, TimeseriesTarget):
-        refuse_timeseries_collation(spec.collator)
         return await find_measurements(req, opened, spec, first, single_batch)
     source, batch, exhausted = opened
     cursor = req.cursors.adopt(ns, source, batch, exhausted, single_batch=single_batch,

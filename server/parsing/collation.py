@@ -5,12 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from storage.collation import COLLECTION_DEFAULT, Collator, OperationCollation, parse_collation
+from storage.collation import (
+    COLLECTION_DEFAULT,
+    Collator,
+    OperationCollation,
+    effective_collator,
+    parse_collation,
+)
 from storage.errors import MongoError
 from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.error_codes import ErrorCode
 
-__all__ = ["collation_arg", "refuse_timeseries_collation"]
+__all__ = ["collation_arg", "timeseries_collator"]
 
 
 def collation_arg(body: dict[str, Any], where: str) -> OperationCollation:
@@ -26,8 +32,8 @@ def collation_arg(body: dict[str, Any], where: str) -> OperationCollation:
     return parse_collation(value)
 
 
-def refuse_timeseries_collation(collation: OperationCollation) -> None:
-    """Time-series reads and writes run with the simple collation only (for now)."""
-    if isinstance(collation, Collator):
-        raise MongoError(ErrorCode.NotImplemented, "bucketd does not support a collation other "
-                         "than simple on time-series collections")
+def timeseries_collator(collation: OperationCollation, options: dict[str, Any]
+                        ) -> Collator | None:
+    """The collation an operation on a time-series collection runs with: its own, or the
+    collection's default (`options`, the time-series view's catalog options)."""
+    return effective_collator(collation, options.get("collation"))

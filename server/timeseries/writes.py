@@ -7,16 +7,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from query.executor import (
-    FindSpec,
     UpdateStatement,
     compile_statement_update,
-    matching,
-    prepare_find,
     statement_variables,
 )
 from query.match import compile_filter
+from query.timeseries.scan import BucketScan
 from query.variables import CommandVariables
 from storage.bsonutil import decode
+from storage.collation import Collator
 from storage.errors import MongoError
 from storage.timeseries import (
     BucketCatalog,
@@ -33,7 +32,7 @@ from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 from storage.vocabulary.raw_documents import RawDocuments
 
-from ..parsing.collation import refuse_timeseries_collation
+from ..parsing.collation import timeseries_collator
 from ..parsing.write_statements import parse_delete_statement, parse_update_statement
 from ..write_batches import WriteTally, run_statements, write_reply
 from .service import timeseries_service
@@ -94,7 +93,8 @@ async def insert_measurements(req: CommandRequest, target: TimeseriesTarget,
 
 def _rewrite_buckets(req: CommandRequest, target: TimeseriesTarget, flt: dict[str, Any], *,
                      limit_one: bool, transform: Transform,
-                     variables: dict[str, Any] | None = None
+                     variables: dict[str, Any] | None = None,
+                     collator: Collator | None = None
                      ) -> tuple[int, list[dict[str, Any]]]:
     """Walk candidate buckets; measurements the filter selects are passed to `transform`;
     what it keeps stays in the bucket, what it returns as `out` is collected (re-inserted
@@ -105,13 +105,13 @@ def _rewrite_buckets(req: CommandRequest, target: TimeseriesTarget, flt: dict[st
     if buckets is None:
         return 0, []
     service = timeseries_service(req)
-    matcher = compile_filter(flt, variables=variables)
+    matcher = compile_filter(flt, variables=variables, collator=collator)
     bflt = bucket_filter(flt, opts) if flt else None
-    rows = list(matching(buckets, prepare_find(buckets, FindSpec(filter=bflt))))
+    rows = list(BucketScan(buckets, bflt, collator).buckets())
     spec = BucketSpec(opts.time_field, opts.meta_field)
     matched = 0
     outputs: list[dict[str, Any]] = []
-    for rid, _raw, bucket in rows:
+    for rid, bucket in rows:
         if limit_one and matched:
             break
         kept: list[dict[str, Any]] = []
@@ -168,9 +168,9 @@ async def delete_measurements(req: CommandRequest, target: TimeseriesTarget,
 
     def apply(_i: int, raw: Any, tally: WriteTally) -> None:
         q, limit_one, _hint, collation = parse_delete_statement(raw)
-        refuse_timeseries_collation(collation)
+        collator = timeseries_collator(collation, target.entry.options)
         with catalog.transaction(durable=durable):
-            tally.n += _delete_one_statement(req, target, q, limit_one, values)
+            tally.n += _delete_one_statement(req, target, q, limit_one, values, collator)
 
     def run() -> dict[str, Any]:
         tally = run_statements(deletes, ordered=ordered, apply=apply)
@@ -180,7 +180,8 @@ async def delete_measurements(req: CommandRequest, target: TimeseriesTarget,
 
 
 def _delete_one_statement(req: CommandRequest, target: TimeseriesTarget, q: dict[str, Any],
-                          limit_one: bool, variables: dict[str, Any]) -> int:
+                          limit_one: bool, variables: dict[str, Any],
+                          collator: Collator | None = None) -> int:
     opts = target.options
     meta_flt = meta_only_filter(q, opts) if not limit_one else None
     if meta_flt is not None:
@@ -188,16 +189,17 @@ def _delete_one_statement(req: CommandRequest, target: TimeseriesTarget, q: dict
         buckets = target.buckets(req.storage.catalog)
         if buckets is None:
             return 0
-        rows = list(matching(buckets, prepare_find(buckets, FindSpec(filter=meta_flt))))
+        rows = list(BucketScan(buckets, meta_flt, collator).buckets())
         n = 0
-        for rid, _raw, bucket in rows:
+        for rid, bucket in rows:
             n += int(bucket["control"].get("count") or sum(
                 1 for _ in unpack_bucket(bucket, BucketSpec(opts.time_field))))
             buckets.delete(rid, old_doc=bucket)
             timeseries_service(req).catalog.handle_direct_write(target.ns, bucket["_id"])
         return n
     matched, _ = _rewrite_buckets(req, target, q, limit_one=limit_one,
-                                  transform=lambda m: (None, None), variables=variables)
+                                  transform=lambda m: (None, None), variables=variables,
+                                  collator=collator)
     return matched
 
 
@@ -208,9 +210,9 @@ async def update_measurements(req: CommandRequest, target: TimeseriesTarget,
 
     def apply(i: int, raw: Any, tally: WriteTally) -> None:
         stmt = parse_update_statement(raw, variables=variables)
-        refuse_timeseries_collation(stmt.collator)
+        collator = timeseries_collator(stmt.collator, target.entry.options)
         with catalog.transaction(durable=durable):
-            out_n, out_mod, up = _update_one_statement(req, target, stmt)
+            out_n, out_mod, up = _update_one_statement(req, target, stmt, collator)
         tally.n += out_n
         tally.modified += out_mod
         if up is not MISSING:
@@ -223,11 +225,12 @@ async def update_measurements(req: CommandRequest, target: TimeseriesTarget,
 
 
 def _update_one_statement(req: CommandRequest, target: TimeseriesTarget,
-                          stmt: UpdateStatement) -> tuple[int, int, Any]:
+                          stmt: UpdateStatement, collator: Collator | None = None
+                          ) -> tuple[int, int, Any]:
     """(matched, modified, upserted _id or MISSING) of one statement (operators,
     replacement or pipeline: each matched measurement is updated on its own)."""
     opts = target.options
-    update = compile_statement_update(stmt)
+    update = compile_statement_update(stmt, collator)
     modified = 0
 
     def transform(m: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
@@ -240,7 +243,8 @@ def _update_one_statement(req: CommandRequest, target: TimeseriesTarget,
 
     matched, outputs = _rewrite_buckets(req, target, stmt.q, limit_one=not stmt.multi,
                                         transform=transform,
-                                        variables=statement_variables(stmt))
+                                        variables=statement_variables(stmt),
+                                        collator=collator)
     upserted: Any = MISSING
     if matched == 0 and stmt.upsert:
         doc = update.upsert_document(stmt.q)

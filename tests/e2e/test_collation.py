@@ -337,7 +337,7 @@ def test_operations_use_the_default(ci_coll: Any) -> None:
     ({"collation": {"locale": "nope"}}, 2),
     ({"collation": {"locale": "en", "strength": 7}}, 9),
     ({"collation": "en"}, 14),
-    ({"collation": {"locale": "en"}, "timeseries": {"timeField": "t"}}, 238),
+    ({"collation": {"locale": "en", "x": 1}, "timeseries": {"timeField": "t"}}, 9),
 ])
 def test_create_refusals_create_nothing(client: pymongo.MongoClient, body: dict[str, Any],
                                         code: int) -> None:
@@ -483,3 +483,46 @@ def test_update_operators_and_array_filters(client: pymongo.MongoClient) -> None
     c.update_one({"_id": 1}, {"$addToSet": {"tags": "RED"}})
     assert c.find_one({"_id": 1})["tags"][-1] == "RED"
     c.drop()
+
+
+# --- time series ---------------------------------------------------------------------------
+
+def test_timeseries_default_and_operation_collations(client: pymongo.MongoClient) -> None:
+    import datetime as dt
+    db = client.collation_e2e
+    db.drop_collection("ts_ci")
+    db.drop_collection("ts_plain")
+    t0 = dt.datetime(2024, 1, 1)
+    rows = [{"t": t0 + dt.timedelta(minutes=i), "m": s, "v": w, "n": i}
+            for i, (s, w) in enumerate([("Sensor", "Apple"), ("sensor", "apple"),
+                                        ("SENSOR", "Banana"), ("other", "apple")])]
+    ci = db.create_collection("ts_ci", timeseries={"timeField": "t", "metaField": "m"},
+                              collation=CI)
+    plain = db.create_collection("ts_plain", timeseries={"timeField": "t", "metaField": "m"})
+    ci.insert_many([dict(r) for r in rows])
+    plain.insert_many([dict(r) for r in rows])
+    info = next(db.list_collections(filter={"name": "ts_ci"}))
+    assert info["options"]["collation"] == NORMALISED_CI
+    # the default: meta (bucket level) and measurement fields compare case-insensitively
+    assert ci.count_documents({"m": "SENSOR"}) == 3
+    assert ci.count_documents({"v": "APPLE"}) == 3
+    assert sorted(d["n"] for d in ci.find({"m": "sensor", "v": "apple"})) == [0, 1]
+    assert ci.distinct("v") == ["Apple", "Banana"]
+    assert [d["n"] for d in ci.find({}, sort=[("v", 1), ("n", 1)])] == [0, 1, 3, 2]
+    got = list(ci.aggregate([{"$group": {"_id": "$m", "c": {"$sum": 1}}},
+                             {"$sort": {"_id": 1}}]))
+    assert [(g["_id"].lower(), g["c"]) for g in got] == [("other", 1), ("sensor", 3)]
+    assert ci.count_documents({"m": "SENSOR"}, collation={"locale": "simple"}) == 1
+    # an operation's collation on a collection without a default
+    assert plain.count_documents({"m": "SENSOR"}) == 1
+    assert plain.count_documents({"m": "SENSOR"}, collation=CI) == 3
+    assert len(list(plain.find({"v": "APPLE"}, collation=CI))) == 3
+    assert len(list(plain.aggregate([{"$match": {"v": "APPLE"}}], collation=CI))) == 3
+    # writes
+    assert ci.delete_many({"v": "BANANA"}).deleted_count == 1
+    assert ci.update_many({"m": "SENSOR"}, {"$set": {"seen": True}}).matched_count == 2
+    assert ci.count_documents({"seen": True}) == 2
+    assert plain.delete_many({"m": "SENSOR"}, collation=CI).deleted_count == 3
+    assert plain.count_documents({}) == 1
+    db.drop_collection("ts_ci")
+    db.drop_collection("ts_plain")
