@@ -88,14 +88,16 @@ class PreparedFind:
         return c
 
 
-def index_specs(coll: Any, collator: Collator | None = None) -> list[dict[str, Any]]:
+def index_specs(coll: Any, collator: Collator | None = None, *, same_collation: bool = True
+                ) -> list[dict[str, Any]]:
     """listIndexes-shaped specs plus the multikey flag the planner needs: the indexes whose
-    collation is the query's (their key order is the order the query compares by)."""
+    collation is the query's (their key order is the order the query compares by), or
+    with `same_collation` False the others."""
     want = None if collator is None else collator.document
     out = []
     for ix in coll.entry.indexes:
         spec = dict(ix.spec.document)
-        if spec.get("collation") != want:
+        if (spec.get("collation") == want) != same_collation:
             continue
         spec["multikey"] = bool(ix.multikey)
         out.append(spec)
@@ -113,8 +115,10 @@ def prepare_find(coll: Any, spec: FindSpec) -> PreparedFind:
         if spec.projection else None
     plan = plan_query(matcher, spec.sort,
                       index_specs(coll, spec.collator) if coll is not None else [],
-                      collator=spec.collator,
-                      hint=spec.hint)
+                      collator=spec.collator, hint=spec.hint,
+                      other_collation_specs=index_specs(coll, spec.collator,
+                                                        same_collation=False)
+                      if coll is not None and spec.hint is not None else None)
     return PreparedFind(plan, matcher, projection, sort, spec)
 
 

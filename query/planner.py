@@ -380,10 +380,12 @@ def _find_hint(hint: Any, indexes: list[IndexInfo]) -> IndexInfo:
 
 def plan_query(filter_spec: dict[str, Any] | Matcher | None, sort_spec: dict[str, Any] | None,
                index_specs: list[dict[str, Any]] | list[IndexInfo], *, hint: Any = None,
-               collator: Collator | None = None) -> QueryPlan:
+               collator: Collator | None = None,
+               other_collation_specs: list[dict[str, Any]] | None = None) -> QueryPlan:
     """Choose COLLSCAN or one IXSCAN for a filter (+ optional sort and hint). The indexes
     given must have the query's collation (`collator`, None: simple): bounds on strings
-    are built in its key space."""
+    are built in its key space. An index of `other_collation_specs` is used only when
+    hinted, scanned whole (its key order is not the query's)."""
     matcher = filter_spec if isinstance(filter_spec, Matcher) else compile_filter(filter_spec)
     spec = matcher.spec
     indexes = [ix if isinstance(ix, IndexInfo) else IndexInfo.from_spec(ix) for ix in index_specs]
@@ -408,7 +410,13 @@ def plan_query(filter_spec: dict[str, Any] | Matcher | None, sort_spec: dict[str
     if hint is not None and hint != {}:
         if isinstance(hint, dict) and "$natural" in hint:
             return QueryPlan("COLLSCAN", direction=_dir(hint["$natural"]), filter=spec)
-        ix = _find_hint(hint, indexes)
+        try:
+            ix = _find_hint(hint, indexes)
+        except MongoError:
+            if not other_collation_specs:
+                raise
+            other = _find_hint(hint, [IndexInfo.from_spec(s) for s in other_collation_specs])
+            return _to_plan(_candidate(other, {}, []), spec)
         cand = _candidate(ix, by_field, sort_fields)
         if ix.partial is not None and not _partial_implied(ix.partial, leaves):
             raise MongoError(ErrorCode.BadValue,

@@ -388,6 +388,10 @@ def test_collated_index_used_only_with_its_collation(coll: Any) -> None:
     got = [d["name"] for d in coll.find({"name": {"$type": "string"}},
                                         sort=[("name", 1), ("_id", 1)]).collation(CI)]
     assert got == ["apple", "Apple", "APPLE", "banana", "Banana", "cherry"]
+    # hinted, an index of another collation is scanned whole; results stay right
+    assert _ids(coll.find(q).hint("name_ci")) == [2]
+    assert "IXSCAN" in _winning(coll.find(q).hint("name_ci"))
+    assert _ids(coll.find(q).hint("_id_").collation(CI).sort("_id")) == [0, 1, 2]
     # two indexes on one key with different collations may coexist
     coll.create_index("name", name="name_simple")
     assert "IXSCAN" in _winning(coll.find(q))
