@@ -203,8 +203,11 @@ def _make(locale: str, options: tuple[tuple[str, Any], ...]) -> Collator:
 @functools.lru_cache(maxsize=256)
 def _valid_locale(locale: str) -> str:
     """The locale ICU's collator actually serves for `locale` ("root" when none)."""
-    name: str = icu.Collator.createInstance(icu.Locale(locale)).getLocale(
-        icu.ULocDataLocaleType.VALID_LOCALE).getName()
+    try:
+        name: str = icu.Collator.createInstance(icu.Locale(locale)).getLocale(
+            icu.ULocDataLocaleType.VALID_LOCALE).getName()
+    except icu.ICUError:  # an ID ICU cannot even parse: no locale it would use instead
+        return "root"
     return name or "root"
 
 
@@ -240,6 +243,7 @@ def _int_field(spec: dict[str, Any], name: str) -> int | None:
         exact = x.is_finite() and x == x.to_integral_value()
     else:
         exact = not isinstance(x, float) or (math.isfinite(x) and x.is_integer())
+    exact = exact and -(2**63) <= x < 2**63
     if not exact:
         raise MongoError(ErrorCode.BadValue, f'Expected field "{name}" to have a value exactly '
                          f"representable as a 64-bit integer, but found {name}: "

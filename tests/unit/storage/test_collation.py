@@ -40,6 +40,8 @@ def test_normalised_document_fills_every_field() -> None:
     ({"locale": "a\0b"}, 2, "cannot contain null byte"),
     ({"locale": "xx"}, 2, "Field 'locale' is invalid in: { locale: \"xx\" }"),
     ({"locale": "EN"}, 2, "Did you mean 'en'?"),
+    ({"locale": "en@collation=<"}, 2, "Field 'locale' is invalid in"),   # ICU cannot parse it
+    ({"locale": "en", "strength": 2**70}, 2, "exactly representable as a 64-bit integer"),
     ({"locale": "simple", "strength": 1}, 9, "If locale=simple, no other fields"),
     ({"locale": "en", "strength": 0}, 9, "Field 'strength' must be an integer 1 through 5. Got: 0"),
     ({"locale": "en", "strength": 6}, 9, "must be an integer 1 through 5. Got: 6"),
