@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 import bson
-from bson import ObjectId
+from bson import ObjectId, Regex
 from bson.raw_bson import RawBSONDocument
 
 from query.match import Matcher, compile_filter
@@ -113,13 +114,24 @@ def prepare_find(coll: Any, spec: FindSpec) -> PreparedFind:
     sort = compile_sort(spec.sort, spec.collator) if spec.sort else None
     projection = compile_projection(spec.projection, filter_matcher=matcher) \
         if spec.projection else None
-    plan = plan_query(matcher, spec.sort,
-                      index_specs(coll, spec.collator) if coll is not None else [],
-                      collator=spec.collator, hint=spec.hint,
-                      other_collation_specs=index_specs(coll, spec.collator,
-                                                        same_collation=False)
-                      if coll is not None and spec.hint is not None else None)
+    usable = index_specs(coll, spec.collator) if coll is not None else []
+    others = index_specs(coll, spec.collator, same_collation=False) \
+        if coll is not None else []
+    if others and not spec.sort and _collation_free(spec.filter):
+        # No string is compared: every index's keys order the filter's values alike.
+        usable, others = usable + others, []
+    plan = plan_query(matcher, spec.sort, usable, collator=spec.collator, hint=spec.hint,
+                      other_collation_specs=others)
     return PreparedFind(plan, matcher, projection, sort, spec)
+
+
+def _collation_free(v: Any) -> bool:
+    """Whether a filter compares no string (no string, regex, `$expr` or `$where`)."""
+    if isinstance(v, dict):
+        return all(k not in ("$expr", "$where") and _collation_free(x) for k, x in v.items())
+    if isinstance(v, list):
+        return all(_collation_free(x) for x in v)
+    return not isinstance(v, str | Regex | re.Pattern)
 
 
 def _storage_bounds(plan: QueryPlan) -> list[list[StorageInterval]]:

@@ -530,3 +530,15 @@ def test_timeseries_default_and_operation_collations(client: pymongo.MongoClient
     assert plain.count_documents({}) == 1
     db.drop_collection("ts_ci")
     db.drop_collection("ts_plain")
+
+
+def test_string_free_filters_use_any_collation_index(ci_coll: Any) -> None:
+    ci_coll.create_index("n2")
+    ci_coll.update_many({}, [{"$set": {"n2": "$_id"}}])
+    # the index has the collection's collation; a simple-collation query comparing no
+    # string may still use it
+    cur = ci_coll.find({"n2": {"$gte": 4}}).collation({"locale": "simple"})
+    assert "IXSCAN" in _winning(cur)
+    assert _ids(ci_coll.find({"n2": {"$gte": 4}}).collation({"locale": "simple"})
+                .sort("_id")) == [4, 5]
+    assert "IXSCAN" not in _winning(ci_coll.find({"name": "x"}).collation({"locale": "simple"}))
