@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from query.accumulators import AccumulatorDef, compile_accumulator
 from query.context import PipelineContext
-from query.expressions.comparison import agg_key
+from query.expressions.comparison import agg_key, agg_key_fn
 from query.expressions.core import Scope, compile_node, const_value, is_const
 from query.expressions.reducers import Tracker
 from query.expressions.registry import Fn
@@ -71,6 +71,7 @@ def _c_bucket(spec: Any, ctx: PipelineContext) -> list[Stage]:
     if len(boundaries) < 2:
         raise MongoError(40192, "The $bucket 'boundaries' field must have at least 2 values, "
                          f"but found {len(boundaries)} value(s).")
+    agg_key = agg_key_fn(ctx.collator)
     keys = [agg_key(b) for b in boundaries]
     for i in range(1, len(boundaries)):
         a, b = boundaries[i - 1], boundaries[i]

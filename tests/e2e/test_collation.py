@@ -542,3 +542,21 @@ def test_string_free_filters_use_any_collation_index(ci_coll: Any) -> None:
     assert _ids(ci_coll.find({"n2": {"$gte": 4}}).collation({"locale": "simple"})
                 .sort("_id")) == [4, 5]
     assert "IXSCAN" not in _winning(ci_coll.find({"name": "x"}).collation({"locale": "simple"}))
+
+
+def test_bucket_boundaries_and_refused_stages(coll: Any) -> None:
+    pipe = [{"$bucket": {"groupBy": "$name", "boundaries": ["a", "b", "c", "d"],
+                         "default": "other"}}]
+    assert list(coll.aggregate(pipe, collation=CI)) == [
+        {"_id": "a", "count": 3}, {"_id": "b", "count": 2}, {"_id": "c", "count": 1}]
+    assert list(coll.aggregate(pipe)) == [
+        {"_id": "a", "count": 1}, {"_id": "b", "count": 1}, {"_id": "c", "count": 1},
+        {"_id": "other", "count": 3}]
+    for stage in ({"$setWindowFields": {"partitionBy": "$name",
+                                        "output": {"c": {"$count": {}}}}},
+                  {"$bucketAuto": {"groupBy": "$name", "buckets": 2}},
+                  {"$densify": {"field": "n", "range": {"step": 1, "bounds": "full"}}}):
+        with pytest.raises(OperationFailure) as e:
+            list(coll.aggregate([stage], collation=CI))
+        assert e.value.code == 238, stage
+        assert len(list(coll.aggregate([stage]))) >= 1
