@@ -21,6 +21,7 @@ from __future__ import annotations
 import decimal
 import functools
 import math
+from collections.abc import Mapping
 from typing import Any, Final
 
 import icu
@@ -93,6 +94,8 @@ class Collator:
             return {k: self.translate(x) for k, x in v.items()}
         if t is list:
             return [self.translate(x) for x in v]
+        if isinstance(v, Mapping):  # SON, RawBSONDocument
+            return {k: self.translate(x) for k, x in v.items()}
         return v
 
     def compare(self, a: Any, b: Any) -> int:
