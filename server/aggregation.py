@@ -31,6 +31,7 @@ from query.sort import compile_sort
 from storage.bson_order import values_equal
 from storage.collation import (
     COLLECTION_DEFAULT,
+    Collator,
     CollectionDefault,
     OperationCollation,
     effective_collator,
@@ -40,15 +41,21 @@ from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
 from .collection_stats import collection_stats
+from .document_validation import make_validator
 from .namespaces import resolve_namespace
 from .parsing.pipeline import split_leading_match
 from .timeseries.reads import measurement_source, timeseries_pipeline
-from .views.definitions import SYSTEM_VIEWS, resolve_view, system_views_documents
+from .views.definitions import (
+    SYSTEM_VIEWS,
+    ResolvedView,
+    resolve_view,
+    system_views_documents,
+)
 
 if TYPE_CHECKING:
     from .context import CommandRequest
 
-__all__ = ["build_context", "collection_source", "run_pipeline"]
+__all__ = ["build_context", "collection_source", "pipeline_collator", "run_pipeline"]
 
 
 def collection_source(req: CommandRequest, db: str, name: str,
@@ -98,15 +105,21 @@ def _system_views_source(catalog: Any, db: str, flt: dict[str, Any] | None,
     return iter(docs)
 
 
-def _out(req: CommandRequest, db: str, name: str, docs: Iterable[dict[str, Any]]) -> None:
+def _out(req: CommandRequest, db: str, name: str, docs: Iterable[dict[str, Any]],
+         bypass: bool = False) -> None:
     catalog = req.storage.catalog
     entry = catalog.entry(db, name)
     if entry is not None and entry.kind != "collection":
         raise MongoError(ErrorCode.CommandNotSupportedOnView,
                          f"Namespace {db}.{name} is a view, not a collection")
+    # the replacement collection keeps the old one's options, validator included
+    validator = None if bypass or entry is None else make_validator(entry.options,
+                                                                    f"{db}.{name}")
     prepared = []
     for doc in docs:
         doc = prepare_document_for_insert(dict(doc))
+        if validator is not None:
+            validator(doc)
         prepared.append((doc, check_size(doc)))
     with catalog.transaction():
         coll = catalog.get_or_create_collection(db, name)
@@ -119,11 +132,13 @@ def _out(req: CommandRequest, db: str, name: str, docs: Iterable[dict[str, Any]]
 
 def _merge(req: CommandRequest, db: str, name: str, docs: Iterable[dict[str, Any]],
            on: list[str] | None = None, when_matched: Any = "merge",
-           when_not_matched: str = "insert", let: dict[str, Any] | None = None) -> None:
+           when_not_matched: str = "insert", let: dict[str, Any] | None = None,
+           bypass: bool = False) -> None:
     catalog = req.storage.catalog
     on = on or ["_id"]
     with catalog.transaction():
         coll = catalog.get_or_create_collection(db, name)
+        validator = None if bypass else make_validator(coll.options, f"{db}.{name}")
         for doc in docs:
             doc = dict(doc)
             if any(f not in doc for f in on):
@@ -138,6 +153,8 @@ def _merge(req: CommandRequest, db: str, name: str, docs: Iterable[dict[str, Any
             if found is None:
                 if when_not_matched == "insert":
                     new = prepare_document_for_insert(doc)
+                    if validator is not None:
+                        validator(new)
                     res = coll.insert_many([new], encoded=[check_size(new)])
                     if res.errors:
                         raise res.errors[0][1]
@@ -167,6 +184,8 @@ def _merge(req: CommandRequest, db: str, name: str, docs: Iterable[dict[str, Any
                 raise MongoError(ErrorCode.ImmutableField,
                                  "$merge failed to update the matching document, did you "
                                  "attempt to modify the _id or the shard key?")
+            if validator is not None:
+                validator(new, old)
             coll.update(rid, new, encoded=check_size(new), old_doc=old)
 
 
@@ -175,8 +194,10 @@ def _matching_rows(coll: Collection, spec: FindSpec) -> Iterator[tuple[int, dict
         yield rid, doc
 
 
-def build_context(req: CommandRequest, coll: str | None, *, allow_disk_use: bool) -> \
-        PipelineContext:
+def build_context(req: CommandRequest, coll: str | None, *, allow_disk_use: bool,
+                  bypass_validation: bool = False) -> PipelineContext:
+    """The pipeline's context; `$out`/`$merge` validate what they write unless
+    `bypass_validation` (the command's `bypassDocumentValidation`)."""
     db = req.db
     params = req.server.params
 
@@ -207,11 +228,27 @@ def build_context(req: CommandRequest, coll: str | None, *, allow_disk_use: bool
         db=db, coll=coll, allow_disk_use=allow_disk_use,
         memory_limit_bytes=int(params.get("internalDocumentSourceGroupMaxMemoryBytes")),
         resolve_collection=resolve,
-        out=lambda d, c, docs: _out(req, d, c, docs),
-        merge=lambda d, c, docs, *a, **kw: _merge(req, d, c, docs, *a, **kw),
+        out=lambda d, c, docs: _out(req, d, c, docs, bypass_validation),
+        merge=lambda d, c, docs, *a, **kw: _merge(req, d, c, docs, *a,
+                                                  **{**kw, "bypass": bypass_validation}),
         coll_stats=coll_stats, index_stats=index_stats,
     )
     return ctx
+
+
+def pipeline_collator(req: CommandRequest, coll: str | None, view: ResolvedView | None,
+                      collation: OperationCollation) -> Collator | None:
+    """The collation a pipeline on `coll` runs with: the one asked for, else the
+    collection's default; on a view its own default, and asking for another is refused."""
+    if view is not None:
+        own = effective_collator(COLLECTION_DEFAULT, view.collation)
+        if not isinstance(collation, CollectionDefault) and collation != own:
+            raise MongoError(ErrorCode.OptionNotSupportedOnView,
+                             "Cannot override a view's default collation")
+        return own
+    entry = req.storage.catalog.entry(req.db, coll) if coll is not None else None
+    return effective_collator(collation, entry.options.get("collation")
+                              if entry is not None else None)
 
 
 def run_pipeline(req: CommandRequest, coll: str | None, stages: list[Any],
@@ -223,18 +260,10 @@ def run_pipeline(req: CommandRequest, coll: str | None, stages: list[Any],
     pipeline runs with `collation`, or the collection's default collation."""
     ctx.variables = resolve_let_variables(let, ctx)
     view = resolve_view(req.storage.catalog, req.db, coll) if coll is not None else None
+    ctx.collator = pipeline_collator(req, coll, view, collation)
     if view is not None:
-        # A view runs with its own default collation; asking for another is refused.
-        ctx.collator = effective_collator(COLLECTION_DEFAULT, view.collation)
-        if not isinstance(collation, CollectionDefault) and collation != ctx.collator:
-            raise MongoError(ErrorCode.OptionNotSupportedOnView,
-                             "Cannot override a view's default collation")
         stages = [*view.pipeline, *stages]
         coll = view.source
-    else:
-        entry = req.storage.catalog.entry(req.db, coll) if coll is not None else None
-        ctx.collator = effective_collator(collation, entry.options.get("collation")
-                                          if entry is not None else None)
     pipeline = compile_pipeline(stages, ctx)
     if coll is None or pipeline.starts_with_source:
         return pipeline, pipeline.run(())

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from query.executor import FindSpec, prepare_find
 from storage.collation import OperationCollation
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
+from ..aggregate_explain import explain_pipeline
 from ..aggregation import build_context, run_pipeline
 from ..context import CommandRequest
-from ..namespaces import raw_target, resolve_namespace
+from ..namespaces import raw_target
 from ..parsing.collation import collation_arg
-from ..parsing.pipeline import split_leading_match
-from ..timeseries.reads import explain_unpack
-from ..views.definitions import resolve_view
 from ._args import check_fields, get_bool, get_doc, get_int, get_list, require
 
 ALLOWED = ("pipeline", "cursor", "explain", "allowDiskUse", "let", "hint", "collation",
@@ -66,7 +63,8 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     coll, pipeline, batch_size, allow_disk, collation = _parse(req)
     if req.body.get("explain"):
         return await explain(req, req.body, "queryPlanner")
-    ctx = build_context(req, coll, allow_disk_use=allow_disk)
+    bypass = get_bool(req.body, "aggregate", "bypassDocumentValidation", False)
+    ctx = build_context(req, coll, allow_disk_use=allow_disk, bypass_validation=bypass)
     let = req.body.get("let")
     writes = any(isinstance(s, dict) and ("$out" in s or "$merge" in s) for s in pipeline)
 
@@ -95,24 +93,9 @@ async def explain(req: CommandRequest, body: dict[str, Any], verbosity: str) -> 
     ctx = build_context(req, coll, allow_disk_use=allow_disk)
 
     def run() -> dict[str, Any]:
-        compiled, _ = run_pipeline(req, coll, pipeline, ctx, body.get("let"), collation)
-        stages = compiled.explain()
-        source, full = coll, pipeline
-        view = resolve_view(req.storage.catalog, req.db, coll) if coll is not None else None
-        if view is not None:  # explained as mongod runs it: on the namespace underneath
-            source, full = view.source, [*view.pipeline, *pipeline]
-        flt, _rest = split_leading_match(full, ctx.variables)
-        cursor_stage: dict[str, Any] = {"queryPlanner": {"namespace": f"{req.db}.{source}"}}
-        if source is not None:
-            ts = resolve_namespace(req.storage.catalog, req.db, source).timeseries
-            if ts is not None:
-                return explain_unpack(req, ts, full, stages)
-            target = req.storage.catalog.get_collection(req.db, source)
-            plan = prepare_find(target, FindSpec(filter=flt, collator=ctx.collator)).plan
-            cursor_stage["queryPlanner"]["winningPlan"] = plan.explain()
-            cursor_stage["queryPlanner"]["parsedQuery"] = flt or {}
-        return {"explainVersion": "1",
-                "stages": [{"$cursor": cursor_stage}, *stages],
-                "command": body}
+        out = explain_pipeline(req, coll, pipeline, ctx, body.get("let"), verbosity,
+                               collation)
+        out["command"] = body
+        return out
 
     return await req.storage.run(run)

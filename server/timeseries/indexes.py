@@ -40,9 +40,7 @@ def list_timeseries_indexes(req: CommandRequest, target: TimeseriesTarget
     if buckets is None:
         return []
     out = []
-    for spec in buckets.list_indexes():
-        if spec.get("name") == "_id_":
-            continue  # the buckets collection is clustered by _id in MongoDB: no _id index
+    for spec in buckets.list_indexes():  # clustered by _id: no _id index among them
         user = timeseries_index_spec(target.options, spec)
         if user is not None:
             out.append(user)

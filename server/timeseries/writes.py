@@ -107,7 +107,7 @@ def _rewrite_buckets(req: CommandRequest, target: TimeseriesTarget, flt: dict[st
     service = timeseries_service(req)
     matcher = compile_filter(flt, variables=variables, collator=collator)
     bflt = bucket_filter(flt, opts) if flt else None
-    rows = list(BucketScan(buckets, bflt, collator).buckets())
+    rows = list(BucketScan(buckets, bflt, collator=collator).buckets())
     spec = BucketSpec(opts.time_field, opts.meta_field)
     matched = 0
     outputs: list[dict[str, Any]] = []
@@ -189,7 +189,7 @@ def _delete_one_statement(req: CommandRequest, target: TimeseriesTarget, q: dict
         buckets = target.buckets(req.storage.catalog)
         if buckets is None:
             return 0
-        rows = list(BucketScan(buckets, meta_flt, collator).buckets())
+        rows = list(BucketScan(buckets, meta_flt, collator=collator).buckets())
         n = 0
         for rid, bucket in rows:
             n += int(bucket["control"].get("count") or sum(
