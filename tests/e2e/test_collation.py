@@ -16,6 +16,7 @@ from pymongo.collation import Collation
 from pymongo.errors import BulkWriteError, OperationFailure
 
 from .mongosh_util import run_mongosh
+from .node_driver import run_node
 
 CI = {"locale": "en", "strength": 2}          # case-insensitive
 PHONEBOOK = {"locale": "de@collation=phonebook"}
@@ -560,3 +561,22 @@ def test_bucket_boundaries_and_refused_stages(coll: Any) -> None:
             list(coll.aggregate([stage], collation=CI))
         assert e.value.code == 238, stage
         assert len(list(coll.aggregate([stage]))) >= 1
+
+
+def test_node_driver(uri: str, coll: Any) -> None:
+    out = run_node(uri, f"""
+const c = client.db('collation_e2e').collection('{coll.name}');
+const ci = {{locale: 'en', strength: 2}};
+const found = (await c.find({{name: 'APPLE'}}, {{collation: ci}}).sort({{_id: 1}}).toArray())
+  .map(d => d._id);
+const n = await c.countDocuments({{name: 'BANANA'}}, {{collation: ci}});
+const del = (await c.deleteMany({{name: 'CHERRY'}}, {{collation: ci}})).deletedCount;
+await c.createIndex({{name: 1}}, {{name: 'n_ci', collation: ci}});
+const plan = await c.find({{name: 'x'}}).collation(ci).explain();
+let code = null;
+try {{ await c.find({{}}, {{collation: {{locale: 'en', bogus: 1}}}}).toArray(); }}
+catch (e) {{ code = e.code; }}
+return {{found, n, del, stage: JSON.stringify(plan.queryPlanner.winningPlan).includes('IXSCAN'),
+        code}};
+""")
+    assert out == {"found": [0, 1, 2], "n": 2, "del": 1, "stage": True, "code": 9}
