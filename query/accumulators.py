@@ -290,10 +290,18 @@ def _simple(factory: Callable[[], Accumulator]) -> Builder:
     return b
 
 
+def _min_max(sign: int) -> Builder:
+    def b(op: str, arg: Any, scope: Scope) -> AccumulatorDef:
+        collator = scope.collator
+        return AccumulatorDef(op, _unary_arg(op, arg, scope),
+                              lambda gid, tr: MinMaxAcc(sign, collator), arg)
+    return b
+
+
 ACCUMULATORS["$sum"] = _simple(SumAcc)
 ACCUMULATORS["$avg"] = _simple(AvgAcc)
-ACCUMULATORS["$min"] = _simple(lambda: MinMaxAcc(-1))
-ACCUMULATORS["$max"] = _simple(lambda: MinMaxAcc(1))
+ACCUMULATORS["$min"] = _min_max(-1)
+ACCUMULATORS["$max"] = _min_max(1)
 ACCUMULATORS["$first"] = _simple(FirstAcc)
 ACCUMULATORS["$last"] = _simple(LastAcc)
 ACCUMULATORS["$stdDevPop"] = _simple(lambda: StdDevAcc(False))

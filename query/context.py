@@ -11,10 +11,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from bson import Timestamp
 from bson.datetime_ms import DatetimeMS
+
+from storage.collation import Collator
+
+if TYPE_CHECKING:
+    from query.expressions.core import Scope
 
 __all__ = ["PipelineContext", "DEFAULT_MEMORY_LIMIT"]
 
@@ -60,6 +65,14 @@ class PipelineContext:
     current_op: Callable[[dict], Iterable[dict]] | None = None
     # Maximum documents $densify may generate (internalQueryMaxAllowedDensifyDocs).
     max_densify_docs: int = 500_000
+    # The operation's collation (None: simple): string comparisons in $match, $sort,
+    # $group keys, expressions and $lookup use it.
+    collator: Collator | None = None
+
+    def scope(self, *, current_rebound: bool = False, redact: bool = False) -> Scope:
+        """The expression scope of a stage: the variables in scope and the collation."""
+        from query.expressions.core import Scope
+        return Scope(self.scope_vars(), current_rebound, redact, self.collator)
 
     def scope_vars(self) -> frozenset[str]:
         """User variable names an expression in this pipeline may reference."""

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import re
 from collections.abc import Callable, Generator, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from bson import ObjectId
+from bson import ObjectId, Regex
 from bson.raw_bson import RawBSONDocument
 
 from query.match import Matcher, compile_filter
@@ -27,9 +28,15 @@ from query.sort import SortSpec, compile_sort
 from query.update import Update, compile_update, validate_document_for_storage
 from query.variables import CommandVariables
 from storage.bounds import Interval as StorageInterval
-from storage.bson_order import sort_key
 from storage.bsonutil import CODEC_OPTIONS, MAX_BSON_SIZE, encode
 from storage.clustered import clustered_index_name
+from storage.collation import (
+    Collator,
+    CollectionDefault,
+    OperationCollation,
+    collation_key_fn,
+    effective_collator,
+)
 from storage.collection_results import ScanStats
 from storage.errors import MongoError
 from storage.indexes import ID_INDEX_NAME
@@ -62,6 +69,8 @@ class FindSpec:
     max_sort_bytes: int = DEFAULT_MAX_SORT_BYTES
     return_key: bool = False
     show_record_id: bool = False
+    # the operation's collation (None: simple); prepare_find resolves COLLECTION_DEFAULT
+    collator: OperationCollation = None
 
 
 @dataclass
@@ -75,6 +84,13 @@ class PreparedFind:
     scan: ScanStats = field(default_factory=ScanStats)
     counts: FindCounts = field(default_factory=lambda: FindCounts())
 
+    @property
+    def collator(self) -> Collator | None:
+        """The collation the query runs with (the collection's default already applied)."""
+        c = self.spec.collator
+        assert not isinstance(c, CollectionDefault)
+        return c
+
 
 @dataclass
 class FindCounts:
@@ -84,13 +100,19 @@ class FindCounts:
     returned: int = 0
 
 
-def index_specs(coll: Any) -> list[dict[str, Any]]:
-    """listIndexes-shaped specs plus what the planner needs: the multikey flag and, on a
-    clustered collection's `_id` index, the clustered index's name."""
+def index_specs(coll: Any, collator: Collator | None = None, *, same_collation: bool = True
+                ) -> list[dict[str, Any]]:
+    """listIndexes-shaped specs plus what the planner needs (the multikey flag and, on a
+    clustered collection's `_id` index, the clustered index's name): the indexes whose
+    collation is the query's (their key order is the order the query compares by), or
+    with `same_collation` False the others."""
+    want = None if collator is None else collator.document
     out = []
     clustered_name = clustered_index_name(coll.options)
     for ix in coll.entry.indexes:
         spec = dict(ix.spec.document)
+        if (spec.get("collation") == want) != same_collation:
+            continue
         spec["multikey"] = bool(ix.multikey)
         if clustered_name is not None and ix.name == ID_INDEX_NAME:
             spec["clusteredName"] = clustered_name
@@ -99,13 +121,32 @@ def index_specs(coll: Any) -> list[dict[str, Any]]:
 
 
 def prepare_find(coll: Any, spec: FindSpec) -> PreparedFind:
-    matcher = compile_filter(spec.filter or {}, variables=spec.let)
-    sort = compile_sort(spec.sort) if spec.sort else None
+    if isinstance(spec.collator, CollectionDefault):
+        spec = replace(spec, collator=effective_collator(
+            spec.collator, None if coll is None else coll.entry.options.get("collation")))
+    assert not isinstance(spec.collator, CollectionDefault)
+    matcher = compile_filter(spec.filter or {}, variables=spec.let, collator=spec.collator)
+    sort = compile_sort(spec.sort, spec.collator) if spec.sort else None
     projection = compile_projection(spec.projection, filter_matcher=matcher) \
         if spec.projection else None
-    plan = plan_query(matcher, spec.sort, index_specs(coll) if coll is not None else [],
-                      hint=spec.hint)
+    usable = index_specs(coll, spec.collator) if coll is not None else []
+    others = index_specs(coll, spec.collator, same_collation=False) \
+        if coll is not None else []
+    if others and not spec.sort and _collation_free(spec.filter):
+        # No string is compared: every index's keys order the filter's values alike.
+        usable, others = usable + others, []
+    plan = plan_query(matcher, spec.sort, usable, collator=spec.collator, hint=spec.hint,
+                      other_collation_specs=others)
     return PreparedFind(plan, matcher, projection, sort, spec)
+
+
+def _collation_free(v: Any) -> bool:
+    """Whether a filter compares no string (no string, regex, `$expr` or `$where`)."""
+    if isinstance(v, dict):
+        return all(k not in ("$expr", "$where") and _collation_free(x) for k, x in v.items())
+    if isinstance(v, list):
+        return all(_collation_free(x) for x in v)
+    return not isinstance(v, str | Regex | re.Pattern)
 
 
 def _storage_bounds(plan: QueryPlan) -> list[list[StorageInterval]]:
@@ -205,13 +246,13 @@ def run_find(coll: Any, prepared: PreparedFind, *, raw_ok: bool = False) -> Iter
 # --- count / distinct -------------------------------------------------------------------------
 
 def count_documents(coll: Any, flt: dict[str, Any] | None, *, skip: int = 0, limit: int = 0,
-                    hint: Any = None) -> int:
+                    hint: Any = None, collator: OperationCollation = None) -> int:
     if coll is None:
         return 0
     if not flt and hint is None:
         n = max(0, coll.count() - skip)
         return min(n, limit) if limit else n
-    prepared = prepare_find(coll, FindSpec(filter=flt, hint=hint))
+    prepared = prepare_find(coll, FindSpec(filter=flt, hint=hint, collator=collator))
     n = 0
     for _ in matching(coll, prepared):
         n += 1
@@ -240,11 +281,14 @@ def distinct_leaf_values(doc: Any, parts: list[str]) -> Iterator[Any]:
                 yield from distinct_leaf_values(item, parts)
 
 
-def distinct_values(coll: Any, key: str, flt: dict[str, Any] | None, hint: Any = None
-                    ) -> list[Any]:
+def distinct_values(coll: Any, key: str, flt: dict[str, Any] | None, hint: Any = None,
+                    collator: OperationCollation = None) -> list[Any]:
+    """The distinct values at `key`; strings equal under `collator` count once (the first
+    met is returned)."""
     if coll is None:
         return []
-    prepared = prepare_find(coll, FindSpec(filter=flt, hint=hint))
+    prepared = prepare_find(coll, FindSpec(filter=flt, hint=hint, collator=collator))
+    sort_key = collation_key_fn(prepared.collator)
     seen: dict[Any, Any] = {}
     parts = key.split(".")
     for _rid, _raw, doc in matching(coll, prepared):
@@ -289,6 +333,7 @@ class UpdateStatement:
     sort: dict[str, Any] | None = None
     constants: dict[str, Any] | None = None  # the statement's `c`
     variables: CommandVariables | None = None  # the command's `let`, $$NOW, ...
+    collator: OperationCollation = None  # the statement's collation; None: simple
 
 
 @dataclass
@@ -305,7 +350,7 @@ def select_for_modify(coll: Any, prepared: PreparedFind, multi: bool, sort: dict
     """Documents to modify, materialised first so writes never revisit them."""
     rows = matching(coll, prepared)
     if sort:
-        key = compile_sort(sort)
+        key = compile_sort(sort, prepared.collator)
         chosen = sorted(rows, key=lambda r: key(r[2]))
         return chosen if multi else chosen[:1]
     if multi:
@@ -314,10 +359,13 @@ def select_for_modify(coll: Any, prepared: PreparedFind, multi: bool, sort: dict
     return [] if first is None else [first]
 
 
-def compile_statement_update(stmt: UpdateStatement) -> Update:
-    """The statement's compiled update (operators, replacement or pipeline)."""
+def compile_statement_update(stmt: UpdateStatement, collator: Collator | None = None
+                             ) -> Update:
+    """The statement's compiled update (operators, replacement or pipeline); array filters,
+    $pull, $addToSet, $push's $sort and $min/$max compare strings by `collator`."""
     update = compile_update(stmt.u, array_filters=stmt.array_filters, is_upsert=stmt.upsert,
-                            variables=stmt.variables, constants=stmt.constants)
+                            variables=stmt.variables, constants=stmt.constants,
+                            collator=collator)
     if update.is_replacement and stmt.multi:
         raise MongoError(ErrorCode.FailedToParse,
                          "multi update is not supported for replacement-style update")
@@ -351,7 +399,10 @@ def apply_update_statement(coll_getter: Callable[[], Any], stmt: UpdateStatement
     if coll is None and not stmt.upsert:
         return UpdateOutcome()
     prepared = prepare_find(coll, FindSpec(filter=stmt.q, hint=stmt.hint,
-                                           let=statement_variables(stmt)))
+                                           let=statement_variables(stmt),
+                                           collator=stmt.collator))
+    if prepared.collator is not None:  # compiled again now that the collation is known
+        update = compile_statement_update(stmt, prepared.collator)
     outcome = UpdateOutcome()
     matcher = prepared.matcher
     for rid, _raw, doc in select_for_modify(coll, prepared, stmt.multi, stmt.sort):
@@ -388,11 +439,12 @@ def apply_update_statement(coll_getter: Callable[[], Any], stmt: UpdateStatement
 
 def delete_matching(coll: Any, flt: dict[str, Any], *, limit_one: bool, hint: Any = None,
                     sort: dict[str, Any] | None = None, let: dict[str, Any] | None = None,
-                    want_doc: bool = False) -> tuple[int, dict[str, Any] | None]:
+                    want_doc: bool = False, collator: OperationCollation = None
+                    ) -> tuple[int, dict[str, Any] | None]:
     """Delete the matching documents (or the first); returns (count, deleted doc if asked)."""
     if coll is None:
         return 0, None
-    prepared = prepare_find(coll, FindSpec(filter=flt, hint=hint, let=let))
+    prepared = prepare_find(coll, FindSpec(filter=flt, hint=hint, let=let, collator=collator))
     rows = select_for_modify(coll, prepared, not limit_one, sort)
     last = None
     for rid, _raw, doc in rows:

@@ -56,6 +56,7 @@ from storage.bson_order import (
     sort_key,
     type_rank,
 )
+from storage.collation import Collator, translate_fn
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
@@ -193,9 +194,9 @@ def _range_interval(op: str, v: Any) -> list[Interval] | None:
 _REGEX_META: Final = set(".^$*+?()[]{}|\\")
 
 
-def _regex_intervals(pattern: str, options: str) -> list[Interval]:
+def _regex_intervals(pattern: str, options: str, collated: bool = False) -> list[Interval]:
     regex_bracket = Interval(Regex("", ""), True, MaxKey(), False)
-    if pattern.startswith("^") and "i" not in options and "x" not in options \
+    if not collated and pattern.startswith("^") and "i" not in options and "x" not in options \
             and "m" not in options:
         prefix = []
         for ch in pattern[1:]:
@@ -217,28 +218,33 @@ def _sorted_points(ivs: list[Interval]) -> list[Interval]:
     return [seen[k] for k in sorted(seen, key=lambda k: k[0])]
 
 
-def _leaf_intervals(node: Node) -> tuple[int, list[Interval]] | None:
-    """(preference, intervals) for a top-level path node; None if unusable."""
+def _leaf_intervals(node: Node, collator: Collator | None = None
+                    ) -> tuple[int, list[Interval]] | None:
+    """(preference, intervals) for a top-level path node; None if unusable. Under a
+    collation the bounds are in collation-key space (the index's keys are), and a regex,
+    which matches the strings themselves, bounds nothing within the string bracket."""
     op, arg = node.op, node.arg
+    tr = translate_fn(collator)
     if op == "$eq":
-        ivs = _eq_intervals(arg)
+        ivs = _eq_intervals(tr(arg))
         return None if ivs is None else (3, ivs)
     if op == "$in":
         out: list[Interval] = []
         for v in arg:
             if isinstance(v, Regex | re.Pattern):
-                out.extend(_regex_intervals(*regex_parts(v)))
+                out.extend(_regex_intervals(*regex_parts(v), collator is not None))
                 continue
-            ivs = _eq_intervals(v)
+            ivs = _eq_intervals(tr(v))
             if ivs is None:
                 return None
             out.extend(ivs)
         return (2, _sorted_points(out))
     if op in ("$gt", "$gte", "$lt", "$lte"):
-        ivs = _range_interval(op, arg)
+        ivs = _range_interval(op, tr(arg))
         return None if ivs is None else (1, ivs)
     if op == "$regex":
-        return (1, _regex_intervals(*arg))
+        pattern, options = arg
+        return (1, _regex_intervals(pattern, options, collator is not None))
     return None
 
 
@@ -390,8 +396,12 @@ def _find_hint(hint: Any, indexes: list[IndexInfo]) -> IndexInfo:
 
 def plan_query(filter_spec: dict[str, Any] | Matcher | None, sort_spec: dict[str, Any] | None,
                index_specs: list[dict[str, Any]] | list[IndexInfo], *, hint: Any = None,
-               ) -> QueryPlan:
-    """Choose COLLSCAN or one IXSCAN for a filter (+ optional sort and hint)."""
+               collator: Collator | None = None,
+               other_collation_specs: list[dict[str, Any]] | None = None) -> QueryPlan:
+    """Choose COLLSCAN or one IXSCAN for a filter (+ optional sort and hint). The indexes
+    given must have the query's collation (`collator`, None: simple): bounds on strings
+    are built in its key space. An index of `other_collation_specs` is used only when
+    hinted, scanned whole (its key order is not the query's)."""
     matcher = filter_spec if isinstance(filter_spec, Matcher) else compile_filter(filter_spec)
     spec = matcher.spec
     indexes = [ix if isinstance(ix, IndexInfo) else IndexInfo.from_spec(ix) for ix in index_specs]
@@ -400,7 +410,7 @@ def plan_query(filter_spec: dict[str, Any] | Matcher | None, sort_spec: dict[str
     by_field: dict[str, tuple[int, list[Interval]]] = {}
     id_ranges: list[Interval] = []
     for leaf in leaves:
-        got = _leaf_intervals(leaf)
+        got = _leaf_intervals(leaf, collator)
         if got is None or leaf.path is None:
             continue
         if leaf.path == "_id" and leaf.op in _RANGE_OPS and len(got[1]) == 1:
@@ -416,7 +426,13 @@ def plan_query(filter_spec: dict[str, Any] | Matcher | None, sort_spec: dict[str
     if hint is not None and hint != {}:
         if isinstance(hint, dict) and "$natural" in hint:
             return QueryPlan("COLLSCAN", direction=_dir(hint["$natural"]), filter=spec)
-        ix = _find_hint(hint, indexes)
+        try:
+            ix = _find_hint(hint, indexes)
+        except MongoError:
+            if not other_collation_specs:
+                raise
+            other = _find_hint(hint, [IndexInfo.from_spec(s) for s in other_collation_specs])
+            return _to_plan(_candidate(other, {}, []), spec)
         cand = _candidate(ix, by_field, sort_fields)
         if ix.partial is not None and not _partial_implied(ix.partial, leaves):
             raise MongoError(ErrorCode.BadValue,

@@ -18,6 +18,7 @@ from bson import Decimal128
 
 from query.paths import iter_leaves, validate_field_path
 from storage.bson_order import RANK_UNDEFINED, sort_key
+from storage.collation import Collator, collation_key_fn, translate_fn
 from storage.errors import MongoError
 from storage.keystring import UNDEFINED, encode_key
 from storage.vocabulary.bson_types import is_number
@@ -70,8 +71,10 @@ def _safe_long(v: Any) -> int:
     return int(v)
 
 
-def field_sort_key(doc: Any, parts: tuple[str, ...], ascending: bool) -> tuple[Any, ...]:
-    """The BSON-order key of one sort field of `doc` (array min/max rule)."""
+def field_sort_key(doc: Any, parts: tuple[str, ...], ascending: bool,
+                   sort_key: Callable[[Any], tuple[Any, ...]] = sort_key) -> tuple[Any, ...]:
+    """The BSON-order key of one sort field of `doc` (array min/max rule); `sort_key` is a
+    collation's key function when the sort has one."""
     cur = doc
     for part in parts:  # fast path: a walk through documents only
         if type(cur) is not dict:
@@ -98,7 +101,8 @@ def field_sort_key(doc: Any, parts: tuple[str, ...], ascending: bool) -> tuple[A
     return min(keys) if ascending else max(keys)
 
 
-def field_sort_value(doc: Any, parts: tuple[str, ...], ascending: bool) -> Any:
+def field_sort_value(doc: Any, parts: tuple[str, ...], ascending: bool,
+                     sort_key: Callable[[Any], tuple[Any, ...]] = sort_key) -> Any:
     """The value a sort field compares by: the field itself, or an array's least (ascending)
     / greatest (descending) element; None when missing; UNDEFINED for an empty array."""
     cur = doc
@@ -127,27 +131,30 @@ def field_sort_value(doc: Any, parts: tuple[str, ...], ascending: bool) -> Any:
 class SortSpec:
     """A compiled sort: call it on a document to get its sort key."""
 
-    __slots__ = ("_key", "fields")
+    __slots__ = ("_key", "collator", "fields")
 
-    def __init__(self, fields: list[tuple[str, int]]) -> None:
+    def __init__(self, fields: list[tuple[str, int]], collator: Collator | None = None) -> None:
         self.fields = fields
+        self.collator = collator
         self._key = self._build()
 
     def _build(self) -> Callable[[Any], Any]:
         parts = [(tuple(p.split(".")), d == 1) for p, d in self.fields]
         if not parts:
             return lambda doc: 0
+        sk = collation_key_fn(self.collator)
         if len(parts) == 1:
             (p, asc), = parts
             if asc:
-                return lambda doc: field_sort_key(doc, p, True)
+                return lambda doc: field_sort_key(doc, p, True, sk)
         elif all(asc for _, asc in parts):
-            return lambda doc: tuple(field_sort_key(doc, p, True) for p, _ in parts)
+            return lambda doc: tuple(field_sort_key(doc, p, True, sk) for p, _ in parts)
         # Any descending field: compare index-key bytes (storage.keystring encodes BSON order
         # with per-field direction), several times faster than a Python comparison object.
         dirs = tuple(1 if asc else -1 for _, asc in parts)
-        return lambda doc: encode_key(tuple(field_sort_value(doc, p, a) for p, a in parts),
-                                      dirs)
+        tr = translate_fn(self.collator)
+        return lambda doc: encode_key(tuple(tr(field_sort_value(doc, p, a, sk))
+                                            for p, a in parts), dirs)
 
     def __call__(self, doc: Any) -> Any:
         return self._key(doc)
@@ -162,6 +169,7 @@ class SortSpec:
         return f"SortSpec({dict(self.fields)!r})"
 
 
-def compile_sort(spec: dict[str, Any] | None) -> SortSpec:
-    """Compile a sort document into a key function (raises MongoError on a bad spec)."""
-    return SortSpec(parse_sort(spec or {}))
+def compile_sort(spec: dict[str, Any] | None, collator: Collator | None = None) -> SortSpec:
+    """Compile a sort document into a key function (raises MongoError on a bad spec);
+    strings compare by `collator` (None: the simple collation)."""
+    return SortSpec(parse_sort(spec or {}), collator)

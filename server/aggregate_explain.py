@@ -26,9 +26,10 @@ from query.pipeline import compile_pipeline, resolve_let_variables
 from query.stages.base import Env
 from query.timeseries.read_plan import pipeline_read
 from query.timeseries.scan import ReadStats
+from storage.collation import COLLECTION_DEFAULT, OperationCollation
 from storage.timeseries import bucket_filter
 
-from .aggregation import _uses_variables
+from .aggregation import _uses_variables, pipeline_collator
 from .namespaces import TimeseriesTarget, resolve_namespace
 from .parsing.pipeline import split_leading_match
 from .timeseries.service import timeseries_service
@@ -57,13 +58,14 @@ class _Counted:
 
 
 def explain_pipeline(req: CommandRequest, coll: str | None, pipeline: list[Any],
-                     ctx: PipelineContext, let: dict[str, Any] | None, verbosity: str
-                     ) -> dict[str, Any]:
-    """The `stages` explain of `pipeline` on `coll` (storage thread)."""
+                     ctx: PipelineContext, let: dict[str, Any] | None, verbosity: str,
+                     collation: OperationCollation = COLLECTION_DEFAULT) -> dict[str, Any]:
+    """The `stages` explain of `pipeline` on `coll` under `collation` (storage thread)."""
     ctx.variables = resolve_let_variables(let, ctx)
     run = verbosity in EXEC_VERBOSITIES
     source, full = coll, list(pipeline)
     view = resolve_view(req.storage.catalog, req.db, coll) if coll is not None else None
+    ctx.collator = pipeline_collator(req, coll, view, collation)
     if view is not None:  # explained as mongod runs it: on the namespace underneath
         source, full = view.source, [*view.pipeline, *pipeline]
     compiled = compile_pipeline(full, ctx)
@@ -147,7 +149,8 @@ def _cursor_stage(ns: str, prepared: PreparedFind, run: bool, millis: int,
 
 def _collection(req: CommandRequest, ns: str, coll: Any, flt: dict[str, Any] | None,
                 rest: list[Any], ctx: PipelineContext, run: bool) -> dict[str, Any]:
-    prepared = prepare_find(coll, FindSpec(filter=flt, let=ctx.variables or None))
+    prepared = prepare_find(coll, FindSpec(filter=flt, let=ctx.variables or None,
+                                           collator=ctx.collator))
     compiled = compile_pipeline(rest, ctx)
     counted: list[_Counted] | None = None
     millis = 0
@@ -180,7 +183,7 @@ def _timeseries(req: CommandRequest, target: TimeseriesTarget, full: list[Any],
 
         def general() -> Iterator[Any]:
             nonlocal general_counted
-            source = read.measurements(flt, wanted, ctx.variables or None)
+            source = read.measurements(flt, wanted, ctx.variables or None, ctx.collator)
             it, general_counted = _counted_chain(compiled_rest.stages, source, ctx)
             return it
 

@@ -29,6 +29,13 @@ from query.match import compile_filter
 from query.pipeline import Pipeline, compile_pipeline, resolve_let_variables
 from query.sort import compile_sort
 from storage.bson_order import values_equal
+from storage.collation import (
+    COLLECTION_DEFAULT,
+    Collator,
+    CollectionDefault,
+    OperationCollation,
+    effective_collator,
+)
 from storage.collection import Collection
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
@@ -38,12 +45,17 @@ from .document_validation import make_validator
 from .namespaces import resolve_namespace
 from .parsing.pipeline import split_leading_match
 from .timeseries.reads import measurement_source, timeseries_pipeline
-from .views.definitions import SYSTEM_VIEWS, resolve_view, system_views_documents
+from .views.definitions import (
+    SYSTEM_VIEWS,
+    ResolvedView,
+    resolve_view,
+    system_views_documents,
+)
 
 if TYPE_CHECKING:
     from .context import CommandRequest
 
-__all__ = ["build_context", "collection_source", "run_pipeline"]
+__all__ = ["build_context", "collection_source", "pipeline_collator", "run_pipeline"]
 
 
 def collection_source(req: CommandRequest, db: str, name: str,
@@ -74,7 +86,7 @@ def collection_source(req: CommandRequest, db: str, name: str,
         return measurement_source(req, ns.timeseries, flt,
                                   frozenset(fields) if fields is not None else None)
     coll = catalog.get_collection(db, name)
-    spec = FindSpec(filter=flt, sort=sort)
+    spec = FindSpec(filter=flt, sort=sort, collator=ctx.collator if ctx is not None else None)
     return run_find(coll, prepare_find(coll, spec))
 
 
@@ -224,13 +236,31 @@ def build_context(req: CommandRequest, coll: str | None, *, allow_disk_use: bool
     return ctx
 
 
+def pipeline_collator(req: CommandRequest, coll: str | None, view: ResolvedView | None,
+                      collation: OperationCollation) -> Collator | None:
+    """The collation a pipeline on `coll` runs with: the one asked for, else the
+    collection's default; on a view its own default, and asking for another is refused."""
+    if view is not None:
+        own = effective_collator(COLLECTION_DEFAULT, view.collation)
+        if not isinstance(collation, CollectionDefault) and collation != own:
+            raise MongoError(ErrorCode.OptionNotSupportedOnView,
+                             "Cannot override a view's default collation")
+        return own
+    entry = req.storage.catalog.entry(req.db, coll) if coll is not None else None
+    return effective_collator(collation, entry.options.get("collation")
+                              if entry is not None else None)
+
+
 def run_pipeline(req: CommandRequest, coll: str | None, stages: list[Any],
-                 ctx: PipelineContext, let: dict[str, Any] | None) -> tuple[Pipeline,
-                                                                          Iterator[Any]]:
+                 ctx: PipelineContext, let: dict[str, Any] | None,
+                 collation: OperationCollation = COLLECTION_DEFAULT
+                 ) -> tuple[Pipeline, Iterator[Any]]:
     """Compile and start the pipeline on its source (call on the storage thread). On a
-    view, the view's resolved pipeline runs first, over the namespace underneath."""
+    view, the view's resolved pipeline runs first, over the namespace underneath. The
+    pipeline runs with `collation`, or the collection's default collation."""
     ctx.variables = resolve_let_variables(let, ctx)
     view = resolve_view(req.storage.catalog, req.db, coll) if coll is not None else None
+    ctx.collator = pipeline_collator(req, coll, view, collation)
     if view is not None:
         stages = [*view.pipeline, *stages]
         coll = view.source
@@ -244,8 +274,9 @@ def run_pipeline(req: CommandRequest, coll: str | None, stages: list[Any],
     def source(flt: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
         if ts is not None:
             return measurement_source(req, ts, flt, frozenset(fields)
-                                      if fields is not None else None)
-        return collection_source(req, req.db, coll, flt, fields=fields)
+                                      if fields is not None else None,
+                                      collator=ctx.collator)
+        return collection_source(req, req.db, coll, flt, fields=fields, ctx=ctx)
 
     def general() -> Iterator[Any]:
         flt, rest = split_leading_match(stages, ctx.variables)

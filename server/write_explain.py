@@ -20,8 +20,10 @@ from query.sort import compile_sort
 from query.timeseries.scan import ReadStats
 from query.update import Update
 from query.variables import CommandVariables
+from storage.collation import COLLECTION_DEFAULT, OperationCollation, has_string
 
 from .namespaces import TimeseriesTarget, resolve_namespace
+from .parsing.collation import collation_arg, timeseries_collator
 from .parsing.write_statements import parse_delete_statement, parse_update_statement
 from .timeseries.service import timeseries_service
 from .timeseries.writes import refuse_sort
@@ -42,26 +44,29 @@ class _Write:
     sort: dict[str, Any] | None
     upsert: bool
     let: dict[str, Any] | None
+    collation: OperationCollation = COLLECTION_DEFAULT
 
 
 def _parse(command: str, body: dict[str, Any], variables: CommandVariables) -> _Write:
     if command == "update":
         stmt = parse_update_statement((body.get("updates") or [{}])[0], variables=variables)
         return _Write(stmt.q, compile_statement_update(stmt), stmt.multi, stmt.sort,
-                      stmt.upsert, variables.values())
+                      stmt.upsert, variables.values(), stmt.collator)
     if command == "delete":
-        q, limit_one, _hint = parse_delete_statement((body.get("deletes") or [{}])[0])
-        return _Write(q, None, not limit_one, None, False, variables.values())
+        q, limit_one, _hint, collation = parse_delete_statement(
+            (body.get("deletes") or [{}])[0])
+        return _Write(q, None, not limit_one, None, False, variables.values(), collation)
     # findAndModify
     q = body.get("query") or {}
     sort = body.get("sort") or None
+    collation = collation_arg(body, "findAndModify.collation")
     if body.get("remove"):
-        return _Write(q, None, False, sort, False, variables.values())
+        return _Write(q, None, False, sort, False, variables.values(), collation)
     stmt = UpdateStatement(q=q, u=body.get("update") or {}, upsert=bool(body.get("upsert")),
                            array_filters=body.get("arrayFilters"), sort=sort,
                            variables=variables)
     return _Write(q, compile_statement_update(stmt), False, sort, stmt.upsert,
-                  variables.values())
+                  variables.values(), collation)
 
 
 def explain_write(req: CommandRequest, command: str, body: dict[str, Any],
@@ -75,7 +80,8 @@ def explain_write(req: CommandRequest, command: str, body: dict[str, Any],
     if ts is not None:
         return _timeseries(req, ts, write, verbosity)
     coll = catalog.get_collection(req.db, name)
-    prepared = prepare_find(coll, FindSpec(filter=write.q, let=write.let))
+    prepared = prepare_find(coll, FindSpec(filter=write.q, let=write.let,
+                                           collator=write.collation))
     return explain_modify(coll, prepared, verbosity, f"{req.db}.{name}", update=write.update,
                           multi=write.multi, sort=write.sort, upsert=write.upsert)
 
@@ -87,19 +93,21 @@ def _timeseries(req: CommandRequest, target: TimeseriesTarget, write: _Write,
     stats = ReadStats()
     read = dataclasses.replace(timeseries_service(req).reader(target), stats=stats)
     bflt = read.bucket_filter(write.q) or {}
-    prepared = prepare_find(read.buckets, FindSpec(filter=bflt))
+    collator = timeseries_collator(write.collation, target.entry.options)
+    prepared = prepare_find(read.buckets, FindSpec(
+        filter=bflt, collator=collator if has_string(bflt) else None))
     run = verbosity in EXEC_VERBOSITIES
     matched = modified = 0
     millis = 0
     if run:
         started = time.perf_counter()
         chosen = []
-        for m in read.measurements(write.q, None, write.let):
+        for m in read.measurements(write.q, None, write.let, collator):
             chosen.append(m)
             if not write.multi and not write.sort:
                 break
         if write.sort and not write.multi:
-            chosen = sorted(chosen, key=compile_sort(write.sort))[:1]
+            chosen = sorted(chosen, key=compile_sort(write.sort, collator))[:1]
         matched = len(chosen)
         if write.update is not None:
             modified = sum(1 for m in chosen if write.update.apply(m)[1])

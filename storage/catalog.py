@@ -380,7 +380,7 @@ class Catalog:
                 if id_index:
                     ix_ident = f"index-{uuid_mod.uuid4().hex}"
                     self.engine.create_index_store(ix_ident, unique=True)
-                    spec = id_index_spec()
+                    spec = id_index_spec((options or {}).get("collation"))
                     indexes = (IndexEntry(spec, ix_ident, False, (frozenset(),)),)
             entry = CollectionEntry(db, name, Binary(uid.bytes, 4), kind, dict(options or {}),
                                     dict(info or {}), ident, indexes)

@@ -568,8 +568,10 @@ class Collection:
         DuplicateKey (11000)."""
         entry = self.entry
         before = self._counted(entry)
+        default = entry.options.get("collation")
         validated = self._clustered_create_specs(
-            [validate_index_spec(s, compile_filter=self._catalog.compile_filter) for s in specs])
+            [validate_index_spec(s, compile_filter=self._catalog.compile_filter,
+                                 default_collation=default) for s in specs])
         current: list[IndexSpec] = [ix.spec for ix in entry.indexes]
         to_build: list[IndexSpec] = []
         for spec in validated:

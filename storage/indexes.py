@@ -38,6 +38,7 @@ from bson import Decimal128, Int64
 
 from storage.bson_order import values_equal
 from storage.bsontext import to_mongo_string
+from storage.collation import Collator, parse_collation
 from storage.errors import MongoError
 from storage.keystring import UNDEFINED, encode_key, encode_value
 from storage.vocabulary.bson_types import type_name
@@ -147,6 +148,12 @@ class IndexSpec:
     def is_ttl(self) -> bool:
         return self.expire_after_seconds is not None
 
+    @property
+    def collator(self) -> Collator | None:
+        """The index's collation (None: simple): its string keys are collation keys."""
+        doc = self.document.get("collation")
+        return None if doc is None else parse_collation(dict(doc))
+
     @classmethod
     def from_document(cls, doc: Mapping[str, Any]) -> IndexSpec:
         """Rebuild from a stored (already validated) spec document."""
@@ -161,9 +168,12 @@ class IndexSpec:
             document=dict(doc))
 
 
-def id_index_spec() -> IndexSpec:
-    """The ``_id_`` index every collection has."""
-    return IndexSpec.from_document({"v": 2, "key": {"_id": 1}, "name": ID_INDEX_NAME})
+def id_index_spec(collation: Mapping[str, Any] | None = None) -> IndexSpec:
+    """The ``_id_`` index every collection has (with the collection's default collation)."""
+    doc: dict[str, Any] = {"v": 2, "key": {"_id": 1}, "name": ID_INDEX_NAME}
+    if collation:
+        doc["collation"] = dict(collation)
+    return IndexSpec.from_document(doc)
 
 
 class _Bad(Exception):
@@ -339,9 +349,13 @@ def _check_ttl(spec: dict[str, Any]) -> None:
 
 
 def validate_index_spec(raw: Mapping[str, Any], *,
-                        compile_filter: PartialFilterCompiler | None = None) -> IndexSpec:
-    """Validate one createIndexes spec; MongoError on anything MongoDB refuses."""
+                        compile_filter: PartialFilterCompiler | None = None,
+                        default_collation: Mapping[str, Any] | None = None) -> IndexSpec:
+    """Validate one createIndexes spec; MongoError on anything MongoDB refuses. A spec
+    without a collation takes the collection's `default_collation`."""
     raw = dict(raw)
+    if "collation" not in raw and default_collation:
+        raw["collation"] = dict(default_collation)
     try:
         _check_stage1(raw, compile_filter)
     except _Bad as e:
@@ -385,10 +399,11 @@ def _check_stage2(spec: dict[str, Any], key: dict[str, Any], name: str) -> None:
     if "\x00" in name:  # it would be a field name in validate's and collStats' replies
         raise _Bad(code, "index name cannot contain null bytes")
     collation = spec.get("collation")
-    if collation is not None and dict(collation) != {"locale": "simple"}:
-        raise MongoError(ErrorCode.NotImplemented,
-                         f"bucketd supports only the simple collation; index '{name}' asks for "
-                         f"{to_mongo_string(collation)}")
+    if collation is not None:
+        if not isinstance(collation, Mapping):
+            raise MongoError(ErrorCode.TypeMismatch, "The field 'collation' must be an object, "
+                             f"but got {type_name(collation)}")
+        parse_collation(dict(collation))  # mongod's errors for a bad collation
     sparse = _truthy(spec.get("sparse"))
     if "partialFilterExpression" in spec and sparse:
         raise _Bad(code, 'cannot mix "partialFilterExpression" and "sparse" options')
@@ -424,7 +439,10 @@ def _normalize(raw: dict[str, Any], key: dict[str, Any], name: str) -> IndexSpec
     for f, value in raw.items():
         if f in skip:
             continue
-        if f == "collation":  # only the simple collation gets here: MongoDB omits it
+        if f == "collation":  # normalised; the simple collation is left out, as MongoDB does
+            collator = parse_collation(dict(value))
+            if collator is not None:
+                doc[f] = dict(collator.document)
             continue
         doc[f] = value
     spec = IndexSpec.from_document(doc)
@@ -444,6 +462,8 @@ def compare_index_specs(new: IndexSpec, existing: IndexSpec
         return "different"
     if new.partial_filter is not None and not _same_value(new.partial_filter,
                                                          existing.partial_filter):
+        return "different"
+    if new.document.get("collation") != existing.document.get("collation"):
         return "different"
     a = {k: v for k, v in new.document.items() if k not in _NOT_COMPARED}
     b = {k: v for k, v in existing.document.items() if k not in _NOT_COMPARED}
@@ -531,9 +551,12 @@ class KeyGenerator:
     """Keys of documents for one index spec (b-tree indexes)."""
 
     __slots__ = ("_dirs", "_empty", "_fields", "_is_id", "_n", "_path_lengths", "_single",
-                 "_sparse", "_split", "_top_level")
+                 "_sparse", "_split", "_top_level", "_translate")
 
     def __init__(self, spec: IndexSpec) -> None:
+        collator = spec.collator
+        # A collated index keys strings by their collation keys, as MongoDB's.
+        self._translate = None if collator is None else collator.translate
         self._fields = spec.fields
         self._dirs = spec.directions
         self._n = len(spec.fields)
@@ -546,6 +569,8 @@ class KeyGenerator:
         self._empty: tuple[frozenset[Any], ...] = (frozenset(),) * self._n
 
     def keys(self, doc: Mapping[str, Any]) -> KeySet:
+        if self._translate is not None:
+            doc = self._translate(dict(doc))
         if self._is_id:
             v = doc.get("_id")
             return KeySet([(encode_value(v), (v,))], self._empty, False)

@@ -23,9 +23,11 @@ from .registry import Fn, operator
 __all__: list[str] = []
 
 
-def _expr_form(op: str, make: Callable[[], Accumulator]) -> None:
+def _expr_form(op: str, factory: Callable[[Scope], Accumulator]) -> None:
     @operator(op)
     def compiler(arg: Any, scope: Scope, name: str) -> Fn:
+        def make() -> Accumulator:
+            return factory(scope)
         args = [compile_node(a, scope) for a in arg] if type(arg) is list else \
             [compile_node(arg, scope)]
         single = len(args) == 1
@@ -46,12 +48,12 @@ def _expr_form(op: str, make: Callable[[], Accumulator]) -> None:
         return f
 
 
-_expr_form("$sum", SumAcc)
-_expr_form("$avg", AvgAcc)
-_expr_form("$min", lambda: MinMaxAcc(-1))
-_expr_form("$max", lambda: MinMaxAcc(1))
-_expr_form("$stdDevPop", lambda: StdDevAcc(False))
-_expr_form("$stdDevSamp", lambda: StdDevAcc(True))
+_expr_form("$sum", lambda scope: SumAcc())
+_expr_form("$avg", lambda scope: AvgAcc())
+_expr_form("$min", lambda scope: MinMaxAcc(-1, scope.collator))
+_expr_form("$max", lambda scope: MinMaxAcc(1, scope.collator))
+_expr_form("$stdDevPop", lambda scope: StdDevAcc(False))
+_expr_form("$stdDevSamp", lambda scope: StdDevAcc(True))
 
 
 def _percentile_expr(op: str) -> None:

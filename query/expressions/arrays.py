@@ -12,12 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from query.sort import compile_sort
+from storage.collation import Collator
 from storage.errors import MongoError
 from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 
-from .comparison import agg_key
+from .comparison import agg_key, agg_key_fn
 from .core import (
     Scope,
     check_arity,
@@ -152,6 +153,7 @@ def _c_in(arg: Any, scope: Scope, name: str) -> Fn:
     args = parse_args(arg, scope)
     check_arity(name, args, 2)
     x_fn, a_fn = args
+    key = agg_key_fn(scope.collator)
 
     def f(doc: Any, v: dict) -> Any:
         x = x_fn(doc, v)
@@ -159,8 +161,8 @@ def _c_in(arg: Any, scope: Scope, name: str) -> Fn:
         if type(arr) is not list:
             raise MongoError(40081, f"$in requires an array as a second argument, found: "
                              f"{type_name(arr)}")
-        k = agg_key(x)
-        return any(agg_key(e) == k for e in arr)
+        k = key(x)
+        return any(key(e) == k for e in arr)
     return f
 
 
@@ -244,6 +246,7 @@ def _c_reverse_array(arg: Any, scope: Scope, name: str) -> Fn:
 def _c_index_of_array(arg: Any, scope: Scope, name: str) -> Fn:
     args = parse_args(arg, scope)
     check_arity_range(name, args, 2, 4)
+    key = agg_key_fn(scope.collator)
 
     def idx_arg(val: Any, what: str) -> int:
         if not is_integral(val):
@@ -266,9 +269,9 @@ def _c_index_of_array(arg: Any, scope: Scope, name: str) -> Fn:
         end = len(arr)
         if len(args) > 3:
             end = min(len(arr), idx_arg(args[3](doc, v), "ending index"))
-        k = agg_key(args[1](doc, v))
+        k = key(args[1](doc, v))
         for i in range(start, end):
-            if agg_key(arr[i]) == k:
+            if key(arr[i]) == k:
                 return i
         return -1
     return f
@@ -350,7 +353,7 @@ def _c_sort_array(arg: Any, scope: Scope, name: str) -> Fn:
         raise MongoError(2942502, "$sortArray requires 'input' to be specified")
     if sort_by is MISSING:
         raise MongoError(2942503, "$sortArray requires 'sortBy' to be specified")
-    keyfn = _sort_by_key(sort_by)
+    keyfn = _sort_by_key(sort_by, scope.collator)
     i_fn = inp
 
     def f(doc: Any, v: dict) -> Any:
@@ -366,16 +369,18 @@ def _c_sort_array(arg: Any, scope: Scope, name: str) -> Fn:
     return f
 
 
-def _sort_by_key(sort_by: Any) -> Any:
-    """A function sorting a list per a `sortBy` spec: 1/-1 (whole values) or a pattern."""
+def _sort_by_key(sort_by: Any, collator: Collator | None = None) -> Any:
+    """A function sorting a list per a `sortBy` spec: 1/-1 (whole values) or a pattern;
+    strings by `collator` (None: simple)."""
     if num_kind(sort_by) >= 0:
         if sort_by not in (1, -1):
             raise MongoError(2942505, "$sortArray sortBy must be 1 or -1 or a sort pattern")
         desc = sort_by == -1
-        return lambda a: sorted(a, key=agg_key, reverse=desc)
+        whole = agg_key_fn(collator)
+        return lambda a: sorted(a, key=whole, reverse=desc)
     if type(sort_by) is not dict:
         raise MongoError(2942505, "$sortArray sortBy must be 1 or -1 or a sort pattern")
-    key = compile_sort(sort_by)
+    key = compile_sort(sort_by, collator)
 
     def by_pattern(a: list) -> list:
         return sorted(a, key=lambda e: key(e if type(e) is dict else {}))

@@ -7,12 +7,14 @@ Comparisons use MongoDB's BSON order (`storage.bson_order`); a missing value sor
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from bson import Int64
 from bson.datetime_ms import DatetimeMS
 
 from storage.bson_order import sort_key
+from storage.collation import Collator
 from storage.errors import MongoError
 from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.missing import MISSING
@@ -21,7 +23,7 @@ from .core import Scope, check_arity, compile_node, const_fn, parse_args
 from .registry import Fn, operator
 from .values import truthy
 
-__all__ = ["cmp_values", "agg_key"]
+__all__ = ["cmp_values", "agg_key", "agg_key_fn", "cmp_values_fn"]
 
 _MISSING_KEY = (0,)
 _NULL_KEY = (5,)
@@ -61,14 +63,38 @@ def cmp_values(a: Any, b: Any) -> int:
     return (ka > kb) - (ka < kb)
 
 
+def agg_key_fn(collator: Collator | None) -> Callable[[Any], tuple]:
+    """`agg_key`, with strings keyed by `collator` when there is one."""
+    if collator is None:
+        return agg_key
+    ck = collator.sort_key
+
+    def key(v: Any) -> tuple:
+        return _MISSING_KEY if v is MISSING else ck(v)
+    return key
+
+
+def cmp_values_fn(collator: Collator | None) -> Callable[[Any, Any], int]:
+    """`cmp_values` under a collation (None: the simple one)."""
+    if collator is None:
+        return cmp_values
+    key = agg_key_fn(collator)
+
+    def cmp(a: Any, b: Any) -> int:
+        ka, kb = key(a), key(b)
+        return (ka > kb) - (ka < kb)
+    return cmp
+
+
 def _cmp_op(test: Any) -> Any:
     def compiler(arg: Any, scope: Scope, name: str) -> Fn:
         args = parse_args(arg, scope)
         check_arity(name, args, 2)
         a_fn, b_fn = args
+        cmp = cmp_values_fn(scope.collator)
 
         def f(doc: Any, v: dict) -> Any:
-            return test(cmp_values(a_fn(doc, v), b_fn(doc, v)))
+            return test(cmp(a_fn(doc, v), b_fn(doc, v)))
         return f
     return compiler
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from query.dates.clock import current_now
+from storage.collation import Collator
 from storage.errors import MongoError
 from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.error_codes import ErrorCode
@@ -44,18 +45,20 @@ _SYSTEM_VARS: Final = {"ROOT", "CURRENT", "NOW", "CLUSTER_TIME", "REMOVE",
 class Scope:
     """What a sub-expression may reference: user variables in scope, rebinding of CURRENT."""
 
-    __slots__ = ("current_rebound", "redact", "user_vars")
+    __slots__ = ("collator", "current_rebound", "redact", "user_vars")
 
     def __init__(self, user_vars: Iterable[str] = (), current_rebound: bool = False,
-                 redact: bool = False) -> None:
+                 redact: bool = False, collator: Collator | None = None) -> None:
         self.user_vars = frozenset(user_vars)
         self.current_rebound = current_rebound
         self.redact = redact
+        # The operation's collation (None: simple), for comparisons of strings.
+        self.collator = collator
 
     def with_vars(self, names: Iterable[str]) -> Scope:
         names = set(names)
         rebound = self.current_rebound or "CURRENT" in names
-        return Scope(self.user_vars | (names - {"CURRENT"}), rebound, self.redact)
+        return Scope(self.user_vars | (names - {"CURRENT"}), rebound, self.redact, self.collator)
 
 
 class Expression:
@@ -95,10 +98,12 @@ def const_value(fn: Fn) -> Any:
     return fn.const  # type: ignore[attr-defined]
 
 
-def compile_expression(expr: Any, *, variables_in_scope: Iterable[str] = ()) -> Expression:
+def compile_expression(expr: Any, *, variables_in_scope: Iterable[str] = (),
+                       collator: Collator | None = None) -> Expression:
     """Compile an aggregation expression spec; user variables named in `variables_in_scope`
-    (e.g. a `$lookup`'s `let`) may be referenced as ``$$name``."""
-    return Expression(compile_node(expr, Scope(variables_in_scope)), expr)
+    (e.g. a `$lookup`'s `let`) may be referenced as ``$$name``; strings compare by
+    `collator` (None: the simple collation)."""
+    return Expression(compile_node(expr, Scope(variables_in_scope, collator=collator)), expr)
 
 
 def compile_node(spec: Any, scope: Scope) -> Fn:

@@ -15,12 +15,13 @@ from typing import Any
 
 from bson import Decimal128, Int64
 
+from storage.collation import Collator
 from storage.errors import MongoError
 from storage.vocabulary.bson_types import INT64_MAX, INT64_MIN
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 
-from .comparison import agg_key
+from .comparison import agg_key, agg_key_fn
 from .values import (
     DEC_CTX,
     K_DECIMAL,
@@ -189,11 +190,12 @@ class AvgAcc(SumAcc):
 
 
 class MinMaxAcc(Accumulator):
-    __slots__ = ("best", "sign")
+    __slots__ = ("best", "key", "sign")
 
-    def __init__(self, sign: int) -> None:
+    def __init__(self, sign: int, collator: Collator | None = None) -> None:
         self.sign = sign
         self.best: Any = MISSING
+        self.key = agg_key_fn(collator)
 
     def process(self, value: Any) -> None:
         if value is None or value is MISSING:
@@ -203,13 +205,15 @@ class MinMaxAcc(Accumulator):
             self.best = value
             return
         t = type(value)
-        if t is type(best) and (t is float or t is int or t is str or t is Int64) and \
+        key = self.key
+        if t is type(best) and (t is float or t is int or t is Int64 or
+                                (t is str and key is agg_key)) and \
                 value == value and best == best:
             # Same simple type (no NaN): compare the values themselves.
             if (value < best) if self.sign < 0 else (value > best):
                 self.best = value
             return
-        k, kb = agg_key(value), agg_key(best)
+        k, kb = key(value), key(best)
         if (k < kb) if self.sign < 0 else (k > kb):
             self.best = value
 

@@ -7,28 +7,30 @@ sets), $setUnion and $setIntersection return their elements in BSON order.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from storage.errors import MongoError
 from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.missing import MISSING
 
-from .comparison import agg_key
+from .comparison import agg_key, agg_key_fn
 from .core import Scope, check_arity, parse_args
 from .registry import Fn, operator
 from .values import truthy
 
 
-def _ordered_unique(values: list) -> list:
+def _ordered_unique(values: list, key: Callable[[Any], tuple] = agg_key) -> list:
     seen: dict[tuple, Any] = {}
     for x in values:
-        seen.setdefault(agg_key(x), x)
+        seen.setdefault(key(x), x)
     return [seen[k] for k in sorted(seen)]
 
 
 @operator("$setUnion")
 def _c_set_union(arg: Any, scope: Scope, name: str) -> Fn:
     args = parse_args(arg, scope)
+    key = agg_key_fn(scope.collator)
 
     def f(doc: Any, v: dict) -> Any:
         vals: list = []
@@ -40,13 +42,14 @@ def _c_set_union(arg: Any, scope: Scope, name: str) -> Fn:
                 raise MongoError(17043, f"All operands of $setUnion must be arrays. One "
                                  f"argument is of type: {type_name(x)}")
             vals.extend(x)
-        return _ordered_unique(vals)
+        return _ordered_unique(vals, key)
     return f
 
 
 @operator("$setIntersection")
 def _c_set_intersection(arg: Any, scope: Scope, name: str) -> Fn:
     args = parse_args(arg, scope)
+    key = agg_key_fn(scope.collator)
 
     def f(doc: Any, v: dict) -> Any:
         current: dict[tuple, Any] | None = None
@@ -59,7 +62,7 @@ def _c_set_intersection(arg: Any, scope: Scope, name: str) -> Fn:
                                  f"argument is of type: {type_name(x)}")
             keyed: dict[Any, Any] = {}
             for e in x:
-                keyed.setdefault(agg_key(e), e)
+                keyed.setdefault(key(e), e)
             if current is None:
                 current = keyed
             else:
@@ -73,6 +76,7 @@ def _c_set_intersection(arg: Any, scope: Scope, name: str) -> Fn:
 @operator("$setDifference")
 def _c_set_difference(arg: Any, scope: Scope, name: str) -> Fn:
     args = parse_args(arg, scope)
+    key = agg_key_fn(scope.collator)
     check_arity(name, args, 2)
     a_fn, b_fn = args
 
@@ -86,10 +90,10 @@ def _c_set_difference(arg: Any, scope: Scope, name: str) -> Fn:
         if type(rhs) is not list:
             raise MongoError(17049, "both operands of $setDifference must be arrays. Second "
                              f"argument is of type: {type_name(rhs)}")
-        seen = {agg_key(e) for e in rhs}
+        seen = {key(e) for e in rhs}
         out = []
         for e in lhs:
-            k = agg_key(e)
+            k = key(e)
             if k not in seen:
                 seen.add(k)
                 out.append(e)
@@ -100,6 +104,7 @@ def _c_set_difference(arg: Any, scope: Scope, name: str) -> Fn:
 @operator("$setEquals")
 def _c_set_equals(arg: Any, scope: Scope, name: str) -> Fn:
     args = parse_args(arg, scope)
+    key = agg_key_fn(scope.collator)
     if len(args) < 2:
         raise MongoError(17045, f"$setEquals needs at least two arguments had: {len(args)}")
 
@@ -110,7 +115,7 @@ def _c_set_equals(arg: Any, scope: Scope, name: str) -> Fn:
             if type(x) is not list:
                 raise MongoError(17044, f"All operands of $setEquals must be arrays. {i + 1}-th "
                                  f"argument is of type: {type_name(x)}")
-            s = {agg_key(e) for e in x}
+            s = {key(e) for e in x}
             if first is None:
                 first = s
             elif s != first:
@@ -122,6 +127,7 @@ def _c_set_equals(arg: Any, scope: Scope, name: str) -> Fn:
 @operator("$setIsSubset")
 def _c_set_is_subset(arg: Any, scope: Scope, name: str) -> Fn:
     args = parse_args(arg, scope)
+    key = agg_key_fn(scope.collator)
     check_arity(name, args, 2)
     a_fn, b_fn = args
 
@@ -134,8 +140,8 @@ def _c_set_is_subset(arg: Any, scope: Scope, name: str) -> Fn:
         if type(rhs) is not list:
             raise MongoError(17042, "both operands of $setIsSubset must be arrays. Second "
                              f"argument is of type: {type_name(rhs)}")
-        keys = {agg_key(e) for e in rhs}
-        return all(agg_key(e) in keys for e in lhs)
+        keys = {key(e) for e in rhs}
+        return all(key(e) in keys for e in lhs)
     return f
 
 

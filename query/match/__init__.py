@@ -15,11 +15,13 @@ from typing import Any
 from query.match.compiler import (
     ENCRYPTION_ALLOWED,
     PARSING_VALIDATOR,
+    FilterContext,
     MatchDetails,
     Node,
     expr_truthy,
     parse_filter,
 )
+from storage.collation import Collator
 
 __all__ = ["Matcher", "MatchDetails", "Node", "compile_filter", "compile_validator",
            "expr_truthy"]
@@ -75,11 +77,13 @@ class Matcher:
 
 
 def compile_filter(spec: dict[str, Any] | None, *,
-                   variables: dict[str, Any] | None = None) -> Matcher:
-    """Compile a query filter. `variables` (a find's ``let``) reach ``$expr``."""
+                   variables: dict[str, Any] | None = None,
+                   collator: Collator | None = None) -> Matcher:
+    """Compile a query filter. `variables` (a find's ``let``) reach ``$expr``; `collator`
+    (None: the simple collation) decides how strings compare."""
     if spec is None:
         spec = {}
-    return Matcher(spec, parse_filter(spec, variables=variables))
+    return Matcher(spec, parse_filter(spec, cx=FilterContext(variables, collator)))
 
 
 def compile_validator(spec: dict[str, Any], *, allow_encryption: bool = True) -> Matcher:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from bson import DBRef, Decimal128, Int64
 
@@ -28,6 +28,7 @@ from query.match import values as V
 from query.match.jsonschema import compile_json_schema
 from query.match.regex import is_regex_value, regex_parts
 from query.paths import iter_leaves, split_path
+from storage.collation import Collator
 from storage.errors import MongoError
 from storage.vocabulary.bson_types import is_number
 from storage.vocabulary.error_codes import ErrorCode
@@ -53,6 +54,17 @@ DOC: Final = 1   # under $and/$or/$nor at the top: still whole documents
 SUB: Final = 2   # inside $elemMatch: array elements
 
 DocFn = Callable[[Any, "MatchDetails | None"], bool]
+
+
+class FilterContext(NamedTuple):
+    """What a filter compiles against: a command's variables (for ``$expr``) and the
+    operation's collation (None: simple), which string comparisons close over."""
+
+    variables: dict[str, Any] | None = None
+    collator: Collator | None = None
+
+
+NO_CONTEXT: Final = FilterContext()
 
 
 @dataclass(slots=True)
@@ -235,7 +247,7 @@ def _and(children: list[Node]) -> Node:
 
 # --------------------------------------------------------------------------- parsing
 
-def parse_filter(spec: Any, level: int = TOP, variables: dict[str, Any] | None = None) -> Node:
+def parse_filter(spec: Any, level: int = TOP, cx: FilterContext = NO_CONTEXT) -> Node:
     if isinstance(spec, DBRef):
         spec = dict(spec.as_doc())
     if not isinstance(spec, dict):
@@ -249,21 +261,21 @@ def parse_filter(spec: Any, level: int = TOP, variables: dict[str, Any] | None =
                 raise MongoError(ErrorCode.BadValue, f"unknown top level operator: {key}. If you "
                                  "have a field name that starts with a '$' symbol, consider "
                                  "using $getField or $setField.")
-            node = handler(key, val, level, variables)
+            node = handler(key, val, level, cx)
             if node is not None:
                 children.append(node)
             continue
-        children.extend(_parse_field(key, val, next_level, variables))
+        children.extend(_parse_field(key, val, next_level, cx))
     return _and(children)
 
 
-def _parse_field(path: str, val: Any, level: int, variables: dict[str, Any] | None) -> list[Node]:
+def _parse_field(path: str, val: Any, level: int, cx: FilterContext) -> list[Node]:
     if _is_expression_doc(val):
-        return [_bind(c, path) for c in _parse_ops(path, val, level, variables)]
+        return [_bind(c, path) for c in _parse_ops(path, val, level, cx)]
     if is_regex_value(val):
         p, o = regex_parts(val)
         return [_bind(("pred", "$regex", (p, o), V.regex_pred(p, o), True, val), path)]
-    return [_bind(("pred", "$eq", val, V.eq_pred(val), True, val), path)]
+    return [_bind(("pred", "$eq", val, V.eq_pred(val, cx.collator), True, val), path)]
 
 
 def _is_dbref_doc(d: dict[str, Any], allow_incomplete: bool) -> bool:
@@ -280,37 +292,37 @@ def _is_expression_doc(val: Any, allow_incomplete_dbref: bool = False) -> bool:
 
 
 def _parse_ops(path: str, ops: dict[str, Any], level: int,
-               variables: dict[str, Any] | None) -> list[Clause]:
+               cx: FilterContext) -> list[Clause]:
     """The operators of ``{path: {$op: arg, ...}}`` as clauses."""
     out: list[Clause] = []
     for op, arg in ops.items():
-        clause = _parse_op(path, op, arg, ops, level, variables)
+        clause = _parse_op(path, op, arg, ops, level, cx)
         if clause is not None:
             out.append(clause)
     return out
 
 
 def _parse_op(path: str, op: str, arg: Any, ops: dict[str, Any], level: int,
-              variables: dict[str, Any] | None) -> Clause | None:
+              cx: FilterContext) -> Clause | None:
     if op == "$eq":
-        return ("pred", "$eq", arg, V.eq_pred(arg), True)
+        return ("pred", "$eq", arg, V.eq_pred(arg, cx.collator), True)
     if op == "$ne":
         if is_regex_value(arg):
             raise MongoError(ErrorCode.BadValue, "Can't have regex as arg to $ne.")
-        return ("not", [("pred", "$eq", arg, V.eq_pred(arg), True)], "$ne", arg)
+        return ("not", [("pred", "$eq", arg, V.eq_pred(arg, cx.collator), True)], "$ne", arg)
     if op in ("$lt", "$lte", "$gt", "$gte"):
         if is_regex_value(arg):
             raise MongoError(ErrorCode.BadValue,
                              f"Can't have RegEx as arg to predicate over field '{path}'.")
-        return ("pred", op, arg, V.cmp_pred(op, arg), True)
+        return ("pred", op, arg, V.cmp_pred(op, arg, cx.collator), True)
     if op == "$in":
         if not isinstance(arg, list):
             raise MongoError(ErrorCode.BadValue, "$in needs an array")
-        return ("pred", "$in", arg, V.in_pred(arg), True)
+        return ("pred", "$in", arg, V.in_pred(arg, cx.collator), True)
     if op == "$nin":
         if not isinstance(arg, list):
             raise MongoError(ErrorCode.BadValue, "$nin needs an array")
-        return ("not", [("pred", "$in", arg, V.in_pred(arg), True)], "$nin", arg)
+        return ("not", [("pred", "$in", arg, V.in_pred(arg, cx.collator), True)], "$nin", arg)
     if op == "$exists":
         positive = ("pred", "$exists", True, V.exists_pred(), False)
         return positive if _truthy(arg) else ("not", [positive], "$exists", arg)
@@ -332,11 +344,11 @@ def _parse_op(path: str, op: str, arg: Any, ops: dict[str, Any], level: int,
             raise MongoError(ErrorCode.BadValue, "$options needs a $regex")
         return None
     if op == "$not":
-        return _parse_not(path, arg, level, variables)
+        return _parse_not(path, arg, level, cx)
     if op == "$elemMatch":
-        return _parse_elem_match(path, arg, variables)
+        return _parse_elem_match(path, arg, cx)
     if op == "$all":
-        return _parse_all(path, arg, variables)
+        return _parse_all(path, arg, cx)
     if op in ("$near", "$nearSphere", "$geoNear"):
         _refuse_in_validator("$geoNear, $near, and $nearSphere are")
     if op in _GEO_OPS:
@@ -384,7 +396,7 @@ def _parse_regex_doc(ops: dict[str, Any]) -> tuple[str, str]:
     return pattern, options
 
 
-def _parse_not(path: str, arg: Any, level: int, variables: dict[str, Any] | None) -> Clause:
+def _parse_not(path: str, arg: Any, level: int, cx: FilterContext) -> Clause:
     if is_regex_value(arg):
         p, o = regex_parts(arg)
         return ("not", [("pred", "$regex", (p, o), V.regex_pred(p, o), True)], "$not", arg)
@@ -392,10 +404,10 @@ def _parse_not(path: str, arg: Any, level: int, variables: dict[str, Any] | None
         raise MongoError(ErrorCode.BadValue, "$not needs a regex or a document")
     if not arg:
         raise MongoError(ErrorCode.BadValue, "$not cannot be empty")
-    return ("not", _parse_ops(path, arg, level, variables), "$not", arg)
+    return ("not", _parse_ops(path, arg, level, cx), "$not", arg)
 
 
-def _parse_elem_match(path: str, arg: Any, variables: dict[str, Any] | None) -> Clause:
+def _parse_elem_match(path: str, arg: Any, cx: FilterContext) -> Clause:
     if not isinstance(arg, dict):
         raise MongoError(ErrorCode.BadValue, "$elemMatch needs an Object")
     value_form = False
@@ -403,7 +415,7 @@ def _parse_elem_match(path: str, arg: Any, variables: dict[str, Any] | None) -> 
         first = next(iter(arg))
         value_form = first not in _TOP_LEVEL
     if value_form:
-        preds = [_value_fn(c) for c in _parse_ops(path, arg, SUB, variables)]
+        preds = [_value_fn(c) for c in _parse_ops(path, arg, SUB, cx)]
         if len(preds) == 1:
             elem_pred = preds[0]
         else:
@@ -412,7 +424,7 @@ def _parse_elem_match(path: str, arg: Any, variables: dict[str, Any] | None) -> 
         return ("elem", arg, elem_pred)
     if "$where" in arg:
         raise MongoError(ErrorCode.BadValue, "$elemMatch cannot contain $where expression")
-    sub = parse_filter(arg, SUB, variables)
+    sub = parse_filter(arg, SUB, cx)
     sub_fn = sub.fn
 
     def obj_pred(e: Any) -> bool:
@@ -420,7 +432,7 @@ def _parse_elem_match(path: str, arg: Any, variables: dict[str, Any] | None) -> 
     return ("elem", arg, obj_pred)
 
 
-def _parse_all(path: str, arg: Any, variables: dict[str, Any] | None) -> Clause:
+def _parse_all(path: str, arg: Any, cx: FilterContext) -> Clause:
     if not isinstance(arg, list):
         raise MongoError(ErrorCode.BadValue, "$all needs an array")
     if not arg:
@@ -431,7 +443,7 @@ def _parse_all(path: str, arg: Any, variables: dict[str, Any] | None) -> Clause:
         for item in arg:
             if not (isinstance(item, dict) and item and next(iter(item)) == "$elemMatch"):
                 raise MongoError(ErrorCode.BadValue, "$all/$elemMatch has to be consistent")
-            clauses.append(_parse_elem_match(path, item["$elemMatch"], variables))
+            clauses.append(_parse_elem_match(path, item["$elemMatch"], cx))
         return ("and", clauses, "$all", arg)
     clauses = []
     for item in arg:
@@ -442,7 +454,7 @@ def _parse_all(path: str, arg: Any, variables: dict[str, Any] | None) -> Clause:
                 next(iter(item)) in _PATH_OPS:
             raise MongoError(ErrorCode.BadValue, "no $ expressions in $all")
         else:
-            clauses.append(("pred", "$eq", item, V.eq_pred(item), True))
+            clauses.append(("pred", "$eq", item, V.eq_pred(item, cx.collator), True))
     return ("and", clauses, "$all", arg)
 
 
@@ -454,7 +466,7 @@ _PATH_OPS: Final = frozenset({
 
 # --------------------------------------------------------------------------- top level
 
-def _parse_tree(key: str, val: Any, level: int, variables: dict[str, Any] | None) -> Node:
+def _parse_tree(key: str, val: Any, level: int, cx: FilterContext) -> Node:
     if not isinstance(val, list):
         raise MongoError(ErrorCode.BadValue, f"{key} must be an array")
     if not val:
@@ -463,7 +475,7 @@ def _parse_tree(key: str, val: Any, level: int, variables: dict[str, Any] | None
     for item in val:
         if not isinstance(item, dict):
             raise MongoError(ErrorCode.BadValue, "$or/$and/$nor entries need to be full objects")
-        children.append(parse_filter(item, level, variables))
+        children.append(parse_filter(item, level, cx))
     fns = [c.fn for c in children]
     if key == "$and":
         node = _and(children)
@@ -486,17 +498,17 @@ def _parse_tree(key: str, val: Any, level: int, variables: dict[str, Any] | None
     return Node("nor", nor_fn, children)
 
 
-def _parse_comment(key: str, val: Any, level: int, variables: dict[str, Any] | None) -> None:
+def _parse_comment(key: str, val: Any, level: int, cx: FilterContext) -> None:
     return None
 
 
-def _parse_where(key: str, val: Any, level: int, variables: dict[str, Any] | None) -> Node:
+def _parse_where(key: str, val: Any, level: int, cx: FilterContext) -> Node:
     _refuse_in_validator("$where is")
     raise MongoError(ErrorCode.NotImplemented,
                      "$where is not supported: bucketd has no JavaScript engine")
 
 
-def _parse_text(key: str, val: Any, level: int, variables: dict[str, Any] | None) -> Node:
+def _parse_text(key: str, val: Any, level: int, cx: FilterContext) -> Node:
     _refuse_in_validator("$text is")
     if level == SUB:
         raise MongoError(ErrorCode.BadValue, "$text can only be applied to the top-level document")
@@ -504,7 +516,7 @@ def _parse_text(key: str, val: Any, level: int, variables: dict[str, Any] | None
 
 
 def _parse_json_schema(key: str, val: Any, level: int,
-                       variables: dict[str, Any] | None) -> Node:
+                       cx: FilterContext) -> Node:
     compiled = compile_json_schema(val, allow_encryption=ENCRYPTION_ALLOWED.get())
     matches = compiled.matches
 
@@ -513,7 +525,7 @@ def _parse_json_schema(key: str, val: Any, level: int,
     return Node("jsonschema", fn, arg=compiled)
 
 
-def _parse_always(key: str, val: Any, level: int, variables: dict[str, Any] | None) -> Node:
+def _parse_always(key: str, val: Any, level: int, cx: FilterContext) -> Node:
     if not is_number(val) or V.is_nan(val):
         raise MongoError(ErrorCode.FailedToParse, f"Expected a number in: {key}: {val!r}")
     num = val.to_decimal() if isinstance(val, Decimal128) else val
@@ -523,15 +535,15 @@ def _parse_always(key: str, val: Any, level: int, variables: dict[str, Any] | No
 
 
 def _parse_dbref_field(key: str, val: Any, level: int,
-                       variables: dict[str, Any] | None) -> Node:
-    return _bind(("pred", "$eq", val, V.eq_pred(val), True), key)
+                       cx: FilterContext) -> Node:
+    return _bind(("pred", "$eq", val, V.eq_pred(val, cx.collator), True), key)
 
 
-def _parse_expr(key: str, val: Any, level: int, variables: dict[str, Any] | None) -> Node:
+def _parse_expr(key: str, val: Any, level: int, cx: FilterContext) -> Node:
     if level == SUB:
         raise MongoError(ErrorCode.BadValue, "$expr can only be applied to the top-level document")
-    base_vars = dict(variables or {})
-    expr = compile_expression(val, variables_in_scope=tuple(base_vars))
+    base_vars = dict(cx.variables or {})
+    expr = compile_expression(val, variables_in_scope=tuple(base_vars), collator=cx.collator)
     evaluate = expr.evaluate
 
     def fn(doc: Any, details: MatchDetails | None) -> bool:
@@ -553,7 +565,7 @@ def expr_truthy(v: Any) -> bool:
     return type(v).__name__ not in ("Missing", "_Missing", "MissingType")
 
 
-_TopHandler = Callable[[str, Any, int, "dict[str, Any] | None"], "Node | None"]
+_TopHandler = Callable[[str, Any, int, FilterContext], "Node | None"]
 _TOP_LEVEL: Final[dict[str, _TopHandler]] = {
     "$and": _parse_tree, "$or": _parse_tree, "$nor": _parse_tree,
     "$comment": _parse_comment, "$where": _parse_where, "$text": _parse_text,

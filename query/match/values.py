@@ -30,6 +30,7 @@ from storage.bson_order import (
     sort_key,
     type_rank,
 )
+from storage.collation import Collator, collation_key_fn, has_string
 from storage.errors import MongoError
 from storage.vocabulary.bson_types import (
     INT32_MAX,
@@ -67,10 +68,13 @@ def is_nan(v: Any) -> bool:
     return False
 
 
-def eq_pred(rhs: Any) -> Pred:
-    """Equality as ``{a: rhs}`` / ``$eq``: null also matches a missing path."""
+def eq_pred(rhs: Any, collator: Collator | None = None) -> Pred:
+    """Equality as ``{a: rhs}`` / ``$eq``: null also matches a missing path. Strings compare
+    by `collator` (None: the simple collation), also inside objects and arrays."""
     if rhs is None:
         return lambda v: v is None or v is MISSING
+    if collator is not None and has_string(rhs):
+        return _collated_eq(rhs, collator)
     t = type(rhs)
     if t is str:
         return lambda v: type(v) is str and v == rhs
@@ -97,6 +101,23 @@ def eq_pred(rhs: Any) -> Pred:
     return generic_eq
 
 
+def _collated_eq(rhs: Any, collator: Collator) -> Pred:
+    ck = collator.sort_key
+    key = ck(rhs)
+    if type(rhs) is str:
+        ckey, k = collator.key, key[1]
+        return lambda v: type(v) is str and ckey(v) == k
+
+    def eq(v: Any) -> bool:
+        if v is MISSING:
+            return False
+        try:
+            return ck(_normalize_regex(v)) == key
+        except TypeError:
+            return False
+    return eq
+
+
 def _normalize_regex(v: Any) -> Any:
     if isinstance(v, re.Pattern):
         p, o = regex_parts(v)
@@ -104,8 +125,8 @@ def _normalize_regex(v: Any) -> Any:
     return v
 
 
-def cmp_pred(op: str, rhs: Any) -> Pred:
-    """``$lt $lte $gt $gte`` within rhs's type bracket."""
+def cmp_pred(op: str, rhs: Any, collator: Collator | None = None) -> Pred:
+    """``$lt $lte $gt $gte`` within rhs's type bracket; strings by `collator`."""
     fn = _OPS[op]
     inclusive = op in ("$lte", "$gte")
     rank = type_rank(rhs)
@@ -124,7 +145,8 @@ def cmp_pred(op: str, rhs: Any) -> Pred:
                 return bool(fn(numeric_key(v), key))
             return _cross_bracket(op, rank, v)
         return num_cmp
-    key = sort_key(rhs)
+    sk = collation_key_fn(collator)
+    key = sk(rhs)
 
     def generic_cmp(v: Any) -> bool:
         if v is MISSING:
@@ -139,7 +161,7 @@ def cmp_pred(op: str, rhs: Any) -> Pred:
             return _cross_bracket(op, rank, v)
         if r == RANK_NUMBER and (rhs_nan or is_nan(v)):
             return inclusive and rhs_nan and is_nan(v)
-        return bool(fn(sort_key(v), key))
+        return bool(fn(sk(v), key))
     return generic_cmp
 
 
@@ -167,8 +189,10 @@ def regex_pred(pattern: str, options: str) -> Pred:
     return pred
 
 
-def in_pred(values: list[Any]) -> Pred:
-    """``$in``: equality to any listed value, or a match of any listed regex."""
+def in_pred(values: list[Any], collator: Collator | None = None) -> Pred:
+    """``$in``: equality to any listed value (strings by `collator`), or a match of any
+    listed regex."""
+    sk = collation_key_fn(collator)
     keys: set[Any] = set()
     regexes: list[Pred] = []
     has_null = False
@@ -182,14 +206,14 @@ def in_pred(values: list[Any]) -> Pred:
             continue
         if x is None:
             has_null = True
-        keys.add(sort_key(x))
+        keys.add(sk(x))
 
     def pred(v: Any) -> bool:
         if v is MISSING:
             return has_null
         if keys:
             try:
-                if sort_key(v) in keys:
+                if sk(v) in keys:
                     return True
             except TypeError:
                 return False

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from query.context import PipelineContext
 from storage.errors import MongoError
@@ -69,6 +69,11 @@ def register_stage(name: str, compiler: StageCompiler, *, first_only: bool = Fal
         LAST_STAGE_ONLY.add(name)
 
 
+# Stages whose string comparisons do not follow a collation yet: refused under one.
+_SIMPLE_COLLATION_ONLY: Final = frozenset({"$setWindowFields", "$densify", "$bucketAuto",
+                                           "$fill"})
+
+
 def compile_stage(spec: Any, ctx: PipelineContext) -> list[Stage]:
     """Compile one ``{$name: arg}`` element of a pipeline."""
     if type(spec) is not dict:
@@ -81,5 +86,8 @@ def compile_stage(spec: Any, ctx: PipelineContext) -> list[Stage]:
     compiler = STAGES.get(name)
     if compiler is None:
         raise MongoError(40324, f"Unrecognized pipeline stage name: '{name}'")
+    if ctx.collator is not None and name in _SIMPLE_COLLATION_ONLY:
+        raise MongoError(ErrorCode.NotImplemented, f"bucketd does not run {name} under a "
+                         "collation other than simple")
     out = compiler(arg, ctx)
     return out if isinstance(out, list) else [out]

@@ -73,7 +73,7 @@ def compile_matcher(spec: dict, ctx: PipelineContext) -> Callable[[dict, dict], 
             rest[k] = v
     expr_fn = None
     if exprs:
-        scope = Scope(ctx.scope_vars())
+        scope = ctx.scope()
         fns = [compile_node(e, scope) for e in exprs]
         if len(fns) == 1:
             expr_fn = fns[0]
@@ -84,7 +84,7 @@ def compile_matcher(spec: dict, ctx: PipelineContext) -> Callable[[dict, dict], 
         return None
     static_vars = dict(ctx.variables)
     static_vars.setdefault("NOW", ctx.now)
-    m = compile_filter(rest, variables=static_vars) if rest else None
+    m = compile_filter(rest, variables=static_vars, collator=ctx.collator) if rest else None
     matches = m.matches if m is not None else None
     if expr_fn is None:
         if matches is None:  # {$match: {}} matches everything
@@ -100,13 +100,14 @@ class MatchStage(Stage):
 
     def __init__(self, spec: dict, ctx: PipelineContext) -> None:
         self.spec = spec
+        self.collator = ctx.collator
         self.pred = compile_matcher(spec, ctx)
 
     def run(self, docs: Iterator[dict], env: Env) -> Iterator[dict]:
         variables = env.variables
         pred = self.pred
         if pred is None:
-            m = compile_filter(self.spec, variables=variables)
+            m = compile_filter(self.spec, variables=variables, collator=self.collator)
             matches = m.matches
             for d in docs:
                 if matches(d):
@@ -209,7 +210,7 @@ class AddFieldsStage(Stage):
     def __init__(self, name: str, spec: dict, ctx: PipelineContext) -> None:
         self.name = name
         self.spec = spec
-        self.tree = compile_addfields_tree(spec, Scope(ctx.scope_vars()), name)
+        self.tree = compile_addfields_tree(spec, ctx.scope(), name)
         # Fast path: only top-level computed fields.
         self.flat = [(k, f) for k, f in self.tree.items() if type(f) is not dict] \
             if all(type(f) is not dict for f in self.tree.values()) else None
@@ -381,7 +382,7 @@ class ReplaceRootStage(Stage):
     def __init__(self, name: str, spec: Any, expr_spec: Any, ctx: PipelineContext) -> None:
         self.name = name
         self.spec = spec
-        self.fn: Fn = compile_node(expr_spec, Scope(ctx.scope_vars()))
+        self.fn: Fn = compile_node(expr_spec, ctx.scope())
 
     def run(self, docs: Iterator[dict], env: Env) -> Iterator[dict]:
         fn = self.fn
@@ -419,7 +420,7 @@ class RedactStage(Stage):
 
     def __init__(self, spec: Any, ctx: PipelineContext) -> None:
         self.spec = spec
-        self.fn = compile_node(spec, Scope(ctx.scope_vars(), current_rebound=True, redact=True))
+        self.fn = compile_node(spec, ctx.scope(current_rebound=True, redact=True))
 
     def _decide(self, sub: dict, root: dict, variables: dict) -> str:
         variables["CURRENT"] = sub
@@ -526,7 +527,7 @@ class DocumentsStage(Stage):
 
     def __init__(self, spec: Any, ctx: PipelineContext) -> None:
         self.spec = spec
-        self.fn = compile_node(spec, Scope(ctx.scope_vars()))
+        self.fn = compile_node(spec, ctx.scope())
 
     def run(self, docs: Iterator[dict], env: Env) -> Iterator[dict]:
         value = self.fn({}, env.variables)

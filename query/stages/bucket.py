@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from query.accumulators import AccumulatorDef, compile_accumulator
 from query.context import PipelineContext
-from query.expressions.comparison import agg_key
+from query.expressions.comparison import agg_key, agg_key_fn
 from query.expressions.core import Scope, compile_node, const_value, is_const
 from query.expressions.reducers import Tracker
 from query.expressions.registry import Fn
@@ -23,7 +23,7 @@ from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 
 from .base import Env, Stage, register_stage
-from .group import GroupStage, parse_accumulator_fields
+from .group import GroupStage, group_key_fn, parse_accumulator_fields
 from .sort import SortStage
 
 __all__ = ["BucketAutoStage", "GRANULARITIES", "round_up", "round_down"]
@@ -42,7 +42,7 @@ def _c_bucket(spec: Any, ctx: PipelineContext) -> list[Stage]:
     if type(spec) is not dict:
         raise MongoError(40201, "Argument to $bucket stage must be an object, but found type: "
                          f"{type_name(spec)}.")
-    scope = Scope(ctx.scope_vars())
+    scope = ctx.scope()
     group_by = boundaries = output = None
     default: Any = MISSING
     for k, v in spec.items():
@@ -71,6 +71,7 @@ def _c_bucket(spec: Any, ctx: PipelineContext) -> list[Stage]:
     if len(boundaries) < 2:
         raise MongoError(40192, "The $bucket 'boundaries' field must have at least 2 values, "
                          f"but found {len(boundaries)} value(s).")
+    agg_key = agg_key_fn(ctx.collator)
     keys = [agg_key(b) for b in boundaries]
     for i in range(1, len(boundaries)):
         a, b = boundaries[i - 1], boundaries[i]
@@ -114,6 +115,7 @@ def _c_bucket(spec: Any, ctx: PipelineContext) -> list[Stage]:
     group.spec = {"_id": {"$switch": switch}, **out_spec}
     group.id_fn = bucket_id
     group.accs = accs
+    group.key = group_key_fn(ctx.collator)
     return [group, SortStage({"_id": 1}, ctx)]
 
 
@@ -293,7 +295,7 @@ def _c_bucket_auto(spec: Any, ctx: PipelineContext) -> Stage:
     if type(spec) is not dict:
         raise MongoError(40240, "The argument to $bucketAuto must be an object, but found type: "
                          f"{type_name(spec)}")
-    scope = Scope(ctx.scope_vars())
+    scope = ctx.scope()
     group_by = None
     n: int | None = None
     accs: list[tuple[str, AccumulatorDef]] = []

@@ -27,6 +27,7 @@ from query.expressions.reducers import Tracker, approx_size
 from query.expressions.registry import Fn
 from query.spill import SpillFile, group_limit_error
 from storage.bson_order import sort_key
+from storage.collation import Collator
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
@@ -34,7 +35,7 @@ from storage.vocabulary.missing import MISSING
 from .base import Env, Stage, register_stage
 from .sort import SortStage
 
-__all__ = ["GroupStage", "group_key", "parse_accumulator_fields", "make_group_id_fn"]
+__all__ = ["GroupStage", "group_key", "group_key_fn", "parse_accumulator_fields", "make_group_id_fn"]
 
 _NAN_KEY: Final = ("\x00nan",)
 _ACC_OVERHEAD: Final = 48
@@ -67,6 +68,14 @@ def group_key(v: Any) -> Any:
             return float("inf") if d > 0 else float("-inf")
         return d
     return sort_key(v)
+
+
+def group_key_fn(collator: Collator | None) -> Callable[[Any], Any]:
+    """`group_key` under a collation: strings equal by the collation share a group."""
+    if collator is None:
+        return group_key
+    tr = collator.translate
+    return lambda v: group_key(tr(v))
 
 
 def parse_accumulator_fields(spec: dict, scope: Scope, skip: tuple[str, ...] = ("_id",)
@@ -124,8 +133,10 @@ def make_group_id_fn(id_spec: Any, scope: Scope) -> Fn:
 class _Grouper:
     """Groups documents in memory; reports when it is over its memory limit."""
 
-    def __init__(self, id_fn: Fn, accs: list[tuple[str, AccumulatorDef]]) -> None:
+    def __init__(self, id_fn: Fn, accs: list[tuple[str, AccumulatorDef]],
+                 key: Callable[[Any], Any] = group_key) -> None:
         self.id_fn = id_fn
+        self.key = key
         self.names = [n for n, _ in accs]
         self.defs = [d for _, d in accs]
         self.args = [d.argument for d in self.defs]
@@ -148,11 +159,13 @@ class _Grouper:
         pairs_single = len(defs) == 1
         arg0 = self.args[0] if defs else None
         args = self.args
+        key = self.key
+        simple = key is group_key
 
         def add(doc: dict, variables: dict, create: bool = True) -> bool:
             gid = id_fn(doc, variables)
             t = type(gid)
-            hk = gid if t is str or t is int else group_key(gid)
+            hk = gid if t is int or (t is str and simple) else key(gid)
             g = groups.get(hk)
             if g is None:
                 if not create:
@@ -185,10 +198,11 @@ class GroupStage(Stage):
 
     def __init__(self, spec: dict, ctx: PipelineContext) -> None:
         self.spec = spec
-        scope = Scope(ctx.scope_vars())
+        scope = ctx.scope()
         if "_id" not in spec:
             raise MongoError(15955, "a group specification must include an _id")
         self.id_fn = make_group_id_fn(spec["_id"], scope)
+        self.key = group_key_fn(ctx.collator)
         self.accs = parse_accumulator_fields(spec, scope)
 
     def run(self, docs: Iterator[dict], env: Env) -> Iterator[dict]:
@@ -198,7 +212,7 @@ class GroupStage(Stage):
         ctx = env.ctx
         limit = ctx.memory_limit_bytes
         variables = env.variables
-        g = _Grouper(self.id_fn, self.accs)
+        g = _Grouper(self.id_fn, self.accs, self.key)
         add = g.adder()
         n = 0
         it = iter(docs)
@@ -221,7 +235,7 @@ class GroupStage(Stage):
             id_fn = self.id_fn
             for d in it:
                 if not add(d, variables, create=False):
-                    hk = group_key(id_fn(d, variables))
+                    hk = self.key(id_fn(d, variables))
                     parts[hash((depth, hk)) % _PARTITIONS].write(d)
                 if n % _CHECK_EVERY == 0 and g.tracker.used > limit:
                     raise MongoError(ErrorCode.ExceededMemoryLimit,

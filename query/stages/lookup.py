@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from query.context import PipelineContext
-from query.expressions.core import Scope, compile_node, validate_user_var_name
+from query.expressions.core import compile_node, validate_user_var_name
 from query.expressions.registry import Fn
 from query.expressions.values import value_repr
 from storage.errors import MongoError
@@ -23,7 +23,7 @@ from storage.vocabulary.missing import MISSING
 
 from .base import Env, Stage, register_stage
 from .basic import validate_field_path
-from .group import group_key
+from .group import group_key_fn
 from .unwind import set_path
 
 __all__ = ["LookupStage", "UnionWithStage", "path_values"]
@@ -111,7 +111,7 @@ class LookupStage(Stage):
         if type(let) is not dict:
             raise MongoError(ErrorCode.FailedToParse, "$lookup argument 'let' must be an object, "
                              f"is type {type_name(let)}")
-        scope = Scope(ctx.scope_vars())
+        scope = ctx.scope()
         for name, expr in let.items():
             validate_user_var_name(name, for_write=True)
             self.lets.append((name, compile_node(expr, scope)))
@@ -125,6 +125,7 @@ class LookupStage(Stage):
         if self.from_coll is None and not (self.pipeline and self.pipeline.starts_with_source):
             raise MongoError(ErrorCode.FailedToParse, "must specify 'from' field for a $lookup")
         self.correlated = bool(self.lets) or "$$" in repr(spec.get("pipeline", []))
+        self.key = group_key_fn(ctx.collator)
 
     def run(self, docs: Iterator[dict], env: Env) -> Iterator[dict]:
         foreign = [] if self.from_coll is None else _foreign_docs(env.ctx, self.from_coll)
@@ -154,10 +155,11 @@ class LookupStage(Stage):
     def _index(self, foreign: list[dict]) -> dict[Any, list[int]]:
         index: dict[Any, list[int]] = {}
         parts = self.foreign
+        key = self.key
         assert parts is not None
         for i, fd in enumerate(foreign):
             vals = path_values(fd, parts)
-            keys = {group_key(v) for v in vals} if vals else {None}
+            keys = {key(v) for v in vals} if vals else {None}
             for k in keys:
                 index.setdefault(k, []).append(i)
         return index
@@ -165,7 +167,8 @@ class LookupStage(Stage):
     def _equality_matches(self, d: dict, index: dict, foreign: list[dict]) -> list[dict]:
         assert self.local is not None
         vals = path_values(d, self.local)
-        keys = {group_key(v) for v in vals} if vals else {None}
+        key = self.key
+        keys = {key(v) for v in vals} if vals else {None}
         hits: set[int] = set()
         for k in keys:
             hits.update(index.get(k, ()))

@@ -228,7 +228,7 @@ class ProjectStage(Stage):
 
     def __init__(self, spec: dict, ctx: PipelineContext) -> None:
         self.spec = spec
-        self.projection = AggregationProjection(spec, Scope(ctx.scope_vars()))
+        self.projection = AggregationProjection(spec, ctx.scope())
 
     def run(self, docs: Iterator[dict], env: Env) -> Iterator[dict]:
         apply = self.projection.apply

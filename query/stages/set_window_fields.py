@@ -9,7 +9,7 @@ from typing import Any
 
 from query.context import PipelineContext
 from query.expressions.comparison import agg_key
-from query.expressions.core import Scope, compile_node
+from query.expressions.core import compile_node
 from query.expressions.reducers import approx_size
 from query.expressions.registry import Fn
 from query.spill import external_sort
@@ -35,7 +35,7 @@ class SetWindowFieldsStage(Stage):
 
     def __init__(self, spec: dict, ctx: PipelineContext) -> None:
         self.spec = spec
-        scope = Scope(ctx.scope_vars())
+        scope = ctx.scope()
         for k in spec:
             if k not in ("partitionBy", "sortBy", "output"):
                 raise MongoError(ErrorCode.IDLUnknownField,

@@ -11,6 +11,7 @@ from bson import Int64
 from query.context import PipelineContext
 from query.sort import compile_sort
 from query.spill import external_sort
+from storage.collation import Collator
 from storage.errors import MongoError
 
 from .base import Env, Stage, register_stage
@@ -18,9 +19,9 @@ from .base import Env, Stage, register_stage
 __all__ = ["SortStage", "compile_sort_key"]
 
 
-def compile_sort_key(spec: dict) -> Any:
+def compile_sort_key(spec: dict, collator: Collator | None = None) -> Any:
     """A key function for `sorted()` from a sort spec (via query.sort)."""
-    return compile_sort(spec)
+    return compile_sort(spec, collator)
 
 
 class SortStage(Stage):
@@ -29,7 +30,7 @@ class SortStage(Stage):
 
     def __init__(self, spec: dict, ctx: PipelineContext) -> None:
         self.spec = spec
-        self.key = compile_sort_key(spec)
+        self.key = compile_sort_key(spec, ctx.collator)
         self.limit: int | None = None
 
     def run(self, docs: Iterator[dict], env: Env) -> Iterator[dict]:

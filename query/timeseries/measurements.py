@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from query.match import compile_filter
+from storage.collation import Collator
 from storage.collection import Collection
 from storage.timeseries import BucketSpec, TimeseriesOptions, unpack_bucket
 from storage.timeseries.row_filter import compile_row_filter, select_measurements
@@ -26,15 +27,19 @@ def unpacked_measurements(buckets: Collection, opts: TimeseriesOptions,
                           flt: dict[str, Any] | None, bflt: dict[str, Any] | None,
                           fields: frozenset[str] | None, *, row_filter_declines: int,
                           variables: dict[str, Any] | None = None,
+                          collator: Collator | None = None,
                           stats: ReadStats | None = None) -> Iterator[dict[str, Any]]:
     """Measurements matching `flt` (lazily), from the buckets matching `bflt`; the
     filter's `$expr` may read `variables` (the command's `let`).
 
     Only the fields needed are decoded when `fields` is given. The row pre-filter is
-    tried until it declines `row_filter_declines` buckets in a row (0: never tried).
+    tried until it declines `row_filter_declines` buckets in a row (0: never tried); it
+    is not tried under a collation (`collator`, None: simple), which both filters use.
     `stats` counts the work for explain.
     """
-    matcher = compile_filter(flt or {}, variables=variables)
+    matcher = compile_filter(flt or {}, variables=variables, collator=collator)
+    if collator is not None:
+        row_filter_declines = 0
     if fields is not None:
         if matcher.has_expr:
             fields = None  # $expr may read any field
@@ -42,7 +47,7 @@ def unpacked_measurements(buckets: Collection, opts: TimeseriesOptions,
             fields = frozenset(fields | {f.split(".", 1)[0] for f in matcher.fields()})
     spec = BucketSpec(opts.time_field, opts.meta_field, fields or frozenset(),
                       include=fields is not None)
-    scan = BucketScan(buckets, bflt, stats)
+    scan = BucketScan(buckets, bflt, stats, collator)
     trivial = matcher.is_trivial
     rows = compile_row_filter(flt, opts.time_field, opts.meta_field) \
         if flt and row_filter_declines else None

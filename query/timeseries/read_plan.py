@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from query.context import PipelineContext
+from storage.collation import Collator
 from storage.collection import Collection
 from storage.timeseries import TimeseriesOptions, bucket_filter
 
@@ -66,15 +67,16 @@ class TimeseriesRead:
 
     def measurements(self, flt: dict[str, Any] | None,
                      fields: frozenset[str] | None = None,
-                     variables: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
-        """The measurements matching `flt` (whose `$expr` may read `variables`): the row
-        pre-filter or the general path."""
+                     variables: dict[str, Any] | None = None,
+                     collator: Collator | None = None) -> Iterator[dict[str, Any]]:
+        """The measurements matching `flt` (whose `$expr` may read `variables`) under
+        `collator` (None: simple): the row pre-filter or the general path."""
         if self.buckets is None:
             return iter(())
         return unpacked_measurements(
             self.buckets, self.options, flt, self.bucket_filter(flt), fields,
             row_filter_declines=self.paths.row_filter_declines if self.paths.row_filter
-            else 0, variables=variables, stats=self.stats)
+            else 0, variables=variables, stats=self.stats, collator=collator)
 
 
 def pipeline_read(read: TimeseriesRead, stages: list[Any], ctx: PipelineContext,
@@ -83,6 +85,8 @@ def pipeline_read(read: TimeseriesRead, stages: list[Any], ctx: PipelineContext,
                   general: Callable[[], Iterator[Any]]) -> Iterator[Any]:
     """The results of `stages` on the collection: `whole(measurements)` runs the whole
     pipeline on a source, `general()` is the general path's result."""
+    if ctx.collator is not None:  # the fast paths compare strings simply
+        return general()
     stats = read.stats
     if read.paths.lastpoint:
         last = lastpoint_measurements(read.buckets, read.options, stages, fields, stats)

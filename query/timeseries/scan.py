@@ -14,6 +14,7 @@ from typing import Any
 
 from query.executor import FindSpec, PreparedFind, candidates, prepare_find
 from storage.bsonutil import decode
+from storage.collation import Collator, has_string
 from storage.collection import Collection
 from storage.collection_results import ScanStats
 
@@ -37,10 +38,15 @@ class BucketScan:
     """The buckets of `buckets` that can match `bucket_filter` (None: all of them)."""
 
     def __init__(self, buckets: Collection | None, bucket_filter: dict[str, Any] | None,
-                 stats: ReadStats | None = None) -> None:
+                 stats: ReadStats | None = None, collator: Collator | None = None) -> None:
         self.collection = buckets
         self.filter = bucket_filter
-        self.prepared: PreparedFind = prepare_find(buckets, FindSpec(filter=bucket_filter))
+        # Bucket filters hold no $expr: without a string in them a collation changes nothing,
+        # and the buckets collection's (simple) indexes stay usable.
+        if not has_string(bucket_filter):
+            collator = None
+        self.prepared: PreparedFind = prepare_find(buckets, FindSpec(filter=bucket_filter,
+                                                                     collator=collator))
         self.stats = stats
 
     def raw(self) -> Iterator[tuple[int, bytes]]:

@@ -32,6 +32,7 @@ from query.update.validate import (
 )
 from query.update.values import identical, short_repr
 from query.variables import CommandVariables, resolve_constants
+from storage.collation import Collator
 from storage.errors import MongoError
 from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.error_codes import ErrorCode
@@ -285,7 +286,8 @@ def _insert(root: ObjNode, parts: list[str], leaf: Leaf) -> None:
     node.children[parts[-1]] = leaf
 
 
-def _parse_array_filters(array_filters: list[Any] | None) -> dict[str, Matcher]:
+def _parse_array_filters(array_filters: list[Any] | None, collator: Collator | None = None
+                         ) -> dict[str, Matcher]:
     out: dict[str, Matcher] = {}
     if array_filters is not None and not isinstance(array_filters, list):
         raise MongoError(ErrorCode.TypeMismatch, "BSON field 'arrayFilters' is the wrong type "
@@ -293,7 +295,7 @@ def _parse_array_filters(array_filters: list[Any] | None) -> dict[str, Matcher]:
     for af in array_filters or []:
         if not isinstance(af, dict):
             raise MongoError(ErrorCode.TypeMismatch, "Each array filter must be an object")
-        m = compile_filter(af)
+        m = compile_filter(af, collator=collator)
         idents = {p.split(".")[0] for p in m.fields()}
         if not idents:
             raise MongoError(ErrorCode.FailedToParse, "Cannot use an expression without a "
@@ -316,20 +318,21 @@ def _parse_array_filters(array_filters: list[Any] | None) -> dict[str, Matcher]:
 
 def compile_update(spec: Any, *, array_filters: list[dict[str, Any]] | None = None,
                    is_upsert: bool = False, variables: CommandVariables | None = None,
-                   constants: dict[str, Any] | None = None) -> Update:
+                   constants: dict[str, Any] | None = None,
+                   collator: Collator | None = None) -> Update:
     """Compile an update: operators, a replacement document or a pipeline (a list of
     stages, which may read `variables` and the statement's `constants`); raises
     MongoError on bad input."""
     if not isinstance(spec, dict | list):
         raise MongoError(ErrorCode.FailedToParse, "Update argument must be either an object or "
                          "an array")
-    filters = _parse_array_filters(array_filters)
+    filters = _parse_array_filters(array_filters, collator)
     if isinstance(spec, list):
         if filters:
             raise MongoError(ErrorCode.FailedToParse, "arrayFilters may not be specified for "
                              "pipeline-style updates")
         pipeline = UpdatePipeline(spec, variables or CommandVariables(),
-                                  resolve_constants(constants))
+                                  resolve_constants(constants), collator)
         return Update(spec, "pipeline", None, None, {}, [], is_upsert, pipeline)
     if constants is not None:
         raise MongoError(51198, "Constant values may only be specified for pipeline updates")
@@ -368,7 +371,7 @@ def compile_update(spec: Any, *, array_filters: list[dict[str, Any]] | None = No
                 _insert(root, dparts, dest)
                 leaf_paths.extend((path, arg))
                 continue
-            _insert(root, parts, make_leaf(op, path, arg))
+            _insert(root, parts, make_leaf(op, path, arg, collator))
             leaf_paths.append(path)
     for ident in filters:
         if ident not in used:

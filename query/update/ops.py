@@ -20,7 +20,8 @@ from query.match.regex import compile_regex, is_regex_value, regex_parts
 from query.paths import is_array_index
 from query.update.arith import ArithOverflow, arith, zero_like
 from query.update.values import identical, short_repr
-from storage.bson_order import compare, sort_key, values_equal
+from storage.bson_order import sort_key, values_equal
+from storage.collation import Collator, collation_key_fn
 from storage.errors import MongoError
 from storage.vocabulary.bson_types import is_number, type_name
 from storage.vocabulary.error_codes import ErrorCode
@@ -126,7 +127,9 @@ def _apply_min_max(leaf: Leaf, container: Any, key: str, exists: bool, cur: Any,
     if not exists:
         set_place(container, key, copy.deepcopy(leaf.arg), path)
         return
-    c = compare(leaf.arg, cur)
+    sk = leaf.extra.get("key", sort_key)
+    ka, kc = sk(leaf.arg), sk(cur)
+    c = (ka > kc) - (ka < kc)
     if (leaf.op == "$min" and c < 0) or (leaf.op == "$max" and c > 0):
         set_place(container, key, copy.deepcopy(leaf.arg), path)
 
@@ -146,7 +149,8 @@ def _require_array_for(name: str, key: str, cur: Any, ctx: ApplyContext) -> None
                          f"document {{_id: {short_repr(ctx.root.get('_id'))}}}")
 
 
-def _push_sort_key(spec: Any) -> Callable[[Any], Any]:
+def _push_sort_key(spec: Any, sort_key: Callable[[Any], Any] = sort_key
+                   ) -> Callable[[Any], Any]:
     if not isinstance(spec, dict):
         return sort_key
     fields = [(tuple(p.split(".")), d) for p, d in spec.items()]
@@ -201,10 +205,11 @@ def _apply_push(leaf: Leaf, container: Any, key: str, exists: bool, cur: Any,
         arr[at:at] = items
     sort_spec = leaf.extra.get("sort")
     if sort_spec is not None:
+        sk = leaf.extra.get("key", sort_key)
         if isinstance(sort_spec, dict):
-            arr.sort(key=_push_sort_key(sort_spec))
+            arr.sort(key=_push_sort_key(sort_spec, sk))
         else:
-            arr.sort(key=sort_key, reverse=sort_spec < 0)
+            arr.sort(key=sk, reverse=sort_spec < 0)
     n = leaf.extra.get("slice")
     if n is not None:
         arr = arr[:n] if n >= 0 else arr[max(len(arr) + n, 0):]
@@ -221,10 +226,11 @@ def _apply_add_to_set(leaf: Leaf, container: Any, key: str, exists: bool, cur: A
         raise MongoError(ErrorCode.BadValue,
                          f"Cannot apply $addToSet to non-array field. Field named '{key}' has "
                          f"non-array type {type_name(cur)}")
-    keys = {_hashable(sort_key(e)) for e in cur}
+    sk = leaf.extra.get("key", sort_key)
+    keys = {_hashable(sk(e)) for e in cur}
     added = False
     for item in items:
-        k = _hashable(sort_key(item))
+        k = _hashable(sk(item))
         if k not in keys:
             keys.add(k)
             cur.append(copy.deepcopy(item))
@@ -366,7 +372,7 @@ def _parse_push_sort(v: Any) -> Any:
     return n
 
 
-def _parse_add_to_set(arg: Any) -> list[Any]:
+def _parse_add_to_set(arg: Any, sort_key: Callable[[Any], Any] = sort_key) -> list[Any]:
     if isinstance(arg, dict) and arg and next(iter(arg)) == "$each":
         if len(arg) != 1:
             raise MongoError(ErrorCode.BadValue,
@@ -388,13 +394,13 @@ def _parse_add_to_set(arg: Any) -> list[Any]:
     return out
 
 
-def _pull_pred(arg: Any) -> Callable[[Any], bool]:
+def _pull_pred(arg: Any, collator: Collator | None = None) -> Callable[[Any], bool]:
     if isinstance(arg, dict) and arg:
         first = next(iter(arg))
         if first.startswith("$") and not ("$ref" in arg and "$id" in arg):
-            m = compile_filter({"x": arg})
+            m = compile_filter({"x": arg}, collator=collator)
             return lambda e: m.matches({"x": e})
-        m = compile_filter(arg)
+        m = compile_filter(arg, collator=collator)
         return lambda e: type(e) is dict and m.matches(e)
     if is_regex_value(arg):
         p, o = regex_parts(arg)
@@ -402,11 +408,16 @@ def _pull_pred(arg: Any) -> Callable[[Any], bool]:
         norm = (p, o)
         return lambda e: (type(e) is str and rx.search(e) is not None) or (
             is_regex_value(e) and regex_parts(e) == norm)
+    if collator is not None:
+        key = collator.sort_key(arg)
+        return lambda e: collator.sort_key(e) == key
     return lambda e: values_equal(e, arg)
 
 
-def make_leaf(op: str, path: str, arg: Any) -> Leaf:
-    """Validate `arg` for `op` and build the leaf (raises MongoError like MongoDB)."""
+def make_leaf(op: str, path: str, arg: Any, collator: Collator | None = None) -> Leaf:
+    """Validate `arg` for `op` and build the leaf (raises MongoError like MongoDB); the
+    array operators and $min/$max compare strings by `collator` (None: simple)."""
+    sk = collation_key_fn(collator)
     if op in ("$set",):
         return Leaf(op, path, arg, _apply_set)
     if op == "$setOnInsert":
@@ -421,7 +432,7 @@ def make_leaf(op: str, path: str, arg: Any) -> Leaf:
                              f"{short_repr(arg)}}}")
         return Leaf(op, path, arg, _arith_apply(op, "add" if op == "$inc" else "mul"))
     if op in ("$min", "$max"):
-        return Leaf(op, path, arg, _apply_min_max)
+        return Leaf(op, path, arg, _apply_min_max, {"key": sk})
     if op == "$currentDate":
         if isinstance(arg, bool):
             ts = False
@@ -441,9 +452,10 @@ def make_leaf(op: str, path: str, arg: Any) -> Leaf:
                              "boolean ('true') or a $type expression ({$type: 'timestamp/date'}).")
         return Leaf(op, path, arg, _apply_current_date, {"timestamp": ts})
     if op == "$push":
-        return Leaf(op, path, arg, _apply_push, _parse_push(path, arg))
+        return Leaf(op, path, arg, _apply_push, {**_parse_push(path, arg), "key": sk})
     if op == "$addToSet":
-        return Leaf(op, path, arg, _apply_add_to_set, {"each": _parse_add_to_set(arg)})
+        return Leaf(op, path, arg, _apply_add_to_set,
+                    {"each": _parse_add_to_set(arg, sk), "key": sk})
     if op == "$pop":
         n = arg if is_number(arg) and not isinstance(arg, bool) else None
         if n is None:
@@ -454,14 +466,13 @@ def make_leaf(op: str, path: str, arg: Any) -> Leaf:
             raise MongoError(ErrorCode.FailedToParse, f"$pop expects 1 or -1, found: {short_repr(arg)}")
         return Leaf(op, path, arg, _apply_pop, {"front": num < 0})
     if op == "$pull":
-        return Leaf(op, path, arg, _apply_pull, {"pred": _pull_pred(arg)})
+        return Leaf(op, path, arg, _apply_pull, {"pred": _pull_pred(arg, collator)})
     if op == "$pullAll":
         if not isinstance(arg, list):
             raise MongoError(ErrorCode.BadValue, "$pullAll requires an array argument but was "
                              f"given a {type_name(arg)}")
-        values = list(arg)
-        return Leaf(op, path, arg, _apply_pull,
-                    {"pred": lambda e: any(values_equal(e, v) for v in values)})
+        keys = [sk(v) for v in arg]
+        return Leaf(op, path, arg, _apply_pull, {"pred": lambda e: sk(e) in keys})
     if op == "$bit":
         raise MongoError(ErrorCode.NotImplemented, "$bit is not supported by bucketd")
     raise AssertionError(op)

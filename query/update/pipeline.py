@@ -19,6 +19,7 @@ from typing import Any, Final
 from query.context import PipelineContext
 from query.pipeline import compile_pipeline
 from query.variables import CommandVariables
+from storage.collation import Collator
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
@@ -32,10 +33,10 @@ class UpdatePipeline:
     """A compiled update pipeline: `transform(doc)` is the document it makes of `doc`."""
 
     def __init__(self, stages: list[Any], variables: CommandVariables,
-                 constants: Mapping[str, Any]) -> None:
+                 constants: Mapping[str, Any], collator: Collator | None = None) -> None:
         user = {**variables.user, **constants}
         ctx = PipelineContext(now=variables.now, cluster_time=variables.cluster_time,
-                              variables=user)
+                              variables=user, collator=collator)
         self.spec = stages
         self._pipeline = compile_pipeline(stages, ctx)
         for stage in self._pipeline.stages:

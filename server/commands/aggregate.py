@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from storage.collation import OperationCollation
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
@@ -11,6 +12,7 @@ from ..aggregate_explain import explain_pipeline
 from ..aggregation import build_context, run_pipeline
 from ..context import CommandRequest
 from ..namespaces import raw_target
+from ..parsing.collation import collation_arg
 from ._args import check_fields, get_bool, get_doc, get_int, get_list, require
 
 ALLOWED = ("pipeline", "cursor", "explain", "allowDiskUse", "let", "hint", "collation",
@@ -31,7 +33,8 @@ def _target(body: dict[str, Any]) -> str | None:
     return v
 
 
-def _parse(req: CommandRequest) -> tuple[str | None, list[Any], int | None, bool]:
+def _parse(req: CommandRequest
+           ) -> tuple[str | None, list[Any], int | None, bool, OperationCollation]:
     body = req.body
     check_fields(body, "aggregate", ALLOWED)
     coll = _target(body)
@@ -49,17 +52,15 @@ def _parse(req: CommandRequest) -> tuple[str | None, list[Any], int | None, bool
     batch_size = get_int(cursor or {}, "aggregate", "batchSize")
     if batch_size is not None and batch_size < 0:
         raise MongoError(ErrorCode.BadValue, "Cursor batchSize must not be negative")
-    collation = body.get("collation")
-    if collation and (not isinstance(collation, dict) or collation.get("locale") != "simple"):
-        raise MongoError(ErrorCode.NotImplemented, "only the simple collation is supported")
+    collation = collation_arg(body, "aggregate.collation")
     allow = body.get("allowDiskUse")
     allow_disk = bool(req.server.params.get("allowDiskUseByDefault")) if allow is None \
         else bool(allow)
-    return coll, pipeline, batch_size, allow_disk
+    return coll, pipeline, batch_size, allow_disk, collation
 
 
 async def handle(req: CommandRequest) -> dict[str, Any]:
-    coll, pipeline, batch_size, allow_disk = _parse(req)
+    coll, pipeline, batch_size, allow_disk, collation = _parse(req)
     if req.body.get("explain"):
         return await explain(req, req.body, "queryPlanner")
     bypass = get_bool(req.body, "aggregate", "bypassDocumentValidation", False)
@@ -68,7 +69,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     writes = any(isinstance(s, dict) and ("$out" in s or "$merge" in s) for s in pipeline)
 
     def start() -> Any:
-        _pipeline, it = run_pipeline(req, coll, pipeline, ctx, let)
+        _pipeline, it = run_pipeline(req, coll, pipeline, ctx, let, collation)
         if writes:
             # $out/$merge run to completion now: the write is part of this command.
             return iter(list(it))
@@ -86,13 +87,14 @@ async def explain(req: CommandRequest, body: dict[str, Any], verbosity: str) -> 
     req.body = {k: v for k, v in body.items() if k != "explain"}
     req.body.setdefault("cursor", {})
     try:
-        coll, pipeline, _bs, allow_disk = _parse(req)
+        coll, pipeline, _bs, allow_disk, collation = _parse(req)
     finally:
         req.body = saved
     ctx = build_context(req, coll, allow_disk_use=allow_disk)
 
     def run() -> dict[str, Any]:
-        out = explain_pipeline(req, coll, pipeline, ctx, body.get("let"), verbosity)
+        out = explain_pipeline(req, coll, pipeline, ctx, body.get("let"), verbosity,
+                               collation)
         out["command"] = body
         return out
 

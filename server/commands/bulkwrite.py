@@ -26,6 +26,7 @@ from storage.vocabulary.missing import MISSING
 
 from ..context import CommandRequest
 from ..namespaces import TimeseriesTarget, resolve_namespace
+from ..parsing.collation import collation_arg
 from ..timeseries.service import timeseries_service
 from ..timeseries.writes import delete_statement, stage_measurements, update_statement
 from ..views.definitions import not_a_collection
@@ -129,7 +130,8 @@ def _update_statement(op: dict[str, Any], variables: CommandVariables) -> Update
     return UpdateStatement(q=op["filter"], u=op["updateMods"], multi=bool(op.get("multi")),
                            upsert=bool(op.get("upsert")), array_filters=op.get("arrayFilters"),
                            hint=op.get("hint"), sort=op.get("sort"), constants=_constants(op),
-                           variables=variables)
+                           variables=variables,
+                           collator=collation_arg(op, "bulkWrite.ops.collation"))
 
 
 def _update_result(matched: int, modified: int, upserted: Any) -> dict[str, Any]:
@@ -166,7 +168,8 @@ def _one_timeseries(req: CommandRequest, target: TimeseriesTarget, kind: str,
         return _update_result(out.matched, out.modified, out.upserted)
     if kind == "delete":
         out = delete_statement(req, target, _delete_filter(op), not op.get("multi"),
-                               variables.values(), op.get("hint"))
+                               variables.values(), op.get("hint"),
+                               collation_arg(op, "bulkWrite.ops.collation"))
         return {"n": out.matched, "_nDeleted": out.matched}
     raise MongoError(ErrorCode.FailedToParse, f"Unrecognized bulkWrite op type: {kind}")
 
@@ -198,7 +201,8 @@ def _one(catalog: Any, kind: str, op: dict[str, Any], db: str, name: str, bypass
     if kind == "delete":
         coll = catalog.get_collection(db, name)
         n, _ = delete_matching(coll, _delete_filter(op), limit_one=not op.get("multi"),
-                               hint=op.get("hint"), let=variables.values())
+                               hint=op.get("hint"), let=variables.values(),
+                               collator=collation_arg(op, "bulkWrite.ops.collation"))
         return {"n": n, "_nDeleted": n}
     raise MongoError(ErrorCode.FailedToParse, f"Unrecognized bulkWrite op type: {kind}")
 

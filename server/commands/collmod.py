@@ -130,8 +130,8 @@ def _modify_view(req: CommandRequest, entry: Any, view_on: str | None,
     current = view_definition(entry)
     view = ViewDefinition(entry.db, entry.name,
                           current.view_on if view_on is None else view_on,
-                          current.pipeline if pipeline is None else pipeline)
+                          current.pipeline if pipeline is None else pipeline,
+                          current.collation)
     catalog = req.storage.catalog
     check_definition(catalog, view)
-    catalog.set_options(entry.db, entry.name,
-                        options={"viewOn": view.view_on, "pipeline": view.pipeline})
+    catalog.set_options(entry.db, entry.name, options=view.options())

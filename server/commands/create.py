@@ -14,8 +14,10 @@ from bson.int64 import Int64
 
 from storage.bsontext import to_mongo_string
 from storage.clustered import CLUSTERED_OPTION, parse_clustered_index
+from storage.collation import parse_collation
 from storage.errors import MongoError
 from storage.timeseries import parse_expire_after_seconds
+from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.error_codes import ErrorCode
 
 from ..context import CommandRequest
@@ -43,13 +45,18 @@ _CLUSTERED = {CLUSTERED_OPTION, "expireAfterSeconds"}
 
 
 def plain_options(body: dict[str, Any]) -> dict[str, Any]:
-    """The options a plain collection keeps (what listCollections shows)."""
+    """The options a plain collection keeps (what listCollections shows): a default
+    collation as mongod normalises it (every field; none for the simple collation)."""
     opts: dict[str, Any] = {}
     for key in ALLOWED:
         if key in body and key not in _IGNORED and key not in _CLUSTERED:
             opts[key] = body[key]
     if opts.get("validator") == {}:
         del opts["validator"]  # mongod keeps no empty validator
+    if "collation" in opts:
+        collator = parse_collation(opts.pop("collation"))
+        if collator is not None:
+            opts["collation"] = dict(collator.document)
     return opts
 
 
@@ -86,9 +93,11 @@ def _refuse_unbuilt(body: dict[str, Any]) -> None:
     if "encryptedFields" in body:
         raise MongoError(ErrorCode.NotImplemented, "queryable encryption is not supported")
     collation = body.get("collation")
-    if collation is not None and (not isinstance(collation, dict)
-                                  or collation.get("locale") != "simple"):
-        raise MongoError(ErrorCode.NotImplemented, "only the simple collation is supported")
+    if collation is not None:
+        if not isinstance(collation, dict):
+            raise MongoError(ErrorCode.TypeMismatch, "BSON field 'create.collation' is the wrong "
+                             f"type '{type_name(collation)}', expected type 'object'")
+        parse_collation(collation)  # mongod's errors, before anything is created
 
 
 async def handle(req: CommandRequest) -> dict[str, Any]:
@@ -148,7 +157,9 @@ async def _create_view(req: CommandRequest, name: str) -> None:
     if name.startswith("system."):
         raise MongoError(ErrorCode.InvalidNamespace, "View name cannot start with 'system.', "
                          "which is reserved for system namespaces")
-    view = ViewDefinition(db, name, view_on, pipeline)
+    collator = parse_collation(body["collation"]) if "collation" in body else None
+    view = ViewDefinition(db, name, view_on, pipeline,
+                          None if collator is None else dict(collator.document))
 
     def create() -> None:
         catalog = req.storage.catalog
@@ -168,7 +179,6 @@ async def _create_view(req: CommandRequest, name: str) -> None:
                              f"namespace {db}.{name} already exists, but with different "
                              f"options: {to_mongo_string(shown)}")
         check_definition(catalog, view)
-        catalog.create_collection(db, name, {"viewOn": view_on, "pipeline": pipeline},
-                                  kind="view")
+        catalog.create_collection(db, name, view.options(), kind="view")
 
     await req.storage.run(create)

@@ -41,11 +41,11 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     catalog = req.storage.catalog
 
     def apply(_i: int, raw: Any, tally: WriteTally) -> None:
-        q, limit_one, hint = parse_delete_statement(raw)
+        q, limit_one, hint, collation = parse_delete_statement(raw)
         coll = catalog.get_collection(db, name)
         with catalog.transaction(durable=wc.j):
             deleted, _ = delete_matching(coll, q, limit_one=limit_one, hint=hint,
-                                         let=variables.values())
+                                         let=variables.values(), collator=collation)
         tally.n += deleted
         if deleted:
             after_direct_write(req, db, name)

@@ -12,6 +12,7 @@ from storage.vocabulary.error_codes import ErrorCode
 from ..context import CommandRequest
 from ..cursors import DEFAULT_FIRST_BATCH, first_batch_limit, take_batch
 from ..namespaces import TimeseriesTarget, raw_target, resolve_namespace
+from ..parsing.collation import collation_arg
 from ..timeseries.reads import find_measurements
 from ..views.reads import (
     check_find_options,
@@ -51,9 +52,7 @@ def parse_find(body: dict[str, Any], server_allow_disk: bool) -> tuple[FindSpec,
     single_batch = get_bool(body, "find", "singleBatch")
     if body.get("tailable") or body.get("awaitData"):
         raise MongoError(ErrorCode.BadValue, "tailable cursor requested on non capped collection")
-    collation = body.get("collation")
-    if collation and (not isinstance(collation, dict) or collation.get("locale") != "simple"):
-        raise MongoError(ErrorCode.NotImplemented, "only the simple collation is supported")
+    collation = collation_arg(body, "find.collation")
     if body.get("min") or body.get("max"):
         raise MongoError(ErrorCode.NotImplemented, "find with min/max is not supported")
     allow_disk = body.get("allowDiskUse")
@@ -64,6 +63,7 @@ def parse_find(body: dict[str, Any], server_allow_disk: bool) -> tuple[FindSpec,
         skip=skip, limit=limit, hint=body.get("hint"),
         let=command_variables(body, "find").values(),
         allow_disk_use=server_allow_disk if allow_disk is None else bool(allow_disk),
+        collator=collation,
     )
     first = batch_size
     if limit and limit <= (batch_size if batch_size is not None else DEFAULT_FIRST_BATCH):
@@ -111,7 +111,8 @@ async def _find_on_view(req: CommandRequest, name: str) -> dict[str, Any]:
     stages = find_pipeline(spec.filter, spec.sort, spec.skip, spec.limit, spec.projection)
     cursor = await find_through_view(req, name, stages, get_int(body, "find", "batchSize"),
                                      let=get_doc(body, "find", "let"),
-                                     allow_disk_use=spec.allow_disk_use)
+                                     allow_disk_use=spec.allow_disk_use,
+                                     collation=spec.collator)
     return {"cursor": cursor}
 
 

@@ -12,6 +12,7 @@ from storage.vocabulary.missing import MISSING
 
 from ..context import CommandRequest
 from ..namespaces import resolve_namespace
+from ..parsing.collation import collation_arg
 from ..timeseries.find_and_modify import MeasurementModify, find_and_modify_measurement
 from ..views.definitions import not_a_collection
 from ._args import check_fields, command_variables, get_bool, get_doc, namespace_arg
@@ -53,6 +54,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
         raise MongoError(ErrorCode.FailedToParse, "Update argument must be either an object or "
                          "an array")
     projection = compile_projection(fields) if fields else None
+    collation = collation_arg(body, "findAndModify.collation")
     db = req.db
 
     def run() -> dict[str, Any]:
@@ -67,12 +69,12 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
                 last, value = find_and_modify_measurement(req, ns.timeseries, MeasurementModify(
                     query=query, update=None if remove else update, sort=sort, upsert=upsert,
                     return_new=return_new, array_filters=body.get("arrayFilters"),
-                    hint=body.get("hint"), variables=variables))
+                    hint=body.get("hint"), variables=variables, collation=collation))
             elif remove:
                 coll = catalog.get_collection(db, name)
                 n, doc = delete_matching(coll, query, limit_one=True, sort=sort,
                                          hint=body.get("hint"), let=variables.values(),
-                                         want_doc=True)
+                                         want_doc=True, collator=collation)
                 value = doc
                 last = {"n": n}
             else:
@@ -81,7 +83,8 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
                     coll.options, f"{db}.{name}")
                 stmt = UpdateStatement(q=query, u=update, upsert=upsert,
                                        array_filters=body.get("arrayFilters"),
-                                       hint=body.get("hint"), sort=sort, variables=variables)
+                                       hint=body.get("hint"), sort=sort, variables=variables,
+                                       collator=collation)
 
                 def get_coll() -> Any:
                     return catalog.get_or_create_collection(db, name) if upsert else \

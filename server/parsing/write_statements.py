@@ -7,9 +7,12 @@ from typing import Any
 
 from query.executor import UpdateStatement
 from query.variables import CommandVariables
+from storage.collation import OperationCollation
 from storage.errors import MongoError
 from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.error_codes import ErrorCode
+
+from .collation import collation_arg
 
 __all__ = ["DELETE_STATEMENT_FIELDS", "UPDATE_STATEMENT_FIELDS", "parse_delete_statement",
            "parse_update_statement"]
@@ -17,7 +20,8 @@ __all__ = ["DELETE_STATEMENT_FIELDS", "UPDATE_STATEMENT_FIELDS", "parse_delete_s
 DELETE_STATEMENT_FIELDS = {"q", "limit", "hint", "collation"}
 
 
-def parse_delete_statement(s: Any) -> tuple[dict[str, Any], bool, Any]:
+def parse_delete_statement(s: Any) -> tuple[dict[str, Any], bool, Any, OperationCollation]:
+    """(q, limit one, hint, collation) of one delete statement."""
     if not isinstance(s, dict):
         raise MongoError(ErrorCode.TypeMismatch, "delete statements must be objects")
     for key in s:
@@ -38,10 +42,8 @@ def parse_delete_statement(s: Any) -> tuple[dict[str, Any], bool, Any]:
     if limit not in (0, 1) or isinstance(limit, bool):
         raise MongoError(ErrorCode.FailedToParse,
                          f"The limit field in delete objects must be 0 or 1. Got {limit}")
-    collation = s.get("collation")
-    if collation and (not isinstance(collation, dict) or collation.get("locale") != "simple"):
-        raise MongoError(ErrorCode.NotImplemented, "only the simple collation is supported")
-    return q, bool(limit), s.get("hint")
+    collation = collation_arg(s, "delete.deletes.collation")
+    return q, bool(limit), s.get("hint"), collation
 
 
 UPDATE_STATEMENT_FIELDS = {"q", "u", "upsert", "multi", "arrayFilters", "hint", "collation", "sort",
@@ -70,9 +72,7 @@ def parse_update_statement(s: Any, command: str = "update",
     if not isinstance(u, dict | list):
         raise MongoError(ErrorCode.FailedToParse, "Update argument must be either an object or "
                          "an array")
-    collation = s.get("collation")
-    if collation and (not isinstance(collation, dict) or collation.get("locale") != "simple"):
-        raise MongoError(ErrorCode.NotImplemented, "only the simple collation is supported")
+    collation = collation_arg(s, f"{command}.updates.collation")
     multi = bool(s.get("multi", False))
     sort = s.get("sort")
     if sort is not None and multi:
@@ -84,4 +84,4 @@ def parse_update_statement(s: Any, command: str = "update",
                          f"type '{type_name(constants)}', expected type 'object'")
     return UpdateStatement(q=q, u=u, multi=multi, upsert=bool(s.get("upsert", False)),
                            array_filters=s.get("arrayFilters"), hint=s.get("hint"), sort=sort,
-                           constants=constants, variables=variables)
+                           constants=constants, variables=variables, collator=collation)

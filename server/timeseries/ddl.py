@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from storage.collation import parse_collation
 from storage.errors import MongoError
 from storage.timeseries import (
     TimeseriesOptions,
@@ -43,6 +44,9 @@ async def create_timeseries(req: CommandRequest, name: str) -> None:
     view_options: dict[str, Any] = {"timeseries": opts.to_document()}
     if expire is not None:
         view_options["expireAfterSeconds"] = expire
+    collator = parse_collation(body["collation"]) if "collation" in body else None
+    if collator is not None:  # the default of every operation on the collection
+        view_options["collation"] = dict(collator.document)
     buckets = buckets_name(name)
 
     def run() -> None:
@@ -51,7 +55,8 @@ async def create_timeseries(req: CommandRequest, name: str) -> None:
         if existing.entry is not None:
             if existing.timeseries is not None and options_equal(
                     existing.timeseries.options, opts) and \
-                    existing.entry.options.get("expireAfterSeconds") == expire:
+                    existing.entry.options.get("expireAfterSeconds") == expire and \
+                    existing.entry.options.get("collation") == view_options.get("collation"):
                 return
             raise MongoError(ErrorCode.NamespaceExists, f"Collection {ns} already exists.")
         if catalog.entry(db, buckets) is not None:

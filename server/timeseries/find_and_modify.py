@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from query.executor import UpdateStatement
 from query.variables import CommandVariables
+from storage.collation import COLLECTION_DEFAULT, OperationCollation
 from storage.vocabulary.missing import MISSING
 
 from .writes import delete_statement, refuse_sort, update_statement
@@ -32,6 +33,7 @@ class MeasurementModify:
     array_filters: list[dict[str, Any]] | None
     hint: Any
     variables: CommandVariables
+    collation: OperationCollation = COLLECTION_DEFAULT
 
 
 def find_and_modify_measurement(req: CommandRequest, target: TimeseriesTarget,
@@ -42,11 +44,11 @@ def find_and_modify_measurement(req: CommandRequest, target: TimeseriesTarget,
     refuse_sort(spec.sort)
     if spec.update is None:
         out = delete_statement(req, target, spec.query, True, spec.variables.values(),
-                               spec.hint)
+                               spec.hint, spec.collation)
         return {"n": 1 if out.before is not None else 0}, out.before
     out = update_statement(req, target, UpdateStatement(
         q=spec.query, u=spec.update, upsert=spec.upsert, array_filters=spec.array_filters,
-        hint=spec.hint, variables=spec.variables))
+        hint=spec.hint, variables=spec.variables, collator=spec.collation))
     last: dict[str, Any] = {"n": 1 if out.upserted is not MISSING else out.matched,
                             "updatedExisting": out.matched > 0}
     if out.upserted is not MISSING:

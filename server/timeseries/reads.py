@@ -17,9 +17,15 @@ from query.executor import FindSpec, distinct_leaf_values
 from query.projection import compile_projection
 from query.sort import compile_sort
 from query.timeseries.read_plan import pipeline_read
-from storage.bson_order import sort_key
+from storage.collation import (
+    COLLECTION_DEFAULT,
+    Collator,
+    OperationCollation,
+    collation_key_fn,
+)
 
 from ..cursors import first_batch_limit, take_batch
+from ..parsing.collation import timeseries_collator
 from .service import timeseries_service
 
 if TYPE_CHECKING:
@@ -32,11 +38,12 @@ __all__ = ["count_measurements", "distinct_measurements",
 
 def measurement_source(req: CommandRequest, target: TimeseriesTarget,
                        flt: dict[str, Any] | None, fields: frozenset[str] | None = None,
-                       variables: dict[str, Any] | None = None
-                       ) -> Iterator[dict[str, Any]]:
-    """Measurements of `target` matching `flt` (storage thread, lazily); only `fields`
-    are decoded when given; `variables` are the command's `let` values."""
-    return timeseries_service(req).reader(target).measurements(flt, fields, variables)
+                       variables: dict[str, Any] | None = None,
+                       collator: Collator | None = None) -> Iterator[dict[str, Any]]:
+    """Measurements of `target` matching `flt` under `collator` (storage thread, lazily);
+    only `fields` are decoded when given; `variables` are the command's `let` values."""
+    return timeseries_service(req).reader(target).measurements(flt, fields, variables,
+                                                               collator)
 
 
 def timeseries_pipeline(req: CommandRequest, target: TimeseriesTarget, stages: list[Any],
@@ -51,7 +58,8 @@ def timeseries_pipeline(req: CommandRequest, target: TimeseriesTarget, stages: l
 async def find_measurements(req: CommandRequest, target: TimeseriesTarget, spec: FindSpec,
                             first: int | None, single_batch: bool) -> dict[str, Any]:
     projection = compile_projection(spec.projection) if spec.projection else None
-    sort = compile_sort(spec.sort) if spec.sort else None
+    collator = timeseries_collator(spec.collator, target.entry.options)
+    sort = compile_sort(spec.sort, collator) if spec.sort else None
     fields = None
     if projection is not None and projection.is_inclusion and spec.projection and \
             _simple_projection(spec.projection):
@@ -63,7 +71,7 @@ async def find_measurements(req: CommandRequest, target: TimeseriesTarget, spec:
 
     def run() -> tuple[Iterator[Any], list[Any], bool]:
         source: Iterator[Any] = measurement_source(req, target, spec.filter, fields,
-                                                   spec.let)
+                                                   spec.let, collator)
         if sort is not None:
             keep = spec.skip + spec.limit if spec.limit else None
             if keep is not None:
@@ -89,10 +97,14 @@ def _simple_projection(p: Mapping[str, Any]) -> bool:
 
 
 async def count_measurements(req: CommandRequest, target: TimeseriesTarget,
-                             query: dict[str, Any] | None, skip: int, limit: int) -> int:
+                             query: dict[str, Any] | None, skip: int, limit: int,
+                             collation: OperationCollation = COLLECTION_DEFAULT) -> int:
+    collator = timeseries_collator(collation, target.entry.options)
+
     def run() -> int:
         n = sum(1 for _ in measurement_source(req, target, query,
-                                              frozenset() if not query else None))
+                                              frozenset() if not query else None,
+                                              collator=collator))
         n = max(0, n - skip)
         return min(n, limit) if limit else n
 
@@ -100,11 +112,17 @@ async def count_measurements(req: CommandRequest, target: TimeseriesTarget,
 
 
 async def distinct_measurements(req: CommandRequest, target: TimeseriesTarget, key: str,
-                                query: dict[str, Any] | None) -> list[Any]:
+                                query: dict[str, Any] | None,
+                                collation: OperationCollation = COLLECTION_DEFAULT
+                                ) -> list[Any]:
+    collator = timeseries_collator(collation, target.entry.options)
+    sort_key = collation_key_fn(collator)
+
     def run() -> list[Any]:
         seen: dict[Any, Any] = {}
         parts = key.split(".")
-        for m in measurement_source(req, target, query, frozenset({parts[0]})):
+        for m in measurement_source(req, target, query, frozenset({parts[0]}),
+                                    collator=collator):
             for v in distinct_leaf_values(m, parts):
                 k = sort_key(v)
                 if k not in seen:

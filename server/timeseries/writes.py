@@ -19,6 +19,7 @@ from query.executor import (
 from query.match import compile_filter
 from query.variables import CommandVariables
 from storage.bsonutil import decode
+from storage.collation import Collator, OperationCollation, has_string
 from storage.errors import MongoError
 from storage.timeseries import (
     BucketCatalog,
@@ -36,6 +37,7 @@ from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 from storage.vocabulary.raw_documents import RawDocuments
 
+from ..parsing.collation import timeseries_collator
 from ..parsing.write_statements import parse_delete_statement, parse_update_statement
 from ..write_batches import WriteTally, run_statements, write_reply
 from .service import timeseries_service
@@ -119,9 +121,18 @@ def bucket_hint(target: TimeseriesTarget, hint: Any) -> Any:
                          "index") from None
 
 
+def _bucket_find(target: TimeseriesTarget, flt: dict[str, Any] | None, hint: Any,
+                 collator: Collator | None) -> FindSpec:
+    """The find of a write's candidate buckets: its bucket filter compared by the
+    collation only when it holds a string (the buckets' own indexes are simple)."""
+    return FindSpec(filter=flt, hint=bucket_hint(target, hint),
+                    collator=collator if has_string(flt) else None)
+
+
 def _rewrite_buckets(req: CommandRequest, target: TimeseriesTarget, flt: dict[str, Any], *,
                      limit_one: bool, transform: Transform,
-                     variables: dict[str, Any] | None = None, hint: Any = None
+                     variables: dict[str, Any] | None = None, hint: Any = None,
+                     collator: Collator | None = None
                      ) -> tuple[int, list[dict[str, Any]]]:
     """Walk candidate buckets; measurements the filter selects are passed to `transform`;
     what it keeps stays in the bucket, what it returns as `out` is collected (re-inserted
@@ -133,10 +144,10 @@ def _rewrite_buckets(req: CommandRequest, target: TimeseriesTarget, flt: dict[st
     if buckets is None:
         return 0, []
     service = timeseries_service(req)
-    matcher = compile_filter(flt, variables=variables)
+    matcher = compile_filter(flt, variables=variables, collator=collator)
     bflt = bucket_filter(flt, opts) if flt else None
-    found = matching(buckets, prepare_find(buckets, FindSpec(
-        filter=bflt, hint=bucket_hint(target, hint))))
+    found = matching(buckets, prepare_find(buckets, _bucket_find(target, bflt, hint,
+                                                                 collator)))
     # a single write reads buckets only up to the first holding a match; the writes wait
     # until the read is over, so they never meet the scan
     rows = found if limit_one else list(found)
@@ -221,9 +232,10 @@ async def delete_measurements(req: CommandRequest, target: TimeseriesTarget,
     values = (variables or CommandVariables()).values()
 
     def apply(_i: int, raw: Any, tally: WriteTally) -> None:
-        q, limit_one, hint = parse_delete_statement(raw)
+        q, limit_one, hint, collation = parse_delete_statement(raw)
         with catalog.transaction(durable=durable):
-            tally.n += delete_statement(req, target, q, limit_one, values, hint).matched
+            tally.n += delete_statement(req, target, q, limit_one, values, hint,
+                                        collation).matched
 
     def run() -> dict[str, Any]:
         tally = run_statements(deletes, ordered=ordered, apply=apply)
@@ -233,19 +245,20 @@ async def delete_measurements(req: CommandRequest, target: TimeseriesTarget,
 
 
 def delete_statement(req: CommandRequest, target: TimeseriesTarget, q: dict[str, Any],
-                     limit_one: bool, variables: dict[str, Any], hint: Any = None
-                     ) -> StatementResult:
-    """One delete (storage thread, in the caller's transaction); `before` is the deleted
-    measurement of a single delete."""
+                     limit_one: bool, variables: dict[str, Any], hint: Any = None,
+                     collation: OperationCollation = None) -> StatementResult:
+    """One delete (storage thread, in the caller's transaction) with the operation's
+    `collation`; `before` is the deleted measurement of a single delete."""
     opts = target.options
+    collator = timeseries_collator(collation, target.entry.options)
     meta_flt = meta_only_filter(q, opts) if not limit_one else None
     if meta_flt is not None:
         # A predicate only on the metaField deletes whole buckets.
         buckets = target.buckets(req.storage.catalog)
         if buckets is None:
             return StatementResult()
-        rows = list(matching(buckets, prepare_find(buckets, FindSpec(
-            filter=meta_flt, hint=bucket_hint(target, hint)))))
+        rows = list(matching(buckets, prepare_find(buckets, _bucket_find(
+            target, meta_flt, hint, collator))))
         n = 0
         for rid, _raw, bucket in rows:
             n += int(bucket["control"].get("count") or sum(
@@ -261,7 +274,8 @@ def delete_statement(req: CommandRequest, target: TimeseriesTarget, q: dict[str,
         return None, None
 
     result.matched, _ = _rewrite_buckets(req, target, q, limit_one=limit_one,
-                                         transform=transform, variables=variables, hint=hint)
+                                         transform=transform, variables=variables, hint=hint,
+                                         collator=collator)
     return result
 
 
@@ -293,10 +307,11 @@ def update_statement(req: CommandRequest, target: TimeseriesTarget,
     if not stmt.multi:
         refuse_sort(stmt.sort)
     opts = target.options
-    update = compile_statement_update(stmt)
+    collator = timeseries_collator(stmt.collator, target.entry.options)
+    update = compile_statement_update(stmt, collator)
     result = StatementResult()
-    positional = compile_filter(stmt.q, variables=statement_variables(stmt)) \
-        if update.uses_positional else None
+    positional = compile_filter(stmt.q, variables=statement_variables(stmt),
+                                collator=collator) if update.uses_positional else None
 
     def transform(m: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         pos = positional_match(positional, m) if positional is not None else None
@@ -311,7 +326,7 @@ def update_statement(req: CommandRequest, target: TimeseriesTarget,
     result.matched, outputs = _rewrite_buckets(req, target, stmt.q, limit_one=not stmt.multi,
                                                transform=transform,
                                                variables=statement_variables(stmt),
-                                               hint=stmt.hint)
+                                               hint=stmt.hint, collator=collator)
     if result.matched == 0 and stmt.upsert:
         doc = update.upsert_document(stmt.q)
         outputs = [doc]

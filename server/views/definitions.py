@@ -56,10 +56,19 @@ class ViewDefinition:
     name: str
     view_on: str
     pipeline: list[dict[str, Any]]
+    # the view's default collation, normalised (None: simple; a view does not inherit one)
+    collation: dict[str, Any] | None = None
 
     @property
     def ns(self) -> str:
         return f"{self.db}.{self.name}"
+
+    def options(self) -> dict[str, Any]:
+        """The catalog options (listCollections' `options`) of this view."""
+        out: dict[str, Any] = {"viewOn": self.view_on, "pipeline": self.pipeline}
+        if self.collation is not None:
+            out["collation"] = self.collation
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +81,7 @@ class ResolvedView:
     name: str
     source: str
     pipeline: list[dict[str, Any]]
+    collation: dict[str, Any] | None = None  # the named view's default collation
 
     @property
     def ns(self) -> str:
@@ -80,8 +90,10 @@ class ResolvedView:
 
 def view_definition(entry: CollectionEntry) -> ViewDefinition:
     """The definition an entry of kind "view" holds."""
+    collation = entry.options.get("collation")
     return ViewDefinition(entry.db, entry.name, entry.options["viewOn"],
-                          list(entry.options.get("pipeline", [])))
+                          list(entry.options.get("pipeline", [])),
+                          dict(collation) if collation else None)
 
 
 def not_a_collection(db: str, name: str) -> MongoError:
@@ -96,11 +108,12 @@ def resolve_view(catalog: Catalog, db: str, name: str) -> ResolvedView | None:
     if entry is None or entry.kind != "view":
         return None
     pipeline: list[dict[str, Any]] = []
+    collation = view_definition(entry).collation
     current = name
     for _ in range(MAX_VIEW_DEPTH):
         entry = catalog.entry(db, current)
         if entry is None or entry.kind != "view":
-            return ResolvedView(db, name, current, pipeline)
+            return ResolvedView(db, name, current, pipeline, collation)
         view = view_definition(entry)
         pipeline = [*view.pipeline, *pipeline]
         current = view.view_on
@@ -283,10 +296,22 @@ def check_definition(catalog: Catalog, view: ViewDefinition) -> None:
                          f"invalid name for 'viewOn': {view.view_on}") from None
     _check_pipeline(view)
     _check_graph(catalog, view)
+    _check_collations(catalog, view)
     if view.view_on.startswith(BUCKETS_PREFIX):
         raise MongoError(ErrorCode.InvalidNamespace,
                          "Invalid view: cannot define a view over a system.buckets namespace "
                          "except by creating a time-series collection")
+
+
+def _check_collations(catalog: Catalog, view: ViewDefinition) -> None:
+    """Every view the view reads (viewOn, $lookup, $unionWith, $facet) has its collation."""
+    for name in [view.view_on, *involved_namespaces(view.pipeline)]:
+        entry = catalog.entry(view.db, name)
+        if entry is not None and entry.kind == "view" and \
+                view_definition(entry).collation != view.collation:
+            raise MongoError(ErrorCode.OptionNotSupportedOnView,
+                             f"View {view.ns} has conflicting collation with view "
+                             f"{view.db}.{name}")
 
 
 def existing_view_conflict(existing: ViewDefinition, view_on: str,
@@ -315,7 +340,7 @@ def system_views_documents(catalog: Catalog, db: str) -> list[dict[str, Any]]:
     for entry in catalog.list_collections(db):
         if entry.kind == "view":
             view = view_definition(entry)
-            docs.append({"_id": view.ns, "viewOn": view.view_on, "pipeline": view.pipeline})
+            docs.append({"_id": view.ns, **view.options()})
         elif entry.kind == "timeseries":
             options = TimeseriesOptions.from_document(entry.options["timeseries"])
             docs.append({"_id": entry.ns, "viewOn": buckets_name(entry.name),

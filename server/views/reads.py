@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from query.executor import distinct_leaf_values
-from storage.bson_order import sort_key
+from storage.collation import COLLECTION_DEFAULT, OperationCollation, collation_key_fn
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
@@ -59,10 +59,6 @@ def check_find_options(body: dict[str, Any]) -> None:
         if body.get(option):
             raise MongoError(ErrorCode.InvalidPipelineOperator,
                              f"Option {option} not supported in aggregation.")
-    collation = body.get("collation")
-    if collation and not (isinstance(collation, dict) and collation.get("locale") == "simple"):
-        raise MongoError(ErrorCode.OptionNotSupportedOnView,
-                         "Cannot override a view's default collation")
 
 
 def find_pipeline(flt: dict[str, Any] | None, sort: dict[str, Any] | None, skip: int,
@@ -84,12 +80,14 @@ def find_pipeline(flt: dict[str, Any] | None, sort: dict[str, Any] | None, skip:
 
 async def find_through_view(req: CommandRequest, name: str, stages: list[dict[str, Any]],
                             batch_size: int | None, *, let: dict[str, Any] | None,
-                            allow_disk_use: bool) -> dict[str, Any]:
+                            allow_disk_use: bool,
+                            collation: OperationCollation = COLLECTION_DEFAULT
+                            ) -> dict[str, Any]:
     """A find on a view: the `cursor` reply field, the cursor on the view's namespace."""
     ctx = build_context(req, name, allow_disk_use=allow_disk_use)
 
     def start() -> Any:
-        return run_pipeline(req, name, stages, ctx, let)[1]
+        return run_pipeline(req, name, stages, ctx, let, collation)[1]
 
     source = await req.storage.run(start)
     return await req.cursors.first_batch(f"{req.db}.{name}", source, batch_size=batch_size,
@@ -97,14 +95,15 @@ async def find_through_view(req: CommandRequest, name: str, stages: list[dict[st
 
 
 async def count_through_view(req: CommandRequest, name: str, query: dict[str, Any] | None,
-                             skip: int, limit: int) -> int:
+                             skip: int, limit: int,
+                             collation: OperationCollation = COLLECTION_DEFAULT) -> int:
     """count on a view: [$match] [$skip] [$limit] $count over the view."""
     stages = find_pipeline(query, None, skip, limit, None)
     stages.append({"$count": "count"})
     ctx = build_context(req, name, allow_disk_use=True)
 
     def run() -> int:
-        for doc in run_pipeline(req, name, stages, ctx, None)[1]:
+        for doc in run_pipeline(req, name, stages, ctx, None, collation)[1]:
             return int(doc["count"])
         return 0
 
@@ -112,7 +111,9 @@ async def count_through_view(req: CommandRequest, name: str, query: dict[str, An
 
 
 async def distinct_through_view(req: CommandRequest, name: str, key: str,
-                                query: dict[str, Any] | None) -> list[Any]:
+                                query: dict[str, Any] | None,
+                                collation: OperationCollation = COLLECTION_DEFAULT
+                                ) -> list[Any]:
     """distinct on a view: the view's documents matching `query`, the values at `key` with
     arrays unwound, each once, in BSON order."""
     stages = find_pipeline(query, None, 0, 0, None)
@@ -121,7 +122,9 @@ async def distinct_through_view(req: CommandRequest, name: str, key: str,
 
     def run() -> list[Any]:
         seen: dict[Any, Any] = {}
-        for doc in run_pipeline(req, name, stages, ctx, None)[1]:
+        docs = run_pipeline(req, name, stages, ctx, None, collation)[1]
+        sort_key = collation_key_fn(ctx.collator)
+        for doc in docs:
             for value in distinct_leaf_values(doc, parts):
                 if value is MISSING:
                     continue

@@ -164,7 +164,9 @@ BAD_SPECS = [
     ({"key": {"a": "text"}, "name": "x"}, 238, "does not build 'text' indexes"),
     ({"key": {"a": "hashed"}, "name": "x"}, 238, "does not build 'hashed' indexes"),
     ({"key": {"$**": 1}, "name": "x"}, 238, "does not build 'wildcard' indexes"),
-    ({"key": {"a": 1}, "name": "x", "collation": {"locale": "fr"}}, 238, "simple collation"),
+    ({"key": {"a": 1}, "name": "x", "collation": {"locale": "fr", "strength": 0}}, 9,
+     "must be an integer 1 through 5"),
+    ({"key": {"a": 1}, "name": "x", "collation": "fr"}, 14, "must be an object"),
     ({"key": {"a": 1}, "name": "x", "collation": {}}, 2, "cannot be an empty object"),
 ]
 
@@ -254,3 +256,22 @@ def test_to_mongo_string():
     assert to_mongo_string("x" * 200).endswith('..."')
     assert to_mongo_string(Binary(bytes(range(16)), 4)) == \
         'UUID("00010203-0405-0607-0809-0a0b0c0d0e0f")'
+
+
+def test_collated_index_spec_and_keys() -> None:
+    from storage.collation import parse_collation
+    s = validate_index_spec({"key": {"a": 1}, "name": "a_ci",
+                             "collation": {"locale": "en", "strength": 2}})
+    ci = parse_collation({"locale": "en", "strength": 2})
+    assert ci is not None and s.document["collation"] == ci.document
+    gen = KeyGenerator(s)
+    assert gen.keys({"a": "ABC"}).values == gen.keys({"a": "abc"}).values
+    assert gen.keys({"a": 5}).values == [(5,)]
+    inherited = validate_index_spec({"key": {"b": 1}, "name": "b_1"},
+                                    default_collation=ci.document)
+    assert inherited.document["collation"] == ci.document
+    simple = validate_index_spec({"key": {"b": 1}, "name": "b_1", "collation":
+                                  {"locale": "simple"}}, default_collation=ci.document)
+    assert "collation" not in simple.document
+    assert compare_index_specs(s, validate_index_spec({"key": {"a": 1}, "name": "a_ci"})) == \
+        "different"
