@@ -34,6 +34,8 @@ from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
 from .collection_stats import collection_stats
+from .current_op import parse_stage_spec, report
+from .local_sessions import parse_sessions_spec
 from .namespaces import resolve_namespace
 from .parsing.pipeline import split_leading_match
 from .timeseries.reads import measurement_source, timeseries_pipeline
@@ -197,13 +199,28 @@ def build_context(req: CommandRequest, coll: str | None, *, allow_disk_use: bool
                  "host": req.server.host, "accesses": {"ops": 0, "since": None},
                  "spec": dict(ix.spec.document)} for ix in entry.indexes]
 
+    def current_op(spec: Any) -> Iterable[dict[str, Any]]:
+        options = parse_stage_spec(spec)
+        if db != "admin" or coll is not None:
+            raise MongoError(ErrorCode.InvalidNamespace, "$currentOp must be run against the "
+                             "'admin' database with {aggregate: 1}")
+        return report(req.server, req.conn, options)
+
+    def local_sessions(spec: Any) -> Iterable[dict[str, Any]]:
+        uids = parse_sessions_spec(spec, req.conn.user)
+        if coll is not None:
+            raise MongoError(ErrorCode.InvalidNamespace, "$listLocalSessions must be run "
+                             "against the database with {aggregate: 1}, not a collection")
+        return req.server.sessions.records(uids)
+
     ctx = PipelineContext(
         db=db, coll=coll, allow_disk_use=allow_disk_use,
         memory_limit_bytes=int(params.get("internalDocumentSourceGroupMaxMemoryBytes")),
         resolve_collection=resolve,
         out=lambda d, c, docs: _out(req, d, c, docs),
         merge=lambda d, c, docs, *a, **kw: _merge(req, d, c, docs, *a, **kw),
-        coll_stats=coll_stats, index_stats=index_stats,
+        coll_stats=coll_stats, index_stats=index_stats, current_op=current_op,
+        list_local_sessions=local_sessions,
     )
     return ctx
 
