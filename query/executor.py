@@ -105,6 +105,7 @@ def candidates(coll: Any, plan: QueryPlan) -> Iterator[tuple[int, bytes]]:
     if plan.is_collscan:
         return coll.scan(reverse=plan.direction < 0)
     assert plan.index_name is not None
+    coll.note_index_use(plan.index_name)
     return coll.index_scan(plan.index_name, _storage_bounds(plan), reverse=plan.direction < 0)
 
 

@@ -15,6 +15,8 @@ import dataclasses
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from bson import Int64
+
 from query.context import PipelineContext
 from query.dependencies import pipeline_fields
 from query.executor import (
@@ -38,6 +40,7 @@ from .current_op import parse_stage_spec, report
 from .local_sessions import parse_sessions_spec
 from .namespaces import resolve_namespace
 from .parsing.pipeline import split_leading_match
+from .timeseries.indexes import timeseries_indexes_with_idents
 from .timeseries.reads import measurement_source, timeseries_pipeline
 from .views.definitions import SYSTEM_VIEWS, resolve_view, system_views_documents
 
@@ -171,6 +174,30 @@ def _matching_rows(coll: Collection, spec: FindSpec) -> Iterator[tuple[int, dict
         yield rid, doc
 
 
+def index_stats_documents(req: CommandRequest, db: str, coll: str | None
+                          ) -> list[dict[str, Any]]:
+    """`$indexStats`: each index with its uses since the start (time-series: the buckets'
+    indexes in the user's terms, under the collection's names). Storage thread."""
+    catalog = req.storage.catalog
+    if coll is None:
+        raise MongoError(ErrorCode.InvalidNamespace, "$indexStats must be run against a "
+                         "collection")
+    ns = resolve_namespace(catalog, db, coll)
+    if ns.timeseries is not None:
+        indexes = timeseries_indexes_with_idents(req, ns.timeseries)
+    elif ns.entry is not None and ns.entry.kind == "collection":
+        indexes = [(dict(ix.spec.document), ix.ident) for ix in ns.entry.indexes]
+    else:
+        return []
+    host = f"{req.server.host}:{req.conn.local.rpartition(':')[2]}"
+    out = []
+    for spec, ident in indexes:
+        ops, since = catalog.index_usage.accesses(ident)
+        out.append({"name": spec["name"], "key": spec["key"], "host": host,
+                    "accesses": {"ops": Int64(ops), "since": since}, "spec": spec})
+    return out
+
+
 def build_context(req: CommandRequest, coll: str | None, *, allow_disk_use: bool) -> \
         PipelineContext:
     db = req.db
@@ -192,12 +219,7 @@ def build_context(req: CommandRequest, coll: str | None, *, allow_disk_use: bool
         return [out]
 
     def index_stats(spec: dict[str, Any]) -> Iterable[dict[str, Any]]:
-        entry = req.storage.catalog.entry(db, coll or "")
-        if entry is None:
-            return []
-        return [{"name": ix.name, "key": dict(ix.spec.document["key"]),
-                 "host": req.server.host, "accesses": {"ops": 0, "since": None},
-                 "spec": dict(ix.spec.document)} for ix in entry.indexes]
+        return index_stats_documents(req, db, coll)
 
     def current_op(spec: Any) -> Iterable[dict[str, Any]]:
         options = parse_stage_spec(spec)

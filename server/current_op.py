@@ -155,7 +155,7 @@ def _operation(server: ServerState, op: Operation, truncate: bool) -> dict[str, 
     doc["op"] = op.op
     doc["ns"] = op.ns
     doc["redacted"] = False
-    doc["command"] = _command(op.body, truncate)
+    doc["command"] = _command(op.command, truncate)
     if op.cursor is not None:
         doc["cursor"] = _cursor_fields(op.cursor, truncate, op.opid)
     doc.update(numYields=0, locks={}, waitingForLock=False, lockStats={},

@@ -127,7 +127,7 @@ class CursorManager:
             op = CURRENT_OP.get()
             self._cursors[cursor_id] = Cursor(
                 cursor_id, ns, source, run, conn_id=conn_id, returned=len(batch),
-                on_close=on_close, originating_command=op.body if op is not None else None)
+                on_close=on_close, originating_command=op.command if op is not None else None)
         return {"firstBatch": batch, "id": Int64(cursor_id), "ns": ns}
 
     def get(self, cursor_id: int) -> Cursor | None:

@@ -75,8 +75,10 @@ def _lookup(name: str) -> Command:
 
 async def execute(server: ServerState, conn: ConnectionState, body: dict[str, Any],
                   db: str | None, *, via_op_query: bool = False,
-                  exhaust_allowed: bool = False) -> tuple[dict[str, Any], Command | None]:
-    """Run `body` and return (reply document with `ok`, the command that ran or None)."""
+                  exhaust_allowed: bool = False, sequences: tuple[str, ...] = ()
+                  ) -> tuple[dict[str, Any], Command | None]:
+    """Run `body` and return (reply document with `ok`, the command that ran or None).
+    `sequences` names its fields that arrived as document sequences."""
     started = time.perf_counter()
     name = next(iter(body), "")
     cmd: Command | None = None
@@ -106,7 +108,7 @@ async def execute(server: ServerState, conn: ConnectionState, body: dict[str, An
         if "lsid" in body:
             server.sessions.touch(body["lsid"], _user_name(conn))
         req = CommandRequest(server, conn, name, body, db, exhaust_allowed, via_op_query)
-        op = server.operations.begin(conn, name, body, db)
+        op = server.operations.begin(conn, name, body, db, sequences)
         token = CURRENT_OP.set(op)
         try:
             result = await cmd.handler(req)

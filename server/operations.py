@@ -70,6 +70,16 @@ class Operation:
     killed: MongoError | None = None
     # the cursor a getMore is reading (set by the cursor manager)
     cursor: Any = None
+    # the fields that came as OP_MSG document sequences: not part of the command mongod
+    # reports (its body section)
+    sequences: tuple[str, ...] = ()
+
+    @property
+    def command(self) -> dict[str, Any]:
+        """The command as mongod reports it: the message's body, without its sequences."""
+        if not self.sequences:
+            return self.body
+        return {k: v for k, v in self.body.items() if k not in self.sequences}
 
     @property
     def ns(self) -> str:
@@ -90,11 +100,11 @@ class OperationTable:
         self._ops: dict[int, Operation] = {}
         self._next = 1
 
-    def begin(self, conn: ConnectionState, name: str, body: dict[str, Any], db: str
-              ) -> Operation:
+    def begin(self, conn: ConnectionState, name: str, body: dict[str, Any], db: str,
+              sequences: tuple[str, ...] = ()) -> Operation:
         opid = self._next
         self._next = opid + 1 if opid + 1 < _OPID_LIMIT else 1
-        op = Operation(opid, conn, name, body, db)
+        op = Operation(opid, conn, name, body, db, sequences=sequences)
         self._ops[opid] = op
         return op
 

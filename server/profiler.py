@@ -97,9 +97,7 @@ def _client_host(conn: ConnectionState) -> str:
 
 def profile_document(op: Operation, reply: dict[str, Any], millis: float) -> dict[str, Any]:
     """mongod's profile entry for `op` (the counters bucketd keeps; no plan statistics)."""
-    doc: dict[str, Any] = {"op": op.op, "ns": op.ns,
-                           "command": {k: v for k, v in op.body.items()
-                                       if k not in ("lsid", "$clusterTime")}}
+    doc: dict[str, Any] = {"op": op.op, "ns": op.ns, "command": op.command}
     cursor = reply.get("cursor")
     if isinstance(cursor, dict) and cursor.get("id"):
         doc["cursorid"] = Int64(cursor["id"])

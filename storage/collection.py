@@ -190,6 +190,12 @@ class Collection:
             raise MongoError(ErrorCode.IndexNotFound, f"index not found with name [{name}]")
         return ix
 
+    def note_index_use(self, name: str) -> None:
+        """A query plan reads index `name` (`$indexStats` counts it)."""
+        ix = self.entry.index(name)
+        if ix is not None:
+            self._catalog.index_usage.record(ix.ident)
+
     def index_entries(self, name: str, bounds: IndexBounds | None = None, *,
                       reverse: bool = False, stats: ScanStats | None = None
                       ) -> Iterator[tuple[RecordId, bytes]]:
@@ -596,6 +602,7 @@ class Collection:
         runtimes = [self._catalog._index_runtime(ix) for ix in new]
         for ix in new:
             self._catalog._forget_on_rollback(ix.ident)
+            self._catalog.index_usage.built(ix.ident)
         pending: list[list[tuple[bytes, RecordId]]] = [[] for _ in new]
         values: list[dict[bytes, tuple[Any, ...]]] = [{} for _ in new]
         multikey = [False] * len(new)
