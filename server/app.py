@@ -18,6 +18,7 @@ import time
 from storage import native
 from storage.files import make_dirs, restrict_umask
 
+from .commands.buildinfo import build_info
 from .config import Config
 from .connection import serve_connection
 from .context import ServerState
@@ -25,7 +26,6 @@ from .cursors import CursorManager
 from .inbound import READ_SIZE
 from .log import LOG
 from .metrics import start_metrics_server
-from .commands.buildinfo import build_info
 from .storage_service import StorageService
 from .system_databases import ensure_system_databases, startup_document
 from .timeseries.service import TimeseriesService

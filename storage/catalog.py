@@ -38,11 +38,11 @@ from bson.binary import Binary
 
 from storage import bsonutil
 from storage.catalog_entries import CollectionEntry, IndexEntry, UnreadableEntry
-from storage.index_usage import IndexUsage
 from storage.collection import Collection
 from storage.engine import StorageEngine, open_engine
 from storage.engine.base import IndexStore, RecordId, RecordStore
 from storage.errors import MongoError
+from storage.index_usage import IndexUsage
 from storage.indexes import (
     KeyGenerator,
     PartialFilterCompiler,

@@ -54,7 +54,8 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     filter_given, new_filter = _filter(body)
     settings = req.server.profile
     params = req.server.params
-    old = {"level": settings.level(req.db), "slowms": int(params.get("slowOpThresholdMs")),
+    old: dict[str, Any] = {"level": settings.level(req.db),
+                           "slowms": int(params.get("slowOpThresholdMs")),
            "sampleRate": settings.sample_rate}
     old_filter = settings.filter_of(req.db)
     reply: dict[str, Any] = {"was": old["level"], "slowms": old["slowms"],

@@ -37,6 +37,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
+from storage import interrupt
 from storage.engine.base import (
     FULL_RANGE,
     DuplicateKeyInIndex,
@@ -48,7 +49,6 @@ from storage.engine.base import (
     check_ident,
     store_dropped,
 )
-from storage import interrupt
 from storage.errors import MongoError
 from storage.files import FILE_MODE, create_private_file, make_dirs
 from storage.vocabulary.error_codes import ErrorCode
