@@ -56,7 +56,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     params = req.server.params
     old: dict[str, Any] = {"level": settings.level(req.db),
                            "slowms": int(params.get("slowOpThresholdMs")),
-           "sampleRate": settings.sample_rate}
+                           "sampleRate": settings.sample_rate}
     old_filter = settings.filter_of(req.db)
     reply: dict[str, Any] = {"was": old["level"], "slowms": old["slowms"],
                              "sampleRate": old["sampleRate"]}
