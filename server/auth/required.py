@@ -560,7 +560,8 @@ RULES: Final[Mapping[str, Rule]] = {
     "shutdown": _on_cluster("shutdown"),
     "killAllSessions": _kill_all_sessions,
     "currentOp": _current_op,
-    "killOp": _on_cluster("killop"),
+    "killOp": _nothing,  # killop on the cluster, or the operation is one's own: the command
+    # checks which (it needs the operation)
     "replSetGetStatus": _on_cluster("replSetGetStatus"),
     "profile": _profile,
     "fsync": _on_cluster("fsync"),

@@ -9,6 +9,8 @@ config and local databases of listDatabases.
 from __future__ import annotations
 
 import datetime
+import os
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,17 +21,20 @@ import pytest
 from bson import Int64
 from pymongo.errors import OperationFailure
 
+from ..conftest import mongosh_path, start_server
 from .mongosh_util import run_mongosh
 
 DB = "ops_e2e"
 N = 4000  # a self-join of this many documents without an index runs for seconds
 
 
-def slow_pipeline() -> list[dict[str, Any]]:
-    """A nested-loop $lookup: one scan of the collection per document."""
-    return [{"$lookup": {"from": "big", "let": {"k": "$k"},
-                         "pipeline": [{"$match": {"$expr": {"$eq": ["$_id", "$$k"]}}}],
-                         "as": "j"}}]
+def slow_pipeline(*, streaming: bool = False) -> list[dict[str, Any]]:
+    """A nested-loop $lookup: one scan of the collection per document; all of it in the
+    first batch, or (`streaming`) batch by batch."""
+    lookup = {"$lookup": {"from": "big", "let": {"k": "$k"},
+                          "pipeline": [{"$match": {"$expr": {"$eq": ["$_id", "$$k"]}}}],
+                          "as": "j"}}
+    return [lookup] if streaming else [lookup, {"$count": "n"}]
 
 
 @pytest.fixture(scope="module")
@@ -42,10 +47,11 @@ def big(uri: str) -> Iterator[None]:
 
 
 class Background:
-    """Runs `fn(client)` on its own connection (appName `app`) in a thread."""
+    """Runs `fn(client)` in a thread; `client` (its own connections) is closed by join."""
 
-    def __init__(self, uri: str, app: str, fn: Callable[[pymongo.MongoClient], Any]) -> None:
-        self.client: pymongo.MongoClient = pymongo.MongoClient(uri, appname=app)
+    def __init__(self, client: pymongo.MongoClient,
+                 fn: Callable[[pymongo.MongoClient], Any]) -> None:
+        self.client = client
         self.error: BaseException | None = None
         self.result: Any = None
         self.seconds = 0.0
@@ -76,12 +82,14 @@ def wait_for_op(client: pymongo.MongoClient, flt: dict[str, Any], timeout: float
             assert len(found) == 1, found
             return found[0]
         time.sleep(0.05)
-    raise AssertionError(f"no operation matching {flt}")
+    seen = client.admin.command({"currentOp": 1, "$all": True})["inprog"]
+    raise AssertionError(f"no operation matching {flt} in {seen}")
 
 
 def test_current_op_sees_a_running_aggregate_and_kill_op_interrupts_it(
         client: pymongo.MongoClient, uri: str, big: None) -> None:
-    run = Background(uri, "ops-slow-agg", lambda c: list(c[DB].big.aggregate(slow_pipeline())))
+    run = Background(pymongo.MongoClient(uri, appname="ops-slow-agg"),
+                     lambda c: list(c[DB].big.aggregate(slow_pipeline())))
     op = wait_for_op(client, {"appName": "ops-slow-agg", "command.aggregate": "big"})
     assert op["type"] == "op" and op["active"] is True
     assert type(op["opid"]) is int
@@ -114,7 +122,7 @@ def test_current_op_sees_a_running_aggregate_and_kill_op_interrupts_it(
 def test_kill_op_interrupts_a_getmore_and_closes_its_cursor(
         client: pymongo.MongoClient, uri: str, big: None) -> None:
     def read(c: pymongo.MongoClient) -> Any:
-        first = c[DB].command("aggregate", "big", pipeline=slow_pipeline(),
+        first = c[DB].command("aggregate", "big", pipeline=slow_pipeline(streaming=True),
                               cursor={"batchSize": 1})
         cursor_id = first["cursor"]["id"]
         try:
@@ -126,7 +134,7 @@ def test_kill_op_interrupts_a_getmore_and_closes_its_cursor(
             assert again.value.code == 43
             raise exc
 
-    run = Background(uri, "ops-slow-getmore", read)
+    run = Background(pymongo.MongoClient(uri, appname="ops-slow-getmore"), read)
     op = wait_for_op(client, {"appName": "ops-slow-getmore", "op": "getmore"})
     assert op["ns"] == f"{DB}.big"
     cursor = op["cursor"]
@@ -336,6 +344,55 @@ def test_list_databases_shows_admin_config_and_local(client: pymongo.MongoClient
     assert ttl["lsidTTLIndex"]["expireAfterSeconds"] == 1800
 
 
+@pytest.fixture(scope="module")
+def auth_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    proc = start_server(tmp_path_factory.mktemp("ops_auth"), "--auth")
+    try:
+        with pymongo.MongoClient(proc.uri) as c:  # the localhost exception
+            c.admin.command("createUser", "root", pwd="root-pw", roles=["root"])
+        with pymongo.MongoClient(proc.uri, username="root", password="root-pw") as root:
+            for name in ("bob", "eve"):
+                root.admin.command("createUser", name, pwd=f"{name}-pw",
+                                   roles=[{"role": "readWrite", "db": DB}])
+            root[DB].big.insert_many([{"_id": i, "k": (i * 7) % N} for i in range(N)])
+        yield proc
+    finally:
+        proc.stop()
+
+
+@pytest.mark.skipif(bool(os.environ.get("BUCKETD_URI")), reason="starts a server of its own")
+def test_with_auth_users_see_and_kill_only_their_own_operations(auth_server: Any) -> None:
+    def login(name: str, **kw: Any) -> pymongo.MongoClient:
+        return pymongo.MongoClient(auth_server.uri, username=name, password=f"{name}-pw",
+                                   **kw)
+
+    bob, eve, root = login("bob"), login("eve"), login("root")
+    for c in (bob, eve, root):  # logged in first: a login reads the users from storage,
+        c.admin.command("ping")  # which is busy with the slow aggregate below
+    run = Background(login("bob", appname="bob-slow"),
+                     lambda c: list(c[DB].big.aggregate(slow_pipeline())))
+    with bob, eve, root:
+        op = wait_for_op(root, {"appName": "bob-slow", "command.aggregate": "big"})
+        assert op["effectiveUsers"] == [{"user": "bob", "db": "admin"}]
+        with pytest.raises(OperationFailure) as err:
+            eve.admin.command("currentOp")
+        assert err.value.code == 13
+        mine = eve.admin.command({"currentOp": 1, "$ownOps": True})["inprog"]
+        assert mine and all(o["effectiveUsers"] == [{"user": "eve", "db": "admin"}]
+                            for o in mine)
+        with pytest.raises(OperationFailure) as err:
+            list(eve.admin.aggregate([{"$currentOp": {"allUsers": True}}]))
+        assert err.value.code == 13
+        with pytest.raises(OperationFailure) as err:
+            eve.admin.command("killOp", op=op["opid"])
+        assert err.value.code == 13
+        seen = bob.admin.command({"currentOp": 1, "$ownOps": True, "appName": "bob-slow"})
+        assert [o["opid"] for o in seen["inprog"]] == [op["opid"]]
+        assert bob.admin.command("killOp", op=op["opid"])["info"] == "attempting to kill op"
+        run.join()
+    assert isinstance(run.error, OperationFailure) and run.error.code == 11601
+
+
 @pytest.mark.mongosh
 def test_mongosh_current_op_and_show_dbs(uri: str) -> None:
     script = r"""
@@ -355,9 +412,6 @@ print(EJSON.stringify(out));
     assert result["all"] is True
     assert {"admin", "config", "local"} <= set(result["shown"])
     assert "MongoServerError" not in output
-    import subprocess
-
-    from ..conftest import mongosh_path
     exe = mongosh_path()
     assert exe is not None
     shown = subprocess.run([exe, uri, "--quiet"], input="show dbs\n", capture_output=True,
