@@ -156,6 +156,8 @@ def _operation(server: ServerState, op: Operation, truncate: bool) -> dict[str, 
     doc["ns"] = op.ns
     doc["redacted"] = False
     doc["command"] = _command(op.command, truncate)
+    if op.plan_summary is not None:
+        doc["planSummary"] = op.plan_summary
     if op.cursor is not None:
         doc["cursor"] = _cursor_fields(op.cursor, truncate, op.opid)
     doc.update(numYields=0, locks={}, waitingForLock=False, lockStats={},

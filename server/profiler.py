@@ -101,6 +101,10 @@ def profile_document(op: Operation, reply: dict[str, Any], millis: float) -> dic
     cursor = reply.get("cursor")
     if isinstance(cursor, dict) and cursor.get("id"):
         doc["cursorid"] = Int64(cursor["id"])
+    if op.query_stats is not None:
+        if op.plan_summary == "COLLSCAN":  # bucketd counts keys on no index scan
+            doc["keysExamined"] = 0
+        doc["docsExamined"] = op.query_stats.get("docsExamined", 0)
     n = reply.get("n")
     if op.name == "insert" and isinstance(n, int):
         doc["ninserted"] = n
@@ -117,6 +121,8 @@ def profile_document(op: Operation, reply: dict[str, Any], millis: float) -> dic
     returned = _batch_size(reply)
     doc["nreturned"] = returned or 0
     doc["responseLength"] = len(encode(reply))
+    if op.plan_summary is not None:
+        doc["planSummary"] = op.plan_summary
     doc["protocol"] = "op_msg"
     doc["millis"] = int(millis)
     doc["ts"] = datetime.datetime.now(datetime.UTC)

@@ -239,6 +239,8 @@ def test_profile_levels_and_system_profile(profiled: pymongo.database.Database,
     entry = entries[0]
     assert entry["command"]["find"] == "c" and entry["command"]["filter"] == {"x": {"$gte": 2}}
     assert entry["nreturned"] == 3
+    assert entry["planSummary"] == "COLLSCAN"
+    assert (entry["keysExamined"], entry["docsExamined"]) == (0, 5)
     assert entry["responseLength"] > 0 and isinstance(entry["millis"], int)
     assert isinstance(entry["ts"], datetime.datetime)
     assert entry["client"] == "127.0.0.1" and entry["appName"] == "ops-profiled"
