@@ -405,6 +405,11 @@ out.mine = ops.inprog.filter(o => o.command && (o.command.currentOp ||
     (o.command.pipeline && o.command.pipeline[0].$currentOp))).map(o => o.ns);
 out.all = db.currentOp(true).inprog.some(o => o.active === false);
 out.shown = db.adminCommand({listDatabases: 1}).databases.map(d => d.name);
+out.kill = db.killOp(2147483000).info;
+const p = db.getSiblingDB('ops_mongosh');
+out.set = p.setProfilingLevel(1, {slowms: 250});
+out.status = p.getProfilingStatus();
+out.reset = p.setProfilingLevel(0, {slowms: 100}).was;
 print(EJSON.stringify(out));
 """
     result, output = run_mongosh(uri, script)
@@ -413,6 +418,11 @@ print(EJSON.stringify(out));
     assert result["mine"] in (["admin.$cmd"], ["admin.$cmd.aggregate"])
     assert result["all"] is True
     assert {"admin", "config", "local"} <= set(result["shown"])
+    assert result["kill"] == "attempting to kill op"
+    assert result["set"] == {"was": 0, "slowms": 100, "sampleRate": 1, "ok": 1}
+    assert {k: result["status"][k] for k in ("was", "slowms", "sampleRate")} == {
+        "was": 1, "slowms": 250, "sampleRate": 1}
+    assert result["reset"] == 1
     assert "MongoServerError" not in output
     exe = mongosh_path()
     assert exe is not None
