@@ -10,11 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from storage.errors import MongoError
+from storage.vocabulary.bson_types import type_name
 from storage.vocabulary.error_codes import ErrorCode
 
 from ..context import CommandRequest
 from ..log import LOG
-from ._args import _wrong_type, check_fields, get_int
+from ._args import check_fields, get_int
 
 _NOTE = ("When a filter expression is set, slowms and sampleRate are not used for profiling "
          "and slow-query log lines.")
@@ -24,8 +25,9 @@ def _sample_rate(body: dict[str, Any]) -> float | None:
     if "sampleRate" not in body:
         return None
     value = body["sampleRate"]
-    if type(value) not in (int, float) or isinstance(value, bool):
-        raise _wrong_type("profile", "sampleRate", value, "double")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise MongoError(ErrorCode.TypeMismatch, "BSON field 'profile.sampleRate' is the "
+                         f"wrong type '{type_name(value)}', expected type 'double'")
     if not 0.0 <= value <= 1.0:
         raise MongoError(ErrorCode.BadValue, "'sampleRate' must be between 0.0 and 1.0 "
                          "inclusive")
