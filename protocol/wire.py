@@ -17,6 +17,7 @@ from typing import Any
 import bson
 from bson.codec_options import CodecOptions
 
+from storage.vocabulary.bson_decode import decode_document
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.nesting import nesting_exceeds, too_deep_to_decode
 from storage.vocabulary.raw_documents import MalformedDocument, RawDocuments
@@ -95,7 +96,7 @@ def _decode_doc(buf: memoryview, pos: int, end: int, codec: CodecOptions[Any],
         raise _fatal(ErrorCode.ProtocolError, "BSON document runs past the end of the message",
                      request_id)
     try:
-        doc = bson.decode(buf[pos:pos + size], codec)
+        doc = decode_document(buf[pos:pos + size], codec)
     except Exception as exc:
         if too_deep_to_decode(exc):  # nested far deeper than the limit: decoding gave up
             raise _too_deep(max_depth, request_id) from None

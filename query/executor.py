@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-import bson
 from bson import ObjectId
 from bson.raw_bson import RawBSONDocument
 
@@ -30,20 +29,24 @@ from query.variables import CommandVariables
 from storage.bounds import Interval as StorageInterval
 from storage.bson_order import sort_key
 from storage.bsonutil import CODEC_OPTIONS, MAX_BSON_SIZE, encode
+from storage.clustered import clustered_index_name
+from storage.collection_results import ScanStats
 from storage.errors import MongoError
+from storage.indexes import ID_INDEX_NAME
+from storage.vocabulary.bson_decode import decode_document
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 
 __all__ = [
-    "FindSpec", "PreparedFind", "prepare_find", "count_documents", "distinct_values",
+    "FindSpec", "FindCounts", "PreparedFind", "prepare_find", "count_documents", "distinct_values",
     "UpdateStatement", "UpdateOutcome", "apply_update_statement", "delete_matching",
     "compile_statement_update", "statement_variables",
-    "find_one_for_modify", "explain_find", "distinct_leaf_values", "prepare_document_for_insert",
+    "find_one_for_modify", "select_for_modify", "distinct_leaf_values", "prepare_document_for_insert",
     "DEFAULT_MAX_SORT_BYTES",
 ]
 
 DEFAULT_MAX_SORT_BYTES: Final = 100 * 1024 * 1024
-_decode = bson.decode
+_decode = decode_document
 
 
 @dataclass
@@ -68,17 +71,29 @@ class PreparedFind:
     projection: Projection | None
     sort: SortSpec | None
     spec: FindSpec
-    stats: dict[str, int] = field(default_factory=lambda: {"keysExamined": 0,
-                                                            "docsExamined": 0,
-                                                            "nReturned": 0})
+    # what running it examined and returned (explain's executionStats read them)
+    scan: ScanStats = field(default_factory=ScanStats)
+    counts: FindCounts = field(default_factory=lambda: FindCounts())
+
+
+@dataclass
+class FindCounts:
+    """Documents a find's filter passed (`matched`) and the find returned (`returned`)."""
+
+    matched: int = 0
+    returned: int = 0
 
 
 def index_specs(coll: Any) -> list[dict[str, Any]]:
-    """listIndexes-shaped specs plus the multikey flag the planner needs."""
+    """listIndexes-shaped specs plus what the planner needs: the multikey flag and, on a
+    clustered collection's `_id` index, the clustered index's name."""
     out = []
+    clustered_name = clustered_index_name(coll.options)
     for ix in coll.entry.indexes:
         spec = dict(ix.spec.document)
         spec["multikey"] = bool(ix.multikey)
+        if clustered_name is not None and ix.name == ID_INDEX_NAME:
+            spec["clusteredName"] = clustered_name
         out.append(spec)
     return out
 
@@ -98,26 +113,37 @@ def _storage_bounds(plan: QueryPlan) -> list[list[StorageInterval]]:
              for iv in ivs] for ivs in plan.bounds]
 
 
-def candidates(coll: Any, plan: QueryPlan) -> Iterator[tuple[int, bytes]]:
-    """(RecordId, document bytes) along the plan's access path."""
+def candidates(coll: Any, plan: QueryPlan, stats: ScanStats | None = None
+               ) -> Iterator[tuple[int, bytes]]:
+    """(RecordId, document bytes) along the plan's access path; `stats` counts the keys
+    and documents examined."""
     if coll is None:
         return iter(())
     if plan.is_collscan:
-        return coll.scan(reverse=plan.direction < 0)
+        scan = coll.scan(reverse=plan.direction < 0)
+        return scan if stats is None else _counted(scan, stats)
     assert plan.index_name is not None
     coll.note_index_use(plan.index_name)
-    return coll.index_scan(plan.index_name, _storage_bounds(plan), reverse=plan.direction < 0)
+    return coll.index_scan(plan.index_name, _storage_bounds(plan), reverse=plan.direction < 0,
+                           stats=stats)
+
+
+def _counted(scan: Iterator[tuple[int, bytes]], stats: ScanStats
+             ) -> Iterator[tuple[int, bytes]]:
+    for item in scan:
+        stats.docs_examined += 1
+        yield item
 
 
 def matching(coll: Any, prepared: PreparedFind) -> Iterator[tuple[int, bytes, dict[str, Any]]]:
     """(RecordId, bytes, decoded document) of every document the filter matches."""
     matches = prepared.matcher.matches
-    stats = prepared.stats
+    counts = prepared.counts
     trivial = prepared.matcher.is_trivial
-    for rid, raw in candidates(coll, prepared.plan):
-        stats["docsExamined"] += 1
+    for rid, raw in candidates(coll, prepared.plan, prepared.scan):
         doc = _decode(raw, CODEC_OPTIONS)
         if trivial or matches(doc):
+            counts.matched += 1
             yield rid, raw, doc
 
 
@@ -149,12 +175,13 @@ def run_find(coll: Any, prepared: PreparedFind, *, raw_ok: bool = False) -> Iter
     spec = prepared.spec
     plan = prepared.plan
     projection = prepared.projection
-    stats = prepared.stats
+    counts = prepared.counts
     fast = (raw_ok and prepared.matcher.is_trivial and projection is None
             and prepared.sort is None)
     if fast:
         # Nothing to evaluate: hand the stored bytes to the reply as they are.
-        source: Iterator[Any] = (RawBSONDocument(raw) for _rid, raw in candidates(coll, plan))
+        source: Iterator[Any] = (RawBSONDocument(raw)
+                                 for _rid, raw in candidates(coll, plan, prepared.scan))
     else:
         rows: Iterator[tuple[int, bytes, dict[str, Any]]] = matching(coll, prepared)
         if prepared.sort is not None and not plan.provides_sort:
@@ -171,46 +198,8 @@ def run_find(coll: Any, prepared: PreparedFind, *, raw_ok: bool = False) -> Iter
     if spec.limit:
         source = itertools.islice(source, spec.limit)
     for doc in source:
-        stats["nReturned"] += 1
+        counts.returned += 1
         yield doc
-
-
-def explain_find(coll: Any, prepared: PreparedFind, verbosity: str, ns: str) -> dict[str, Any]:
-    winning = prepared.plan.explain()
-    if prepared.sort is not None and not prepared.plan.provides_sort:
-        winning = {"stage": "SORT", "sortPattern": prepared.spec.sort,
-                   "memLimit": prepared.spec.max_sort_bytes, "type": "simple",
-                   "inputStage": winning}
-    if prepared.projection is not None:
-        winning = {"stage": "PROJECTION_DEFAULT", "transformBy": prepared.spec.projection,
-                   "inputStage": winning}
-    if prepared.spec.limit:
-        winning = {"stage": "LIMIT", "limitAmount": prepared.spec.limit, "inputStage": winning}
-    if prepared.spec.skip:
-        winning = {"stage": "SKIP", "skipAmount": prepared.spec.skip, "inputStage": winning}
-    out: dict[str, Any] = {
-        "explainVersion": "1",
-        "queryPlanner": {
-            "namespace": ns,
-            "parsedQuery": prepared.spec.filter or {},
-            "indexFilterSet": False,
-            "planCacheShapeHash": "0" * 8,
-            "maxIndexedOrSolutionsReached": False,
-            "maxIndexedAndSolutionsReached": False,
-            "maxScansToExplodeReached": False,
-            "prunedSimilarIndexes": False,
-            "winningPlan": winning,
-            "rejectedPlans": [],
-        },
-    }
-    if verbosity in ("executionStats", "allPlansExecution"):
-        n = sum(1 for _ in run_find(coll, prepared))
-        out["executionStats"] = {
-            "executionSuccess": True, "nReturned": n, "executionTimeMillis": 0,
-            "totalKeysExamined": prepared.stats["keysExamined"],
-            "totalDocsExamined": prepared.stats["docsExamined"],
-        }
-    return out
 
 
 # --- count / distinct -------------------------------------------------------------------------
@@ -311,7 +300,7 @@ class UpdateOutcome:
     new_doc: dict[str, Any] | None = None
 
 
-def _select(coll: Any, prepared: PreparedFind, multi: bool, sort: dict[str, Any] | None
+def select_for_modify(coll: Any, prepared: PreparedFind, multi: bool, sort: dict[str, Any] | None
             ) -> list[tuple[int, bytes, dict[str, Any]]]:
     """Documents to modify, materialised first so writes never revisit them."""
     rows = matching(coll, prepared)
@@ -341,11 +330,13 @@ def statement_variables(stmt: UpdateStatement) -> dict[str, Any]:
 
 
 def apply_update_statement(coll_getter: Callable[[], Any], stmt: UpdateStatement, *,
-                           validator: Callable[[dict[str, Any]], None] | None = None,
+                           validator: Callable[..., None] | None = None,
                            want_docs: bool = False) -> UpdateOutcome:
     """One update statement: match, modify, write back; upsert when nothing matched.
 
-    `coll_getter` returns the collection, creating it only if an upsert needs it."""
+    `coll_getter` returns the collection, creating it only if an upsert needs it.
+    `validator(new_doc, old_doc)` checks a modified document (`old_doc` None for an
+    upsert's insert) and raises to refuse it."""
     update = compile_statement_update(stmt)
     coll = coll_getter()
     if coll is None and not stmt.upsert:
@@ -354,7 +345,7 @@ def apply_update_statement(coll_getter: Callable[[], Any], stmt: UpdateStatement
                                            let=statement_variables(stmt)))
     outcome = UpdateOutcome()
     matcher = prepared.matcher
-    for rid, _raw, doc in _select(coll, prepared, stmt.multi, stmt.sort):
+    for rid, _raw, doc in select_for_modify(coll, prepared, stmt.multi, stmt.sort):
         outcome.n += 1
         pos = None
         if update.uses_positional:
@@ -369,7 +360,7 @@ def apply_update_statement(coll_getter: Callable[[], Any], stmt: UpdateStatement
         if modified:
             validate_document_for_storage(new_doc, for_insert=False)
             if validator is not None:
-                validator(new_doc)
+                validator(new_doc, doc)
             data = encode(new_doc)
             if len(data) > MAX_BSON_SIZE:
                 raise MongoError(ErrorCode.BSONObjectTooLarge,
@@ -399,7 +390,7 @@ def delete_matching(coll: Any, flt: dict[str, Any], *, limit_one: bool, hint: An
     if coll is None:
         return 0, None
     prepared = prepare_find(coll, FindSpec(filter=flt, hint=hint, let=let))
-    rows = _select(coll, prepared, not limit_one, sort)
+    rows = select_for_modify(coll, prepared, not limit_one, sort)
     last = None
     for rid, _raw, doc in rows:
         coll.delete(rid, old_doc=doc)
@@ -410,5 +401,5 @@ def delete_matching(coll: Any, flt: dict[str, Any], *, limit_one: bool, hint: An
 def find_one_for_modify(coll: Any, flt: dict[str, Any], sort: dict[str, Any] | None
                         ) -> tuple[int, dict[str, Any]] | None:
     prepared = prepare_find(coll, FindSpec(filter=flt))
-    rows = _select(coll, prepared, False, sort)
+    rows = select_for_modify(coll, prepared, False, sort)
     return (rows[0][0], rows[0][2]) if rows else None

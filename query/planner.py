@@ -94,6 +94,10 @@ class IndexInfo:
     partial: dict[str, Any] | None = None
     hidden: bool = False
     multikey: bool = True
+    unique: bool = False
+    #: the name a clustered collection's `_id` index goes by (it is scanned as the
+    #: collection itself, CLUSTERED_IXSCAN); None for every other index
+    clustered_name: str | None = None
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> IndexInfo:
@@ -101,7 +105,9 @@ class IndexInfo:
                    sparse=bool(spec.get("sparse", False)),
                    partial=spec.get("partialFilterExpression"),
                    hidden=bool(spec.get("hidden", False)),
-                   multikey=bool(spec.get("multikey", True)))
+                   multikey=bool(spec.get("multikey", True)),
+                   unique=bool(spec.get("unique", False)),
+                   clustered_name=spec.get("clusteredName"))
 
     @property
     def key_pattern(self) -> dict[str, Any]:
@@ -117,6 +123,8 @@ class QueryPlan:
     bounds: list[list[Interval]] = field(default_factory=list)
     provides_sort: bool = False
     filter: dict[str, Any] = field(default_factory=dict)
+    index: IndexInfo | None = None  # the scanned index (IXSCAN)
+    clustered: bool = False  # a scan of a clustered collection's `_id` index
 
     @property
     def is_collscan(self) -> bool:
@@ -130,13 +138,21 @@ class QueryPlan:
         return f"{self.stage} {{ {keys} }}"
 
     def explain(self) -> dict[str, Any]:
+        direction = "forward" if self.direction == 1 else "backward"
         if self.stage == "COLLSCAN":
-            return {"stage": "COLLSCAN", "filter": self.filter,
-                    "direction": "forward" if self.direction == 1 else "backward"}
+            return {"stage": "COLLSCAN", "filter": self.filter, "direction": direction}
+        if self.clustered:
+            return _clustered_explain(self.filter, direction, self.bounds[0])
         assert self.key_pattern is not None
+        ix = self.index
         ixscan = {
             "stage": "IXSCAN", "keyPattern": self.key_pattern, "indexName": self.index_name,
-            "isMultiKey": False, "direction": "forward" if self.direction == 1 else "backward",
+            "isMultiKey": bool(ix is not None and ix.multikey),
+            "isUnique": bool(ix is not None and ix.unique),
+            "isSparse": bool(ix is not None and ix.sparse),
+            "isPartial": bool(ix is not None and ix.partial is not None),
+            "indexVersion": 2,
+            "direction": "forward" if self.direction == 1 else "backward",
             "indexBounds": {f: [format_interval(iv) for iv in ivs]
                             for (f, _), ivs in zip(self.key_pattern.items(), self.bounds)},
         }
@@ -369,7 +385,7 @@ def _covers_null(iv: Interval) -> bool:
 
 def _find_hint(hint: Any, indexes: list[IndexInfo]) -> IndexInfo:
     for ix in indexes:
-        if (isinstance(hint, str) and ix.name == hint) or (
+        if (isinstance(hint, str) and hint in (ix.name, ix.clustered_name)) or (
                 isinstance(hint, dict) and list(hint.items()) == ix.key):
             if ix.hidden:
                 break
@@ -437,7 +453,33 @@ def plan_query(filter_spec: dict[str, Any] | Matcher | None, sort_spec: dict[str
 def _to_plan(c: _Candidate, spec: dict[str, Any]) -> QueryPlan:
     return QueryPlan("IXSCAN", direction=c.direction, index_name=c.index.name,
                      key_pattern=c.index.key_pattern, bounds=c.bounds,
-                     provides_sort=c.provides_sort, filter=spec)
+                     provides_sort=c.provides_sort, filter=spec,
+                     clustered=c.index.clustered_name is not None, index=c.index)
+
+
+def _open_end(v: Any, lower: bool) -> bool:
+    """Whether an interval end is no bound of the query's own (MinKey/MaxKey or an end of
+    a type bracket, which the planner adds)."""
+    if isinstance(v, MinKey | MaxKey):
+        return True
+    ends = [b[0] if lower else b[1] for b in _BRACKETS.values()]
+    return any(type(e) is type(v) and sort_key(e) == sort_key(v) for e in ends)
+
+
+def _clustered_explain(flt: dict[str, Any], direction: str, intervals: list[Interval]
+                       ) -> dict[str, Any]:
+    """A clustered collection's `_id` range as mongod shows it: one bounded collection
+    scan, CLUSTERED_IXSCAN with the range's ends as `minRecord`/`maxRecord`; several
+    ranges (`$in`) or none are a plain COLLSCAN there."""
+    if len(intervals) != 1 or intervals[0] == FULL_RANGE:
+        return {"stage": "COLLSCAN", "filter": flt, "direction": direction}
+    iv = intervals[0]
+    out: dict[str, Any] = {"stage": "CLUSTERED_IXSCAN", "filter": flt, "direction": direction}
+    if not _open_end(iv.lower, True):
+        out["minRecord"] = iv.lower
+    if not _open_end(iv.upper, False):
+        out["maxRecord"] = iv.upper
+    return out
 
 
 # --------------------------------------------------------------------------- explain text

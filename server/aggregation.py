@@ -31,12 +31,15 @@ from query.match import compile_filter
 from query.pipeline import Pipeline, compile_pipeline, resolve_let_variables
 from query.sort import compile_sort
 from storage.bson_order import values_equal
+from storage.clustered import is_clustered
 from storage.collection import Collection
 from storage.errors import MongoError
+from storage.indexes import ID_INDEX_NAME
 from storage.vocabulary.error_codes import ErrorCode
 
 from .collection_stats import collection_stats
 from .current_op import parse_stage_spec, report
+from .document_validation import make_validator
 from .local_sessions import parse_sessions_spec
 from .namespaces import resolve_namespace
 from .parsing.pipeline import split_leading_match
@@ -97,15 +100,21 @@ def _system_views_source(catalog: Any, db: str, flt: dict[str, Any] | None,
     return iter(docs)
 
 
-def _out(req: CommandRequest, db: str, name: str, docs: Iterable[dict[str, Any]]) -> None:
+def _out(req: CommandRequest, db: str, name: str, docs: Iterable[dict[str, Any]],
+         bypass: bool = False) -> None:
     catalog = req.storage.catalog
     entry = catalog.entry(db, name)
     if entry is not None and entry.kind != "collection":
         raise MongoError(ErrorCode.CommandNotSupportedOnView,
                          f"Namespace {db}.{name} is a view, not a collection")
+    # the replacement collection keeps the old one's options, validator included
+    validator = None if bypass or entry is None else make_validator(entry.options,
+                                                                    f"{db}.{name}")
     prepared = []
     for doc in docs:
         doc = prepare_document_for_insert(dict(doc))
+        if validator is not None:
+            validator(doc)
         prepared.append((doc, check_size(doc)))
     with catalog.transaction():
         coll = catalog.get_or_create_collection(db, name)
@@ -118,11 +127,13 @@ def _out(req: CommandRequest, db: str, name: str, docs: Iterable[dict[str, Any]]
 
 def _merge(req: CommandRequest, db: str, name: str, docs: Iterable[dict[str, Any]],
            on: list[str] | None = None, when_matched: Any = "merge",
-           when_not_matched: str = "insert", let: dict[str, Any] | None = None) -> None:
+           when_not_matched: str = "insert", let: dict[str, Any] | None = None,
+           bypass: bool = False) -> None:
     catalog = req.storage.catalog
     on = on or ["_id"]
     with catalog.transaction():
         coll = catalog.get_or_create_collection(db, name)
+        validator = None if bypass else make_validator(coll.options, f"{db}.{name}")
         for doc in docs:
             doc = dict(doc)
             if any(f not in doc for f in on):
@@ -137,6 +148,8 @@ def _merge(req: CommandRequest, db: str, name: str, docs: Iterable[dict[str, Any
             if found is None:
                 if when_not_matched == "insert":
                     new = prepare_document_for_insert(doc)
+                    if validator is not None:
+                        validator(new)
                     res = coll.insert_many([new], encoded=[check_size(new)])
                     if res.errors:
                         raise res.errors[0][1]
@@ -166,6 +179,8 @@ def _merge(req: CommandRequest, db: str, name: str, docs: Iterable[dict[str, Any
                 raise MongoError(ErrorCode.ImmutableField,
                                  "$merge failed to update the matching document, did you "
                                  "attempt to modify the _id or the shard key?")
+            if validator is not None:
+                validator(new, old)
             coll.update(rid, new, encoded=check_size(new), old_doc=old)
 
 
@@ -186,7 +201,10 @@ def index_stats_documents(req: CommandRequest, db: str, coll: str | None
     if ns.timeseries is not None:
         indexes = timeseries_indexes_with_idents(req, ns.timeseries)
     elif ns.entry is not None and ns.entry.kind == "collection":
-        indexes = [(dict(ix.spec.document), ix.ident) for ix in ns.entry.indexes]
+        # a clustered collection's cluster key is no index (mongod's catalog has none)
+        clustered = is_clustered(ns.entry.options)
+        indexes = [(dict(ix.spec.document), ix.ident) for ix in ns.entry.indexes
+                   if not (clustered and ix.name == ID_INDEX_NAME)]
     else:
         return []
     host = f"{req.server.host}:{req.conn.local.rpartition(':')[2]}"
@@ -198,8 +216,10 @@ def index_stats_documents(req: CommandRequest, db: str, coll: str | None
     return out
 
 
-def build_context(req: CommandRequest, coll: str | None, *, allow_disk_use: bool) -> \
-        PipelineContext:
+def build_context(req: CommandRequest, coll: str | None, *, allow_disk_use: bool,
+                  bypass_validation: bool = False) -> PipelineContext:
+    """The pipeline's context; `$out`/`$merge` validate what they write unless
+    `bypass_validation` (the command's `bypassDocumentValidation`)."""
     db = req.db
     params = req.server.params
 
@@ -239,8 +259,9 @@ def build_context(req: CommandRequest, coll: str | None, *, allow_disk_use: bool
         db=db, coll=coll, allow_disk_use=allow_disk_use,
         memory_limit_bytes=int(params.get("internalDocumentSourceGroupMaxMemoryBytes")),
         resolve_collection=resolve,
-        out=lambda d, c, docs: _out(req, d, c, docs),
-        merge=lambda d, c, docs, *a, **kw: _merge(req, d, c, docs, *a, **kw),
+        out=lambda d, c, docs: _out(req, d, c, docs, bypass_validation),
+        merge=lambda d, c, docs, *a, **kw: _merge(req, d, c, docs, *a,
+                                                  **{**kw, "bypass": bypass_validation}),
         coll_stats=coll_stats, index_stats=index_stats, current_op=current_op,
         list_local_sessions=local_sessions,
     )

@@ -70,9 +70,9 @@ class Operation:
     killed: MongoError | None = None
     # the cursor a getMore is reading (set by the cursor manager)
     cursor: Any = None
-    # a find's plan and its counters (docsExamined, ...), for currentOp and the profiler
+    # a find's plan and what it examined (a ScanStats), for currentOp and the profiler
     plan_summary: str | None = None
-    query_stats: dict[str, int] | None = None
+    scan_stats: Any = None
     # the fields that came as OP_MSG document sequences: not part of the command mongod
     # reports (its body section)
     sequences: tuple[str, ...] = ()

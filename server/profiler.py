@@ -101,10 +101,9 @@ def profile_document(op: Operation, reply: dict[str, Any], millis: float) -> dic
     cursor = reply.get("cursor")
     if isinstance(cursor, dict) and cursor.get("id"):
         doc["cursorid"] = Int64(cursor["id"])
-    if op.query_stats is not None:
-        if op.plan_summary == "COLLSCAN":  # bucketd counts keys on no index scan
-            doc["keysExamined"] = 0
-        doc["docsExamined"] = op.query_stats.get("docsExamined", 0)
+    if op.scan_stats is not None:
+        doc["keysExamined"] = op.scan_stats.keys_examined
+        doc["docsExamined"] = op.scan_stats.docs_examined
     n = reply.get("n")
     if op.name == "insert" and isinstance(n, int):
         doc["ninserted"] = n

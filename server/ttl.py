@@ -1,7 +1,9 @@
 """The TTL monitor: every `ttlMonitorSleepSecs`, delete expired documents.
 
 Ordinary collections: documents whose TTL-indexed field holds a date (the earliest,
-for an array) older than `expireAfterSeconds`. Time-series collections with
+for an array) older than `expireAfterSeconds`. Clustered collections with
+`expireAfterSeconds`: documents whose `_id` is a date older than the limit (mongod's
+TTL by cluster key; other `_id` types never expire). Time-series collections with
 `expireAfterSeconds`: whole buckets whose newest measurement is older than the limit.
 """
 
@@ -14,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 from bson.datetime_ms import DatetimeMS
 
 from query.executor import delete_matching
+from storage.clustered import clustered_index_name
+from storage.indexes import ID_INDEX_NAME
 
 from .log import LOG
 from .timeseries.expiry import expire_buckets
@@ -41,17 +45,21 @@ def ttl_pass(storage: StorageService, timeseries: TimeseriesService | None,
                 continue
             if entry.kind != "collection":
                 continue
+            expiring: list[tuple[str, str, Any]] = []  # (field, index, expireAfterSeconds)
+            if clustered_index_name(entry.options) is not None and \
+                    entry.options.get("expireAfterSeconds") is not None:
+                expiring.append(("_id", ID_INDEX_NAME, entry.options["expireAfterSeconds"]))
             for ix in entry.indexes:
                 doc: dict[str, Any] = ix.spec.document
                 expire = doc.get("expireAfterSeconds")
-                if expire is None or len(doc["key"]) != 1:
-                    continue
-                field = next(iter(doc["key"]))
+                if expire is not None and len(doc["key"]) == 1:
+                    expiring.append((next(iter(doc["key"])), ix.name, expire))
+            for field, index_name, expire in expiring:
                 cutoff = DatetimeMS(now - int(float(expire) * 1000))
                 coll = catalog.get_collection(db, entry.name)
                 with catalog.transaction():
                     n, _ = delete_matching(coll, {field: {"$lt": cutoff}}, limit_one=False,
-                                           hint=ix.name)
+                                           hint=index_name)
                 deleted += n
     return deleted
 

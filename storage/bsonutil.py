@@ -5,7 +5,8 @@ storage or from a decoded column is the same Python object:
 
 - dates are `bson.DatetimeMS` (exact milliseconds, any range, no time-zone games);
 - binary subtype 4 stays `Binary` (no UUID conversion), subtype 0 is `bytes`;
-- int32 decodes to `int`, int64 to `bson.Int64`, so the width survives a round trip.
+- int32 decodes to `int`, int64 to `bson.Int64`, so the width survives a round trip;
+- an embedded document is always a dict, never a `DBRef` (`vocabulary.bson_decode`).
 
 Never parse documents by hand: `decode`/`encode` wrap pymongo's C extension.
 """
@@ -17,6 +18,8 @@ from typing import Any, Final
 import bson
 from bson.binary import UuidRepresentation
 from bson.codec_options import CodecOptions, DatetimeConversion
+
+from storage.vocabulary.bson_decode import decode_document, decode_documents
 
 __all__ = ["CODEC_OPTIONS", "MAX_BSON_SIZE", "decode", "decode_all", "encode", "bson_size"]
 
@@ -32,11 +35,12 @@ MAX_BSON_SIZE: Final = 16 * 1024 * 1024
 
 
 def decode(data: bytes | memoryview) -> dict[str, Any]:
-    return bson.decode(data, CODEC_OPTIONS)
+    doc: dict[str, Any] = decode_document(data, CODEC_OPTIONS)
+    return doc
 
 
 def decode_all(data: bytes | memoryview) -> list[dict[str, Any]]:
-    return bson.decode_all(data, CODEC_OPTIONS)
+    return decode_documents(data, CODEC_OPTIONS)
 
 
 def encode(doc: Any) -> bytes:

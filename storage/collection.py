@@ -42,6 +42,7 @@ from storage.bounds import IndexBounds, Interval, plan_ranges
 from storage.bson_order import values_equal
 from storage.bsontext import to_mongo_string
 from storage.catalog_entries import CollectionEntry, IndexEntry
+from storage.clustered import clustered_index_name, clustered_list_index, is_clustered
 from storage.collection_results import (
     CollectionStats,
     CreateIndexesResult,
@@ -57,6 +58,7 @@ from storage.indexes import (
     IndexSpec,
     KeySet,
     compare_index_specs,
+    is_id_key_pattern,
     validate_index_spec,
 )
 from storage.keystring import UNDEFINED, encode_value
@@ -529,9 +531,45 @@ class Collection:
 
     # --- indexes ---------------------------------------------------------------------------------
 
+    @staticmethod
+    def _counted(entry: CollectionEntry) -> int:
+        """How many indexes clients are told of: a clustered collection's `_id_` index
+        store is the collection itself to them, no index (mongod's index catalog holds no
+        entry for the cluster key)."""
+        n = len(entry.indexes)
+        return n - 1 if is_clustered(entry.options) and entry.index(ID_INDEX_NAME) else n
+
     def list_indexes(self) -> list[dict[str, Any]]:
-        """The index specs as listIndexes returns them, in creation order."""
-        return [dict(ix.spec.document) for ix in self.entry.indexes]
+        """The index specs as listIndexes returns them, in creation order (a clustered
+        collection's `_id` index in its clustered form, or hidden: `storage.clustered`)."""
+        return [spec for spec, _ix in self.listed_indexes()]
+
+    def listed_indexes(self) -> list[tuple[dict[str, Any], IndexEntry]]:
+        """(spec as listIndexes shows it, the index) of each index listIndexes shows."""
+        out = []
+        clustered = is_clustered(self.options)
+        for ix in self.entry.indexes:
+            if clustered and ix.name == ID_INDEX_NAME:
+                shown = clustered_list_index(self.options)
+                if shown is not None:
+                    out.append((shown, ix))
+                continue
+            out.append((dict(ix.spec.document), ix))
+        return out
+
+    def _clustered_create_specs(self, specs: list[IndexSpec]) -> list[IndexSpec]:
+        """The validated specs left to build once the `clustered` option is dealt with: on
+        the cluster key of a clustered collection it names the existing index (skipped),
+        anywhere else it is refused (6243700)."""
+        out = []
+        for spec in specs:
+            if "clustered" in spec.document:
+                if is_clustered(self.options) and is_id_key_pattern(spec.key):
+                    continue
+                raise MongoError(6243700, "Cannot create index with option 'clustered' on a "
+                                 "key that is not the collection's cluster key")
+            out.append(spec)
+        return out
 
     def create_indexes(self, specs: Sequence[Mapping[str, Any]]) -> CreateIndexesResult:
         """Validate and build `specs` (all or nothing). Specs identical to an existing
@@ -539,9 +577,9 @@ class Collection:
         IndexKeySpecsConflict (86); a unique index over duplicate data raises
         DuplicateKey (11000)."""
         entry = self.entry
-        before = len(entry.indexes)
-        validated = [validate_index_spec(s, compile_filter=self._catalog.compile_filter)
-                     for s in specs]
+        before = self._counted(entry)
+        validated = self._clustered_create_specs(
+            [validate_index_spec(s, compile_filter=self._catalog.compile_filter) for s in specs])
         current: list[IndexSpec] = [ix.spec for ix in entry.indexes]
         to_build: list[IndexSpec] = []
         for spec in validated:
@@ -651,7 +689,7 @@ class Collection:
         """dropIndexes: ``"*"`` (all but ``_id_``), a name, a list of names, or a key
         pattern. Returns the number of indexes before (nIndexesWas)."""
         entry = self.entry
-        before = len(entry.indexes)
+        before = self._counted(entry)
         if isinstance(target, str):
             names = ([ix.name for ix in entry.indexes if ix.name != ID_INDEX_NAME]
                      if target == "*" else [target])
@@ -669,7 +707,14 @@ class Collection:
             names = [found[0].name]
         else:
             names = list(target)
+        clustered_name = clustered_index_name(self.options)
+        if clustered_name is not None and isinstance(target, Mapping) and names == [ID_INDEX_NAME]:
+            names = [clustered_name]
         for name in names:
+            if name == clustered_name:
+                raise MongoError(5979800, "It is illegal to drop the clusteredIndex")
+            if name == ID_INDEX_NAME and clustered_name is not None:
+                raise MongoError(ErrorCode.IndexNotFound, f"index not found with name [{name}]")
             if name == ID_INDEX_NAME:
                 raise MongoError(ErrorCode.InvalidOptions, "cannot drop _id index")
             if entry.index(name) is None:
@@ -690,10 +735,11 @@ class Collection:
     def stats(self) -> CollectionStats:
         entry = self.entry
         rs = self._rs()
+        hidden = ID_INDEX_NAME if is_clustered(entry.options) else None
         sizes = {ix.name: self._catalog._index_runtime(ix).store.storage_size()
-                 for ix in entry.indexes}
+                 for ix in entry.indexes if ix.name != hidden}
         return CollectionStats(entry.ns, rs.count(), rs.data_size(), rs.storage_size(),
-                               len(entry.indexes), sum(sizes.values()), sizes)
+                               len(sizes), sum(sizes.values()), sizes)
 
     def validate(self) -> ValidateResult:
         """Check every document decodes and every index holds exactly the entries its
@@ -733,9 +779,10 @@ class Collection:
                 else:
                     extra += 1
             missing = len(want)
-            keys_per_index[ix.name] = n_keys
             ok = extra == 0 and missing == 0 and keygen_failures[j] == 0
-            details[ix.name] = {"valid": ok}
+            if not (ix.name == ID_INDEX_NAME and is_clustered(entry.options)):
+                keys_per_index[ix.name] = n_keys  # (checked all the same)
+                details[ix.name] = {"valid": ok}
             if extra:
                 errors.append(f"Index {ix.name} has {extra} entries that match no document")
             if missing:

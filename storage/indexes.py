@@ -293,6 +293,12 @@ def _check_stage1(raw: dict[str, Any], compile_filter: PartialFilterCompiler | N
     if "name" not in raw:
         raise _Bad(ErrorCode.FailedToParse,
                    "The 'name' field is a required property of an index specification")
+    if "clustered" in raw:  # names a clustered collection's cluster key (storage.clustered)
+        if not _truthy(raw["clustered"]):
+            raise _Bad(6492800, "Value 'false' for field 'clustered' is invalid")
+        if not _truthy(raw.get("unique")):
+            raise _Bad(ErrorCode.CannotCreateIndex,
+                       "The 'unique' field is required when 'clustered' is specified")
     if "weights" in raw and _plugin_name(raw["key"]) != "text":
         raise _Bad(ErrorCode.CannotCreateIndex,
                    f"Invalid index specification {to_mongo_string(raw)}; the field 'weights' "
@@ -345,7 +351,7 @@ def validate_index_spec(raw: Mapping[str, Any], *,
     name: str = raw["name"]
     if is_id_key_pattern(key):
         for f in raw:
-            if f not in _ID_INDEX_FIELDS:
+            if f not in _ID_INDEX_FIELDS and "clustered" not in raw:
                 raise MongoError(ErrorCode.InvalidIndexSpecificationOption,
                                  f"The field '{f}' is not valid for an _id index specification."
                                  f" Specification: {to_mongo_string(raw)}")
@@ -368,9 +374,6 @@ def validate_index_spec(raw: Mapping[str, Any], *,
     if plugin:
         raise MongoError(ErrorCode.NotImplemented,
                          f"bucketd does not build '{plugin}' indexes (index '{name}')")
-    if _truthy(raw.get("clustered")):
-        raise MongoError(ErrorCode.NotImplemented,
-                         "clustered indexes are only created with the collection")
     return _normalize(raw, key, name)
 
 

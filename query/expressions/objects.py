@@ -118,9 +118,12 @@ def _c_array_to_object(arg: Any, scope: Scope, name: str) -> Fn:
 
 def _field_args(name: str, arg: Any, scope: Scope, fields: tuple[str, ...],
                 codes: dict[str, int]) -> dict[str, Any]:
+    # $getField's short form takes the field name as any operand, an expression object
+    # ({$literal: "$a"}, the way to name a $-prefixed field) included
+    if name == "$getField" and (type(arg) is not dict
+                                or (arg and next(iter(arg)).startswith("$"))):
+        return {"field": arg}
     if type(arg) is not dict:
-        if name == "$getField":
-            return {"field": arg}
         raise MongoError(codes["object"], f"{name} only supports an object as its argument")
     out: dict[str, Any] = {}
     for k, x in arg.items():

@@ -12,9 +12,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from query.match.compiler import MatchDetails, Node, expr_truthy, parse_filter
+from query.match.compiler import (
+    ENCRYPTION_ALLOWED,
+    PARSING_VALIDATOR,
+    MatchDetails,
+    Node,
+    expr_truthy,
+    parse_filter,
+)
 
-__all__ = ["Matcher", "MatchDetails", "Node", "compile_filter", "expr_truthy"]
+__all__ = ["Matcher", "MatchDetails", "Node", "compile_filter", "compile_validator",
+           "expr_truthy"]
 
 
 class Matcher:
@@ -52,8 +60,9 @@ class Matcher:
 
     @property
     def has_expr(self) -> bool:
+        """Whether the filter may read fields `fields()` does not name ($expr, $jsonSchema)."""
         def walk(n: Node) -> bool:
-            return n.kind == "expr" or any(walk(c) for c in n.children)
+            return n.kind in ("expr", "jsonschema") or any(walk(c) for c in n.children)
         return walk(self.root)
 
     @property
@@ -71,3 +80,15 @@ def compile_filter(spec: dict[str, Any] | None, *,
     if spec is None:
         spec = {}
     return Matcher(spec, parse_filter(spec, variables=variables))
+
+
+def compile_validator(spec: dict[str, Any], *, allow_encryption: bool = True) -> Matcher:
+    """Compile a collection's `validator`: a filter whose `$jsonSchema` may use the
+    encryption keywords (`encrypt`, `encryptMetadata`) when `allow_encryption`."""
+    token = PARSING_VALIDATOR.set(True)
+    enc_token = ENCRYPTION_ALLOWED.set(allow_encryption)
+    try:
+        return Matcher(spec, parse_filter(spec))
+    finally:
+        ENCRYPTION_ALLOWED.reset(enc_token)
+        PARSING_VALIDATOR.reset(token)

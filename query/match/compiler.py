@@ -17,6 +17,7 @@ on indexed fields and the positional ``$`` can learn the matched array position.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -24,6 +25,7 @@ from bson import DBRef, Decimal128, Int64
 
 from query.expressions import compile_expression
 from query.match import values as V
+from query.match.jsonschema import compile_json_schema
 from query.match.regex import is_regex_value, regex_parts
 from query.paths import iter_leaves, split_path
 from storage.errors import MongoError
@@ -31,7 +33,19 @@ from storage.vocabulary.bson_types import is_number
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 
-__all__ = ["Node", "MatchDetails", "parse_filter", "TOP", "DOC", "SUB"]
+__all__ = ["Node", "MatchDetails", "parse_filter", "TOP", "DOC", "SUB", "PARSING_VALIDATOR",
+           "ENCRYPTION_ALLOWED"]
+
+# Set while a collection validator is parsed: it refuses $where, $text and the $near
+# family, and $jsonSchema's encryption keywords are allowed there only (and only when
+# ENCRYPTION_ALLOWED), as in MongoDB.
+PARSING_VALIDATOR: ContextVar[bool] = ContextVar("PARSING_VALIDATOR", default=False)
+ENCRYPTION_ALLOWED: ContextVar[bool] = ContextVar("ENCRYPTION_ALLOWED", default=False)
+
+
+def _refuse_in_validator(what: str) -> None:
+    if PARSING_VALIDATOR.get():
+        raise MongoError(ErrorCode.BadValue, f"{what} not allowed in this context")
 
 # Parse levels (MongoDB's DocumentParseLevel).
 TOP: Final = 0   # the filter document itself
@@ -64,6 +78,8 @@ class Node:
     path: str | None = None
     op: str | None = None
     arg: Any = None
+    # what the filter said for this operator under its path, for errInfo's specifiedAs
+    shown: Any = None
 
 
 def _always(result: bool) -> DocFn:
@@ -75,8 +91,9 @@ FALSE_FN: Final = _always(False)
 
 
 # --------------------------------------------------------------------------- clauses
-# A "clause" is a path operator not yet bound to a path: ("pred", op, arg, pred, expand),
-# ("not", [clauses]), ("and", [clauses]), ("elem", arg, elem_pred) or ("false",).
+# A "clause" is a path operator not yet bound to a path: ("pred", op, arg, pred, expand
+# [, shown]), ("not", [clauses], op, arg), ("and", [clauses] [, "$all", arg]),
+# ("elem", arg, elem_pred) or ("false",).
 
 Clause = tuple[Any, ...]
 
@@ -85,8 +102,10 @@ def _bind(clause: Clause, path: str) -> Node:
     """Turn a clause into a document-level node reading `path`."""
     kind = clause[0]
     if kind == "pred":
-        _, op, arg, pred, expand = clause
-        return Node("path", _path_fn(split_path(path), pred, expand), path=path, op=op, arg=arg)
+        op, arg, pred, expand = clause[1:5]
+        shown = clause[5] if len(clause) > 5 else {op: arg}
+        return Node("path", _path_fn(split_path(path), pred, expand), path=path, op=op, arg=arg,
+                    shown=shown)
     if kind == "elem":
         _, arg, elem_pred = clause
         return Node("path", _elem_match_fn(split_path(path), elem_pred), path=path,
@@ -94,9 +113,15 @@ def _bind(clause: Clause, path: str) -> Node:
     if kind == "not":
         child = _and([_bind(c, path) for c in clause[1]])
         cfn = child.fn
-        return Node("not", lambda doc, details: not cfn(doc, None), [child], path=path)
+        op, arg = (clause[2], clause[3]) if len(clause) > 2 else ("$not", None)
+        return Node("not", lambda doc, details: not cfn(doc, None), [child], path=path, op=op,
+                    arg=arg)
     if kind == "and":
-        return _and([_bind(c, path) for c in clause[1]])
+        node = _and([_bind(c, path) for c in clause[1]])
+        if len(clause) > 2:  # $all: one operator for errInfo, whatever its clauses
+            node = Node("and", node.fn, [node], path=path, op=clause[2], arg=clause[3],
+                        shown={clause[2]: clause[3]})
+        return node
     if kind == "false":
         return Node("false", FALSE_FN, path=path)
     raise AssertionError(kind)
@@ -237,8 +262,8 @@ def _parse_field(path: str, val: Any, level: int, variables: dict[str, Any] | No
         return [_bind(c, path) for c in _parse_ops(path, val, level, variables)]
     if is_regex_value(val):
         p, o = regex_parts(val)
-        return [_bind(("pred", "$regex", (p, o), V.regex_pred(p, o), True), path)]
-    return [_bind(("pred", "$eq", val, V.eq_pred(val), True), path)]
+        return [_bind(("pred", "$regex", (p, o), V.regex_pred(p, o), True, val), path)]
+    return [_bind(("pred", "$eq", val, V.eq_pred(val), True, val), path)]
 
 
 def _is_dbref_doc(d: dict[str, Any], allow_incomplete: bool) -> bool:
@@ -272,7 +297,7 @@ def _parse_op(path: str, op: str, arg: Any, ops: dict[str, Any], level: int,
     if op == "$ne":
         if is_regex_value(arg):
             raise MongoError(ErrorCode.BadValue, "Can't have regex as arg to $ne.")
-        return ("not", [("pred", "$eq", arg, V.eq_pred(arg), True)])
+        return ("not", [("pred", "$eq", arg, V.eq_pred(arg), True)], "$ne", arg)
     if op in ("$lt", "$lte", "$gt", "$gte"):
         if is_regex_value(arg):
             raise MongoError(ErrorCode.BadValue,
@@ -285,10 +310,10 @@ def _parse_op(path: str, op: str, arg: Any, ops: dict[str, Any], level: int,
     if op == "$nin":
         if not isinstance(arg, list):
             raise MongoError(ErrorCode.BadValue, "$nin needs an array")
-        return ("not", [("pred", "$in", arg, V.in_pred(arg), True)])
+        return ("not", [("pred", "$in", arg, V.in_pred(arg), True)], "$nin", arg)
     if op == "$exists":
         positive = ("pred", "$exists", True, V.exists_pred(), False)
-        return positive if _truthy(arg) else ("not", [positive])
+        return positive if _truthy(arg) else ("not", [positive], "$exists", arg)
     if op == "$type":
         return ("pred", "$type", arg, V.type_pred(arg), True)
     if op == "$size":
@@ -299,7 +324,9 @@ def _parse_op(path: str, op: str, arg: Any, ops: dict[str, Any], level: int,
         return ("pred", op, arg, V.bits_pred(op, arg), True)
     if op == "$regex":
         pattern, options = _parse_regex_doc(ops)
-        return ("pred", "$regex", (pattern, options), V.regex_pred(pattern, options), True)
+        shown = {k: v for k, v in ops.items() if k in ("$regex", "$options")}
+        return ("pred", "$regex", (pattern, options), V.regex_pred(pattern, options), True,
+                shown)
     if op == "$options":
         if "$regex" not in ops:
             raise MongoError(ErrorCode.BadValue, "$options needs a $regex")
@@ -310,6 +337,8 @@ def _parse_op(path: str, op: str, arg: Any, ops: dict[str, Any], level: int,
         return _parse_elem_match(path, arg, variables)
     if op == "$all":
         return _parse_all(path, arg, variables)
+    if op in ("$near", "$nearSphere", "$geoNear"):
+        _refuse_in_validator("$geoNear, $near, and $nearSphere are")
     if op in _GEO_OPS:
         raise MongoError(ErrorCode.NotImplemented, f"{op} is not supported by bucketd")
     if op == "$where":
@@ -358,12 +387,12 @@ def _parse_regex_doc(ops: dict[str, Any]) -> tuple[str, str]:
 def _parse_not(path: str, arg: Any, level: int, variables: dict[str, Any] | None) -> Clause:
     if is_regex_value(arg):
         p, o = regex_parts(arg)
-        return ("not", [("pred", "$regex", (p, o), V.regex_pred(p, o), True)])
+        return ("not", [("pred", "$regex", (p, o), V.regex_pred(p, o), True)], "$not", arg)
     if not isinstance(arg, dict):
         raise MongoError(ErrorCode.BadValue, "$not needs a regex or a document")
     if not arg:
         raise MongoError(ErrorCode.BadValue, "$not cannot be empty")
-    return ("not", _parse_ops(path, arg, level, variables))
+    return ("not", _parse_ops(path, arg, level, variables), "$not", arg)
 
 
 def _parse_elem_match(path: str, arg: Any, variables: dict[str, Any] | None) -> Clause:
@@ -403,7 +432,7 @@ def _parse_all(path: str, arg: Any, variables: dict[str, Any] | None) -> Clause:
             if not (isinstance(item, dict) and item and next(iter(item)) == "$elemMatch"):
                 raise MongoError(ErrorCode.BadValue, "$all/$elemMatch has to be consistent")
             clauses.append(_parse_elem_match(path, item["$elemMatch"], variables))
-        return ("and", clauses)
+        return ("and", clauses, "$all", arg)
     clauses = []
     for item in arg:
         if is_regex_value(item):
@@ -414,7 +443,7 @@ def _parse_all(path: str, arg: Any, variables: dict[str, Any] | None) -> Clause:
             raise MongoError(ErrorCode.BadValue, "no $ expressions in $all")
         else:
             clauses.append(("pred", "$eq", item, V.eq_pred(item), True))
-    return ("and", clauses)
+    return ("and", clauses, "$all", arg)
 
 
 _PATH_OPS: Final = frozenset({
@@ -462,11 +491,13 @@ def _parse_comment(key: str, val: Any, level: int, variables: dict[str, Any] | N
 
 
 def _parse_where(key: str, val: Any, level: int, variables: dict[str, Any] | None) -> Node:
+    _refuse_in_validator("$where is")
     raise MongoError(ErrorCode.NotImplemented,
                      "$where is not supported: bucketd has no JavaScript engine")
 
 
 def _parse_text(key: str, val: Any, level: int, variables: dict[str, Any] | None) -> Node:
+    _refuse_in_validator("$text is")
     if level == SUB:
         raise MongoError(ErrorCode.BadValue, "$text can only be applied to the top-level document")
     raise MongoError(ErrorCode.IndexNotFound, "text index required for $text query")
@@ -474,7 +505,12 @@ def _parse_text(key: str, val: Any, level: int, variables: dict[str, Any] | None
 
 def _parse_json_schema(key: str, val: Any, level: int,
                        variables: dict[str, Any] | None) -> Node:
-    raise MongoError(ErrorCode.NotImplemented, "$jsonSchema is not supported by bucketd")
+    compiled = compile_json_schema(val, allow_encryption=ENCRYPTION_ALLOWED.get())
+    matches = compiled.matches
+
+    def fn(doc: Any, details: MatchDetails | None) -> bool:
+        return type(doc) is dict and matches(doc)
+    return Node("jsonschema", fn, arg=compiled)
 
 
 def _parse_always(key: str, val: Any, level: int, variables: dict[str, Any] | None) -> Node:

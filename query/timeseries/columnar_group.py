@@ -57,7 +57,7 @@ from storage.vocabulary.bson_types import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_I
 from storage.vocabulary.missing import MISSING
 from storage.vocabulary.time_units import UNIT_MS
 
-from .scan import BucketScan
+from .scan import BucketScan, ReadStats
 
 __all__ = ["STATS", "GroupPlan", "columnar_group", "group_buckets", "plan_group"]
 
@@ -721,23 +721,24 @@ def _extreme_rows(col: _Column, starts: np.ndarray, counts: np.ndarray, largest:
 
 def columnar_group(buckets: Collection | None, opts: TimeseriesOptions,
                    bucket_filter: Callable[[dict[str, Any] | None], dict[str, Any] | None],
-                   stages: list[Any], ctx: PipelineContext, generic: Iterator[Any]
-                   ) -> Iterator[Any] | None:
+                   stages: list[Any], ctx: PipelineContext, generic: Iterator[Any],
+                   stats: ReadStats | None = None) -> Iterator[Any] | None:
     """An iterator over the results of `stages` on a time-series collection through the
     columnar `$group`, or None when the pipeline's shape is not supported. It computes on
     first use and runs `generic` instead if the data turn out unsupported."""
     plan = plan_group(stages, opts, ctx)
     if plan is None:
         return None
-    return _run(buckets, bucket_filter, plan, ctx, generic)
+    return _run(buckets, bucket_filter, plan, ctx, generic, stats)
 
 
 def _run(buckets: Collection | None,
          bucket_filter: Callable[[dict[str, Any] | None], dict[str, Any] | None],
-         plan: GroupPlan, ctx: PipelineContext, generic: Iterator[Any]) -> Iterator[Any]:
+         plan: GroupPlan, ctx: PipelineContext, generic: Iterator[Any],
+         stats: ReadStats | None) -> Iterator[Any]:
     variables = compile_pipeline([], ctx).base_variables()
     scanned: Iterable[Mapping[str, Any]] = () if buckets is None else (
-        b for _rid, b in BucketScan(buckets, bucket_filter(plan.flt)).buckets())
+        b for _rid, b in BucketScan(buckets, bucket_filter(plan.flt), stats).buckets())
     docs = group_buckets(plan, scanned, variables=variables,
                          memory_limit=ctx.memory_limit_bytes)
     if docs is None:
@@ -745,4 +746,7 @@ def _run(buckets: Collection | None,
         yield from generic
         return
     STATS["used"] += 1
+    if stats is not None:
+        stats.path = "columnarGroup"
+        stats.buckets_unpacked = stats.buckets_matched
     yield from compile_pipeline(plan.rest, ctx).run(docs)

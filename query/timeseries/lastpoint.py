@@ -27,7 +27,7 @@ from storage.collection import Collection
 from storage.timeseries import BucketSpec, TimeseriesOptions, bucket_filter, unpack_bucket
 from storage.timeseries.bucket_predicates import meta_only_filter
 
-from .scan import BucketScan
+from .scan import BucketScan, ReadStats
 
 __all__ = ["eligible", "lastpoint_measurements"]
 
@@ -35,7 +35,8 @@ _RAW = CODEC_OPTIONS.with_options(document_class=RawBSONDocument)
 
 
 def lastpoint_measurements(buckets: Collection | None, opts: TimeseriesOptions,
-                           stages: list[Any], fields: set[str] | None
+                           stages: list[Any], fields: set[str] | None,
+                           stats: ReadStats | None = None
                            ) -> Iterator[dict[str, Any]] | None:
     """The measurements the pipeline can need (see the module docstring), or None."""
     fits = eligible(stages, opts)
@@ -44,7 +45,7 @@ def lastpoint_measurements(buckets: Collection | None, opts: TimeseriesOptions,
     flt, bflt = fits
     if buckets is None:
         return iter(())
-    scan = BucketScan(buckets, bflt)
+    scan = BucketScan(buckets, bflt, stats)
     latest = _latest_buckets(scan, opts.time_field)
     if latest is None:
         return None
@@ -57,8 +58,12 @@ def lastpoint_measurements(buckets: Collection | None, opts: TimeseriesOptions,
     def gen() -> Iterator[dict[str, Any]]:
         for rid, bucket in scan.buckets(only=latest):
             t = latest[rid]
+            if stats is not None:
+                stats.buckets_unpacked += 1
             for m in unpack_bucket(bucket, spec):
                 if m.get(tf) == t and matcher.matches(m):
+                    if stats is not None:
+                        stats.measurements += 1
                     yield m
 
     return gen()

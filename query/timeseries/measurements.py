@@ -17,7 +17,7 @@ from storage.collection import Collection
 from storage.timeseries import BucketSpec, TimeseriesOptions, unpack_bucket
 from storage.timeseries.row_filter import compile_row_filter, select_measurements
 
-from .scan import BucketScan
+from .scan import BucketScan, ReadStats
 
 __all__ = ["unpacked_measurements"]
 
@@ -25,13 +25,14 @@ __all__ = ["unpacked_measurements"]
 def unpacked_measurements(buckets: Collection, opts: TimeseriesOptions,
                           flt: dict[str, Any] | None, bflt: dict[str, Any] | None,
                           fields: frozenset[str] | None, *, row_filter_declines: int,
-                          variables: dict[str, Any] | None = None
-                          ) -> Iterator[dict[str, Any]]:
+                          variables: dict[str, Any] | None = None,
+                          stats: ReadStats | None = None) -> Iterator[dict[str, Any]]:
     """Measurements matching `flt` (lazily), from the buckets matching `bflt`; the
     filter's `$expr` may read `variables` (the command's `let`).
 
     Only the fields needed are decoded when `fields` is given. The row pre-filter is
     tried until it declines `row_filter_declines` buckets in a row (0: never tried).
+    `stats` counts the work for explain.
     """
     matcher = compile_filter(flt or {}, variables=variables)
     if fields is not None:
@@ -41,7 +42,7 @@ def unpacked_measurements(buckets: Collection, opts: TimeseriesOptions,
             fields = frozenset(fields | {f.split(".", 1)[0] for f in matcher.fields()})
     spec = BucketSpec(opts.time_field, opts.meta_field, fields or frozenset(),
                       include=fields is not None)
-    scan = BucketScan(buckets, bflt)
+    scan = BucketScan(buckets, bflt, stats)
     trivial = matcher.is_trivial
     rows = compile_row_filter(flt, opts.time_field, opts.meta_field) \
         if flt and row_filter_declines else None
@@ -55,8 +56,12 @@ def unpacked_measurements(buckets: Collection, opts: TimeseriesOptions,
                 declined = 0 if selected is not None else declined + 1
                 if declined == row_filter_declines:
                     row_filter = None  # buckets of this collection cannot take it: stop trying
+            if stats is not None:
+                stats.buckets_unpacked += 1
             for m in selected if selected is not None else unpack_bucket(bucket, spec):
                 if trivial or matcher.matches(m):
+                    if stats is not None:
+                        stats.measurements += 1
                     yield m
 
     return gen()

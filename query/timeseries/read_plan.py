@@ -30,6 +30,7 @@ from storage.timeseries import TimeseriesOptions, bucket_filter
 from .columnar_group import columnar_group
 from .lastpoint import lastpoint_measurements
 from .measurements import unpacked_measurements
+from .scan import ReadStats
 
 __all__ = ["TimeseriesRead", "TimeseriesReadPaths", "pipeline_read"]
 
@@ -55,6 +56,7 @@ class TimeseriesRead:
     # May time predicates bound bucket `_id`s? Asked only when a filter needs it.
     id_bounds_allowed: Callable[[], bool]
     paths: TimeseriesReadPaths = field(default_factory=TimeseriesReadPaths)
+    stats: ReadStats | None = None  # explain's counters, when explain runs the read
 
     def bucket_filter(self, flt: dict[str, Any] | None) -> dict[str, Any] | None:
         """The bucket-level filter of a measurement filter (None: every bucket)."""
@@ -72,7 +74,7 @@ class TimeseriesRead:
         return unpacked_measurements(
             self.buckets, self.options, flt, self.bucket_filter(flt), fields,
             row_filter_declines=self.paths.row_filter_declines if self.paths.row_filter
-            else 0, variables=variables)
+            else 0, variables=variables, stats=self.stats)
 
 
 def pipeline_read(read: TimeseriesRead, stages: list[Any], ctx: PipelineContext,
@@ -81,13 +83,17 @@ def pipeline_read(read: TimeseriesRead, stages: list[Any], ctx: PipelineContext,
                   general: Callable[[], Iterator[Any]]) -> Iterator[Any]:
     """The results of `stages` on the collection: `whole(measurements)` runs the whole
     pipeline on a source, `general()` is the general path's result."""
+    stats = read.stats
     if read.paths.lastpoint:
-        last = lastpoint_measurements(read.buckets, read.options, stages, fields)
+        last = lastpoint_measurements(read.buckets, read.options, stages, fields, stats)
         if last is not None:
+            if stats is not None:
+                stats.path = "lastpoint"
             return whole(last)
     it = general()
     if read.paths.columnar_group:
-        fast = columnar_group(read.buckets, read.options, read.bucket_filter, stages, ctx, it)
+        fast = columnar_group(read.buckets, read.options, read.bucket_filter, stages, ctx, it,
+                              stats)
         if fast is not None:
             return fast
     return it

@@ -9,27 +9,44 @@ approximates it). `BucketScan` does that once for every read path.
 from __future__ import annotations
 
 from collections.abc import Container, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from query.executor import FindSpec, PreparedFind, candidates, prepare_find
 from storage.bsonutil import decode
 from storage.collection import Collection
+from storage.collection_results import ScanStats
 
-__all__ = ["BucketScan"]
+__all__ = ["BucketScan", "ReadStats"]
+
+
+@dataclass
+class ReadStats:
+    """What a time-series read did, for explain: the buckets collection's keys and
+    documents examined, the buckets that passed the bucket filter, the buckets unpacked
+    and the measurements that passed the measurement filter, and the path it took."""
+
+    scan: ScanStats = field(default_factory=ScanStats)
+    buckets_matched: int = 0
+    buckets_unpacked: int = 0
+    measurements: int = 0
+    path: str = "general"
 
 
 class BucketScan:
     """The buckets of `buckets` that can match `bucket_filter` (None: all of them)."""
 
-    def __init__(self, buckets: Collection | None, bucket_filter: dict[str, Any] | None
-                 ) -> None:
+    def __init__(self, buckets: Collection | None, bucket_filter: dict[str, Any] | None,
+                 stats: ReadStats | None = None) -> None:
         self.collection = buckets
         self.filter = bucket_filter
         self.prepared: PreparedFind = prepare_find(buckets, FindSpec(filter=bucket_filter))
+        self.stats = stats
 
     def raw(self) -> Iterator[tuple[int, bytes]]:
         """(record id, bucket bytes) of every candidate, not yet re-checked."""
-        return candidates(self.collection, self.prepared.plan)
+        return candidates(self.collection, self.prepared.plan,
+                          self.stats.scan if self.stats is not None else None)
 
     def matches(self, bucket: dict[str, Any]) -> bool:
         """The bucket filter on a bucket (or on the part of it the filter reads)."""
@@ -41,10 +58,13 @@ class BucketScan:
         just those record ids (the others are not decoded)."""
         check = self.filter is not None
         matches = self.prepared.matcher.matches
-        for rid, raw in candidates(self.collection, self.prepared.plan):
+        stats = self.stats
+        for rid, raw in self.raw():
             if only is not None and rid not in only:
                 continue
             bucket = decode(raw)
             if check and not matches(bucket):
                 continue
+            if stats is not None:
+                stats.buckets_matched += 1
             yield rid, bucket

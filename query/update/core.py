@@ -25,7 +25,11 @@ from query.paths import is_array_index
 from query.update.ops import MODIFIERS, Leaf, get_place, make_leaf, rename_leaves, set_place
 from query.update.pipeline import UpdatePipeline
 from query.update.upsert import upsert_seed
-from query.update.validate import check_id_for_storage, check_replacement
+from query.update.validate import (
+    check_id_for_storage,
+    check_replacement,
+    check_written_top_level,
+)
 from query.update.values import identical, short_repr
 from query.variables import CommandVariables, resolve_constants
 from storage.errors import MongoError
@@ -101,6 +105,8 @@ class Update:
         """Return ``(new_doc, modified)``; `doc` itself is never changed."""
         if self.kind == "replacement":
             assert self.replacement is not None
+            if not is_insert:  # an upsert's new document is validated as an insert
+                check_replacement(self.replacement)
             return self._replace(doc, is_insert, self.replacement)
         if self.kind == "pipeline":
             assert self._pipeline is not None
@@ -120,7 +126,20 @@ class Update:
                                  f"'{path}' would modify the immutable field '_id'")
         if "_id" in new:
             check_id_for_storage(new["_id"])
+        if not is_insert:
+            self._check_written_dollar_fields(doc, new)
         return new, not identical(doc, new)
+
+    def _check_written_dollar_fields(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        """The top-level `$`-prefixed fields the operators wrote: created, or replaced as a
+        whole (a path below an existing one writes only below the top level)."""
+        for path in self.leaf_paths:
+            parts = path.split(".")
+            first = parts[0]
+            if not first.startswith("$") or first not in new:
+                continue
+            if first not in old or (len(parts) == 1 and not identical(old[first], new[first])):
+                check_written_top_level(new, first)
 
     def _replace(self, doc: dict[str, Any], is_insert: bool,
                  replacement: dict[str, Any]) -> tuple[dict[str, Any], bool]:
@@ -240,9 +259,6 @@ def _check_path(path: str) -> list[str]:
     if first.startswith("$[") and first.endswith("]"):
         raise MongoError(ErrorCode.BadValue, "Cannot have array filter identifier (i.e. "
                          f"'$[<id>]') element in the first position in path '{path}'")
-    if first.startswith("$") and first != "$":
-        raise MongoError(ErrorCode.DollarPrefixedFieldName, f"The dollar ($) prefixed field "
-                         f"'{first}' in '{path}' is not valid for storage.")
     return parts
 
 
@@ -316,7 +332,6 @@ def compile_update(spec: Any, *, array_filters: list[dict[str, Any]] | None = No
         if filters:
             raise MongoError(ErrorCode.FailedToParse, "arrayFilters may not be specified for "
                              "replacement-style updates")
-        check_replacement(spec)
         return Update(spec, "replacement", None, dict(spec), {}, [], is_upsert)
     root = ObjNode()
     leaf_paths: list[str] = []

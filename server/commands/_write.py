@@ -3,15 +3,13 @@ telling the bucket catalog about direct writes to a time-series buckets collecti
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from query.match import compile_filter
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
-from ..log import LOG
+from ..document_validation import make_validator
 from ..namespaces import BUCKETS_PREFIX
 
 __all__ = ["WriteConcern", "parse_write_concern", "make_validator",
@@ -53,33 +51,6 @@ def check_batch_size(n: int, command: str) -> None:
         raise MongoError(ErrorCode.InvalidLength,
                          f"Write batch sizes must be between 1 and {MAX_WRITE_BATCH}. Got {n} "
                          "operations.")
-
-
-def make_validator(options: dict[str, Any], ns: str) -> Callable[[dict[str, Any]], None] | None:
-    """The collection's document validator as a check that raises 121, or None."""
-    spec = options.get("validator")
-    if not spec or options.get("validationLevel") == "off":
-        return None
-    if ns.split(".", 1)[1].startswith(BUCKETS_PREFIX):
-        # MongoDB's bucket schema is a $jsonSchema, which bucketd does not evaluate yet:
-        # direct writes to a buckets collection go unvalidated rather than refused
-        return None
-    matcher = compile_filter(spec)
-    warn = options.get("validationAction") == "warn"
-
-    def check(doc: dict[str, Any]) -> None:
-        if matcher.matches(doc):
-            return
-        if warn:
-            LOG.warning("STORAGE", 20294, "conn", "Document would fail validation",
-                        namespace=ns, document={"_id": doc.get("_id")})
-            return
-        raise MongoError(ErrorCode.DocumentValidationFailure, "Document failed validation",
-                         errInfo={"failingDocumentId": doc.get("_id"),
-                                  "details": {"operatorName": "$and", "specifiedAs": spec,
-                                              "reason": "filter did not match"}})
-
-    return check
 
 
 def after_direct_write(req: Any, db: str, name: str) -> None:

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from query.executor import FindSpec, prepare_find
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
+from ..aggregate_explain import explain_pipeline
 from ..aggregation import build_context, run_pipeline
 from ..context import CommandRequest
-from ..namespaces import raw_target, resolve_namespace
-from ..parsing.pipeline import split_leading_match
-from ..timeseries.reads import explain_unpack
-from ..views.definitions import resolve_view
+from ..namespaces import raw_target
 from ._args import check_fields, get_bool, get_doc, get_int, get_list, require
 
 ALLOWED = ("pipeline", "cursor", "explain", "allowDiskUse", "let", "hint", "collation",
@@ -79,7 +76,8 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     coll, pipeline, batch_size, allow_disk = _parse(req)
     if req.body.get("explain"):
         return await explain(req, req.body, "queryPlanner")
-    ctx = build_context(req, coll, allow_disk_use=allow_disk)
+    bypass = get_bool(req.body, "aggregate", "bypassDocumentValidation", False)
+    ctx = build_context(req, coll, allow_disk_use=allow_disk, bypass_validation=bypass)
     let = req.body.get("let")
     if _served_in_memory(coll, pipeline):
         _compiled, docs = run_pipeline(req, coll, pipeline, ctx, let)
@@ -113,24 +111,8 @@ async def explain(req: CommandRequest, body: dict[str, Any], verbosity: str) -> 
     ctx = build_context(req, coll, allow_disk_use=allow_disk)
 
     def run() -> dict[str, Any]:
-        compiled, _ = run_pipeline(req, coll, pipeline, ctx, body.get("let"))
-        stages = compiled.explain()
-        source, full = coll, pipeline
-        view = resolve_view(req.storage.catalog, req.db, coll) if coll is not None else None
-        if view is not None:  # explained as mongod runs it: on the namespace underneath
-            source, full = view.source, [*view.pipeline, *pipeline]
-        flt, _rest = split_leading_match(full, ctx.variables)
-        cursor_stage: dict[str, Any] = {"queryPlanner": {"namespace": f"{req.db}.{source}"}}
-        if source is not None:
-            ts = resolve_namespace(req.storage.catalog, req.db, source).timeseries
-            if ts is not None:
-                return explain_unpack(req, ts, full, stages)
-            target = req.storage.catalog.get_collection(req.db, source)
-            plan = prepare_find(target, FindSpec(filter=flt)).plan
-            cursor_stage["queryPlanner"]["winningPlan"] = plan.explain()
-            cursor_stage["queryPlanner"]["parsedQuery"] = flt or {}
-        return {"explainVersion": "1",
-                "stages": [{"$cursor": cursor_stage}, *stages],
-                "command": body}
+        out = explain_pipeline(req, coll, pipeline, ctx, body.get("let"), verbosity)
+        out["command"] = body
+        return out
 
     return await req.storage.run(run)

@@ -1,16 +1,21 @@
-"""collMod: change a collection's validator, an index's hidden/TTL options, a time-series
-collection's bucketing and expireAfterSeconds, or a view's `viewOn`/`pipeline`."""
+"""collMod: change a collection's validator, an index's hidden/TTL options, a clustered
+collection's expireAfterSeconds, a time-series collection's bucketing and
+expireAfterSeconds, or a view's `viewOn`/`pipeline`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from query.match import compile_filter
+from bson.int64 import Int64
+
+from storage.clustered import clustered_index_name
 from storage.errors import MongoError
 from storage.index_options import modify_index
+from storage.timeseries import parse_coll_mod_expire_after_seconds
 from storage.vocabulary.error_codes import ErrorCode
 
 from ..context import CommandRequest
+from ..document_validation import check_validation_options
 from ..namespaces import resolve_namespace
 from ..timeseries.ddl import coll_mod_timeseries_view
 from ..timeseries.indexes import translate_index_target
@@ -71,28 +76,25 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
         if "timeseries" in body:
             raise MongoError(ErrorCode.InvalidOptions,
                              "option only supported on a time-series collection: timeseries")
-        if "expireAfterSeconds" in body:
-            raise MongoError(ErrorCode.InvalidOptions, "option only supported on a time-series "
-                             "collection or a clustered collection: expireAfterSeconds")
         options = dict(entry.options)
+        check_validation_options("collMod", db, name, body, entry.options)
         changed = False
+        if "expireAfterSeconds" in body:
+            if clustered_index_name(options) is None:
+                raise MongoError(ErrorCode.InvalidOptions, "option only supported on a "
+                                 "time-series collection or a clustered collection: "
+                                 "expireAfterSeconds")
+            expire = parse_coll_mod_expire_after_seconds(body["expireAfterSeconds"])
+            options.pop("expireAfterSeconds", None)
+            if expire is not None:
+                options["expireAfterSeconds"] = Int64(expire)
+            changed = True
         for key in ("validator", "validationLevel", "validationAction"):
             if key in body:
-                value = body[key]
-                if key == "validator":
-                    if not isinstance(value, dict):
-                        raise MongoError(ErrorCode.TypeMismatch, "validator must be an object")
-                    compile_filter(value)
-                elif key == "validationLevel" and value not in ("off", "strict", "moderate"):
-                    raise MongoError(ErrorCode.BadValue,
-                                     f"Enumeration value '{value}' for field "
-                                     "'collMod.validationLevel' is not a valid value.")
-                elif key == "validationAction" and value not in ("error", "warn"):
-                    raise MongoError(ErrorCode.BadValue,
-                                     f"Enumeration value '{value}' for field "
-                                     "'collMod.validationAction' is not a valid value.")
-                options[key] = value
+                options[key] = body[key]
                 changed = True
+        if options.get("validator") == {}:
+            del options["validator"]  # an empty validator removes it
         if changed:
             catalog.set_options(db, name, options=options)
         if index is not None:

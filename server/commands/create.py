@@ -1,4 +1,5 @@
-"""create: a collection, a view (`viewOn`, `pipeline`), or a time-series collection
+"""create: a collection (clustered by `_id` with `clusteredIndex`, then optionally with
+`expireAfterSeconds`), a view (`viewOn`, `pipeline`), or a time-series collection
 (view + system.buckets).
 
 Repeating `create` with identical options succeeds; different options fail with
@@ -9,12 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from query.match import compile_filter
+from bson.int64 import Int64
+
 from storage.bsontext import to_mongo_string
+from storage.clustered import CLUSTERED_OPTION, parse_clustered_index
 from storage.errors import MongoError
+from storage.timeseries import parse_expire_after_seconds
 from storage.vocabulary.error_codes import ErrorCode
 
 from ..context import CommandRequest
+from ..document_validation import check_validation_options
 from ..timeseries.ddl import create_timeseries
 from ..views.definitions import (
     ViewDefinition,
@@ -33,15 +38,45 @@ ALLOWED = ("capped", "size", "max", "autoIndexId", "idIndex", "storageEngine", "
            "flags", "temp")
 _IGNORED = {"storageEngine", "indexOptionDefaults", "autoIndexId", "idIndex", "flags", "temp",
             "recordIdsReplicated", "changeStreamPreAndPostImages"}
+# parsed into their stored form by `_clustered_options`
+_CLUSTERED = {CLUSTERED_OPTION, "expireAfterSeconds"}
 
 
 def plain_options(body: dict[str, Any]) -> dict[str, Any]:
     """The options a plain collection keeps (what listCollections shows)."""
     opts: dict[str, Any] = {}
     for key in ALLOWED:
-        if key in body and key not in _IGNORED:
+        if key in body and key not in _IGNORED and key not in _CLUSTERED:
             opts[key] = body[key]
+    if opts.get("validator") == {}:
+        del opts["validator"]  # mongod keeps no empty validator
     return opts
+
+
+def _clustered_options(body: dict[str, Any], name: str) -> dict[str, Any]:
+    """clusteredIndex (canonical) and expireAfterSeconds (a long), checked as mongod's
+    create checks them; empty for an unclustered collection."""
+    clustered = None
+    if CLUSTERED_OPTION in body:
+        clustered = parse_clustered_index(body[CLUSTERED_OPTION],
+                                          buckets=name.startswith("system.buckets."))
+    if "expireAfterSeconds" in body and clustered is None:
+        raise MongoError(ErrorCode.InvalidOptions,
+                         "'expireAfterSeconds' is only supported on time-series collections or "
+                         "clustered collections")
+    if clustered is None:
+        return {}
+    idx = body.get("idIndex")
+    if isinstance(idx, dict) and idx:
+        raise MongoError(ErrorCode.InvalidOptions,
+                         "The 'clusteredIndex' option is not supported with the 'idIndex' option")
+    if "autoIndexId" in body and not body["autoIndexId"]:
+        raise MongoError(6026501,
+                         "The 'clusteredIndex' option does not support {autoIndexId: false}")
+    out = dict(clustered)
+    if "expireAfterSeconds" in body:
+        out["expireAfterSeconds"] = Int64(parse_expire_after_seconds(body["expireAfterSeconds"]))
+    return out
 
 
 def _refuse_unbuilt(body: dict[str, Any]) -> None:
@@ -54,18 +89,6 @@ def _refuse_unbuilt(body: dict[str, Any]) -> None:
     if collation is not None and (not isinstance(collation, dict)
                                   or collation.get("locale") != "simple"):
         raise MongoError(ErrorCode.NotImplemented, "only the simple collation is supported")
-    if "clusteredIndex" in body and "timeseries" not in body:
-        raise MongoError(ErrorCode.NotImplemented, "clustered collections are not supported")
-    if "expireAfterSeconds" in body and "timeseries" not in body:
-        raise MongoError(ErrorCode.InvalidOptions,
-                         "'expireAfterSeconds' is only supported on time-series collections or "
-                         "clustered collections")
-    validator = body.get("validator")
-    if validator is not None:
-        if not isinstance(validator, dict):
-            raise MongoError(ErrorCode.TypeMismatch,
-                             "BSON field 'create.validator' is the wrong type, expected object")
-        compile_filter(validator)  # reject invalid validators now, with the matcher's errors
 
 
 async def handle(req: CommandRequest) -> dict[str, Any]:
@@ -79,8 +102,9 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     if "timeseries" in body:
         await create_timeseries(req, name)
         return {}
-    options = plain_options(body)
     db = req.db
+    check_validation_options("create", db, name, body)
+    options = {**plain_options(body), **_clustered_options(body, name)}
 
     def create() -> None:
         catalog = req.storage.catalog
@@ -109,6 +133,8 @@ async def _create_view(req: CommandRequest, name: str) -> None:
     if view_on is None:
         raise MongoError(ErrorCode.InvalidOptions,
                          "'pipeline' requires 'viewOn' to also be specified")
+    if CLUSTERED_OPTION in body:
+        raise MongoError(6026500, "The 'clusteredIndex' option is not supported with views")
     if "idIndex" in body:
         raise MongoError(ErrorCode.InvalidOptions, f"'idIndex' is not allowed with 'viewOn': "
                          f"{to_mongo_string(body['idIndex'])}")

@@ -8,8 +8,10 @@ from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
 from ..context import CommandRequest
+from ..namespaces import resolve_namespace
+from ..write_explain import explain_write
 from . import aggregate, find
-from ._args import check_fields
+from ._args import check_fields, command_variables
 
 VERBOSITIES = ("queryPlanner", "executionStats", "allPlansExecution")
 
@@ -29,13 +31,12 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
         out = await find.explain(req, inner, verbosity)
     elif name == "aggregate":
         out = await aggregate.explain(req, inner, verbosity)
-    elif name in ("count", "distinct", "update", "delete", "findAndModify"):
-        coll = inner[name]
-        flt = inner.get("query")
-        if name in ("update", "delete"):
-            stmts = inner.get("updates" if name == "update" else "deletes") or [{}]
-            flt = stmts[0].get("q") if isinstance(stmts[0], dict) else None
-        out = await find.explain(req, {"find": coll, "filter": flt or {}}, verbosity)
+    elif name in ("count", "distinct"):
+        out = await _explain_read(req, name, inner, verbosity)
+    elif name in ("update", "delete", "findAndModify", "findandmodify"):
+        variables = command_variables(inner, name)
+        out = await req.storage.run(explain_write, req, name, inner, variables, verbosity)
+        out["command"] = inner
     else:
         raise MongoError(ErrorCode.CommandNotFound, f"Explain failed due to unknown command: "
                          f"{name}")
@@ -43,4 +44,27 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
                                   "version": "8.0.4"})
     out.setdefault("ok", 1.0)
     out.pop("ok")
+    return out
+
+
+async def _explain_read(req: CommandRequest, name: str, inner: dict[str, Any],
+                        verbosity: str) -> dict[str, Any]:
+    """count and distinct: on a time-series collection the aggregation mongod runs for
+    them; elsewhere the plan of the find of their query."""
+    coll = inner[name]
+    flt = inner.get("query") or {}
+    ts = await req.storage.run(lambda: resolve_namespace(req.storage.catalog, req.db,
+                                                         coll).timeseries)
+    if ts is None:
+        out = await find.explain(req, {"find": coll, "filter": flt}, verbosity)
+        out["command"] = inner
+        return out
+    pipeline: list[dict[str, Any]] = [{"$match": flt}] if flt else []
+    if name == "count":
+        pipeline.append({"$count": "count"})
+    else:
+        pipeline.append({"$group": {"_id": None, "distinct": {"$addToSet": f"${inner['key']}"}}})
+    out = await aggregate.explain(req, {"aggregate": coll, "pipeline": pipeline, "cursor": {}},
+                                  verbosity)
+    out["command"] = inner
     return out

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from query.executor import FindSpec, explain_find, prepare_find, run_find
+from query.executor import FindSpec, prepare_find, run_find
+from query.explain import explain_find
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
@@ -97,7 +98,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
         prepared = prepare_find(coll, spec)
         if op is not None:  # currentOp and the profiler show the plan and its counters
             op.plan_summary = prepared.plan.summary()
-            op.query_stats = prepared.stats
+            op.scan_stats = prepared.scan
         source = run_find(coll, prepared, raw_ok=True)
         return (source, *take_batch(source, limit))
 
@@ -123,7 +124,8 @@ async def _find_on_view(req: CommandRequest, name: str) -> dict[str, Any]:
 
 async def explain(req: CommandRequest, body: dict[str, Any], verbosity: str) -> dict[str, Any]:
     name = namespace_arg(body, "find")
-    if reads_through_pipeline(req, req.db, name):  # as mongod: the aggregation's explain
+    if reads_through_pipeline(req, req.db, name) or _is_timeseries(req, name):
+        # as mongod: the explain of the aggregation it runs
         check_find_options(body)
         spec, _first, _single = parse_find(body, True)
         stages = find_pipeline(spec.filter, spec.sort, spec.skip, spec.limit, spec.projection)
@@ -144,6 +146,10 @@ async def explain(req: CommandRequest, body: dict[str, Any], verbosity: str) -> 
     out["command"] = body
     return out
 
+
+
+def _is_timeseries(req: CommandRequest, name: str) -> bool:
+    return resolve_namespace(req.storage.catalog, req.db, name).timeseries is not None
 
 
 def _collection(req: CommandRequest, db: str, name: str) -> Any:

@@ -48,10 +48,7 @@ def timeseries_indexes_with_idents(req: CommandRequest, target: TimeseriesTarget
     if buckets is None:
         return []
     out = []
-    for ix in buckets.entry.indexes:
-        spec = dict(ix.spec.document)
-        if spec.get("name") == "_id_":
-            continue  # the buckets collection is clustered by _id in MongoDB: no _id index
+    for spec, ix in buckets.listed_indexes():  # clustered by _id: no _id index among them
         user = timeseries_index_spec(target.options, spec)
         if user is not None:
             out.append((user, ix.ident))

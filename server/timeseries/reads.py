@@ -13,22 +13,20 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from query.context import PipelineContext
-from query.executor import FindSpec, distinct_leaf_values, prepare_find
+from query.executor import FindSpec, distinct_leaf_values
 from query.projection import compile_projection
 from query.sort import compile_sort
 from query.timeseries.read_plan import pipeline_read
 from storage.bson_order import sort_key
-from storage.timeseries import bucket_filter
 
 from ..cursors import first_batch_limit, take_batch
-from ..parsing.pipeline import split_leading_match
 from .service import timeseries_service
 
 if TYPE_CHECKING:
     from ..context import CommandRequest
     from ..namespaces import TimeseriesTarget
 
-__all__ = ["count_measurements", "distinct_measurements", "explain_unpack",
+__all__ = ["count_measurements", "distinct_measurements",
            "find_measurements", "measurement_source", "timeseries_pipeline"]
 
 
@@ -114,25 +112,3 @@ async def distinct_measurements(req: CommandRequest, target: TimeseriesTarget, k
         return [seen[k] for k in sorted(seen)]
 
     return await req.storage.run(run)
-
-
-def explain_unpack(req: CommandRequest, target: TimeseriesTarget, pipeline: list[Any],
-                   stages: list[dict[str, Any]]) -> dict[str, Any]:
-    """An aggregate's explain on a time-series view (storage thread)."""
-    opts = target.options
-    flt, _ = split_leading_match(pipeline)
-    read = timeseries_service(req).reader(target)
-    buckets = read.buckets
-    # shown even before the buckets collection exists (with no _id bounds then)
-    bflt = bucket_filter(flt, opts, id_bounds=buckets is not None and read.id_bounds_allowed()
-                         ) if flt else None
-    unpack: dict[str, Any] = {"$_internalUnpackBucket": {
-        "exclude": [], "timeField": opts.time_field,
-        **({"metaField": opts.meta_field} if opts.meta_field else {}),
-        "bucketMaxSpanSeconds": opts.bucket_max_span_seconds}}
-    plan = prepare_find(buckets, FindSpec(filter=bflt)).plan if buckets is not None else None
-    cursor = {"$cursor": {"queryPlanner": {
-        "namespace": target.buckets_ns,
-        "parsedQuery": bflt or {},
-        "winningPlan": plan.explain() if plan is not None else {"stage": "EOF"}}}}
-    return {"explainVersion": "1", "stages": [cursor, unpack, *stages]}

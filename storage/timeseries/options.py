@@ -18,7 +18,6 @@ dates before 1970.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, replace
 from typing import Any, Final
@@ -26,7 +25,14 @@ from typing import Any, Final
 from bson import Decimal128, Int64
 
 from storage.errors import MongoError
-from storage.vocabulary.bson_types import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, type_name
+from storage.vocabulary.bson_types import (
+    INT32_MAX,
+    INT32_MIN,
+    INT64_MAX,
+    INT64_MIN,
+    safe_number,
+    type_name,
+)
 from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = [
@@ -146,30 +152,10 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, int | float | Decimal128) and not isinstance(v, bool)
 
 
-def _safe_number(v: Any, lo: int, hi: int) -> int:
-    """BSONElement::safeNumberInt/Long: truncate toward zero, NaN -> 0, clamp to range."""
-    if isinstance(v, Decimal128):
-        d = v.to_decimal()
-        if d.is_nan():
-            return 0
-        if d.is_infinite():
-            return hi if d > 0 else lo
-        n = int(d)
-    elif isinstance(v, float):
-        if math.isnan(v):
-            return 0
-        if math.isinf(v):
-            return hi if v > 0 else lo
-        n = int(v)
-    else:
-        n = int(v)
-    return max(lo, min(hi, n))
-
-
 def _bounded_int(path: str, v: Any) -> int:
     if not _is_number(v):
         raise _wrong_number_type(path, v)
-    n = _safe_number(v, INT32_MIN, INT32_MAX)
+    n = safe_number(v, INT32_MIN, INT32_MAX)
     if n < 1:
         raise MongoError(ErrorCode.BadValue,
                          f"BSON field '{path}' value must be >= 1, actual value '{n}'")
@@ -304,7 +290,7 @@ def parse_expire_after_seconds(value: Any, *, command: str = "create",
     """`create`'s expireAfterSeconds (IDL safeInt64), validated as a clustered TTL."""
     if not _is_number(value):
         raise _wrong_number_type(f"{command}.expireAfterSeconds", value)
-    return _validate_ttl_seconds(_safe_number(value, INT64_MIN, INT64_MAX), now_ms)
+    return _validate_ttl_seconds(safe_number(value, INT64_MIN, INT64_MAX), now_ms)
 
 
 def parse_coll_mod_expire_after_seconds(value: Any, *, now_ms: int | None = None) -> int | None:
@@ -318,7 +304,7 @@ def parse_coll_mod_expire_after_seconds(value: Any, *, now_ms: int | None = None
     if not _is_number(value):
         raise MongoError(ErrorCode.InvalidOptions,
                          "'expireAfterSeconds' must be a number or the string 'off'")
-    return _validate_ttl_seconds(_safe_number(value, INT64_MIN, INT64_MAX), now_ms)
+    return _validate_ttl_seconds(safe_number(value, INT64_MIN, INT64_MAX), now_ms)
 
 
 # -- collMod -----------------------------------------------------------------------------------

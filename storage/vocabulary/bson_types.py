@@ -16,6 +16,7 @@ slower to compare than an int.
 from __future__ import annotations
 
 import enum
+import math
 import re
 from collections.abc import Mapping
 from typing import Any, Final
@@ -28,7 +29,7 @@ from bson.raw_bson import RawBSONDocument
 from .missing import MISSING
 
 __all__ = ["INT32_MAX", "INT32_MIN", "INT64_MAX", "INT64_MIN", "TYPE_ALIASES", "TYPE_NAMES",
-           "BsonType", "bson_type", "is_number", "type_name", "type_number",
+           "BsonType", "bson_type", "is_number", "safe_number", "type_name", "type_number",
            "T_EOO", "T_DOUBLE", "T_STRING", "T_OBJECT", "T_ARRAY", "T_BINARY", "T_UNDEFINED", "T_OID", "T_BOOL", "T_DATE", "T_NULL", "T_REGEX", "T_DBPOINTER", "T_CODE", "T_SYMBOL", "T_CODEWSCOPE", "T_INT32", "T_TIMESTAMP", "T_INT64", "T_DECIMAL", "T_MINKEY", "T_MAXKEY"]
 
 INT32_MIN: Final = -(2**31)
@@ -211,3 +212,23 @@ def is_number(v: Any) -> bool:
     if t is int or t is float or t is Int64 or t is Decimal128:
         return True
     return isinstance(v, int | float | Decimal128) and not isinstance(v, bool)
+
+
+def safe_number(v: Any, lo: int, hi: int) -> int:
+    """BSONElement::safeNumberInt/Long: truncate toward zero, NaN -> 0, clamp to range."""
+    if isinstance(v, Decimal128):
+        d = v.to_decimal()
+        if d.is_nan():
+            return 0
+        if d.is_infinite():
+            return hi if d > 0 else lo
+        n = int(d)
+    elif isinstance(v, float):
+        if math.isnan(v):
+            return 0
+        if math.isinf(v):
+            return hi if v > 0 else lo
+        n = int(v)
+    else:
+        n = int(v)
+    return max(lo, min(hi, n))

@@ -19,8 +19,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import bson
 from bson.codec_options import CodecOptions
+
+from storage.vocabulary.bson_decode import decode_document, decode_documents
 
 __all__ = ["MalformedDocument", "RawDocuments"]
 
@@ -74,13 +75,13 @@ class RawDocuments:
         """Every document decoded with `codec`, in one C call for a well-formed sequence;
         a bad one is looked for document by document, so `MalformedDocument` names it."""
         try:
-            return bson.decode_all(self.buffer, codec)
+            return decode_documents(self.buffer, codec)
         except Exception:
             pass
         docs = []
         for i in range(len(self.offsets)):
             try:
-                docs.append(bson.decode(self.document(i), codec))
+                docs.append(decode_document(self.document(i), codec))
             except Exception as exc:
                 raise MalformedDocument(i, str(exc)) from None
         return docs  # each alone decodes (as the walk of the wire layer always did)

@@ -21,7 +21,8 @@ from pymongo.errors import OperationFailure
 
 from pytest_bucketd import BucketdProcess
 
-from ..conftest import ROOT, mongosh_path, start_server
+from ..conftest import mongosh_path, start_server
+from .node_driver import node_modules
 from .scram_client import ScramClient
 
 ROOT_USER, ROOT_PWD = "root", "s3cret-p4ss"
@@ -186,15 +187,8 @@ def test_mongosh(auth_server: BucketdProcess) -> None:
     assert res.returncode != 0 and "Authentication failed" in res.stdout + res.stderr
 
 
-def _node_modules() -> Path | None:
-    for base in (ROOT / ".ci" / "node" / "node_modules", Path("/work/main/.ci/node/node_modules")):
-        if (base / "mongodb").is_dir():
-            return base
-    return None
-
-
 def test_node_driver(auth_server: BucketdProcess) -> None:
-    modules = _node_modules()
+    modules = node_modules()
     node = shutil.which("node")
     if modules is None or node is None:
         pytest.skip("the Node.js driver is not installed")

@@ -205,7 +205,7 @@ def test_bad_documents_and_updates(coll) -> None:
     with pytest.raises((BulkWriteError, pymongo.errors.DocumentTooLarge, OperationFailure)):
         coll.insert_one({"_id": 1, "x": "a" * (16 * 1024 * 1024 + 1)})
     with pytest.raises(BulkWriteError) as exc:
-        coll.insert_many([{"$bad": 1}], ordered=True)
+        coll.insert_many([{"_id": {"$bad": 1}}], ordered=True)
     assert exc.value.details["writeErrors"][0]["code"] == 52
     coll.insert_one({"_id": 1, "a": 1})
     with pytest.raises(OperationFailure) as exc:

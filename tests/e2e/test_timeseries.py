@@ -425,8 +425,8 @@ def test_restart_continues_into_reopened_buckets(tmp_path) -> None:
 
 
 def test_direct_writes_to_the_buckets_collection(db) -> None:
-    # the buckets collection carries MongoDB's $jsonSchema validator, which bucketd does
-    # not evaluate: its writes must still go through (they used to answer NotImplemented)
+    # the buckets collection carries MongoDB's $jsonSchema validator, which the buckets
+    # bucketd writes satisfy: direct writes of valid buckets go through
     db.create_collection("m", timeseries={"timeField": "t", "metaField": "s"})
     db.m.insert_many([{"t": dt.datetime(2026, 1, 1, 0, i), "s": i % 2, "v": i}
                       for i in range(4)])

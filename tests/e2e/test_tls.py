@@ -24,6 +24,7 @@ from pymongo.errors import ServerSelectionTimeoutError
 from pytest_bucketd import BucketdProcess
 
 from ..conftest import ROOT, mongosh_path, start_server
+from .node_driver import node_modules
 from .tls_certs import CLIENT_SUBJECT, SERVER_KEY_PASSWORD, Certs, make_certs
 from .wire_client import RawConnection
 
@@ -184,19 +185,9 @@ def test_mongosh_tls(require_tls, certs: Certs) -> None:
     assert json.loads(res.stdout.strip().splitlines()[-1]) == {"n": 1, "ok": 1}
 
 
-def _node_modules() -> Path | None:
-    exe = mongosh_path()
-    candidates = [Path(exe).parent.parent] if exe else []
-    candidates.append(ROOT / ".ci" / "node" / "node_modules")
-    for d in candidates:
-        if (d / "mongodb" / "package.json").exists():
-            return d
-    return None
-
-
 @pytest.mark.mongosh
 def test_nodejs_driver_tls(require_tls, certs: Certs) -> None:
-    modules = _node_modules()
+    modules = node_modules()
     if modules is None or shutil.which("node") is None:
         pytest.skip("the Node.js driver is not installed")
     script = """

@@ -22,7 +22,7 @@ from pymongo.errors import OperationFailure
 from pytest_bucketd import BucketdProcess
 
 from ..conftest import mongosh_path, start_server
-from .test_tls import _node_modules
+from .node_driver import node_modules
 from .tls_certs import CLIENT_SUBJECT, Certs, _signed, make_certs
 
 ROOT_USER, ROOT_PWD = "root", "root-secret"
@@ -155,7 +155,7 @@ def test_mongosh_with_tls_and_auth(server: BucketdProcess, certs: Certs) -> None
 
 @pytest.mark.mongosh
 def test_nodejs_driver_with_tls_and_auth(server: BucketdProcess, certs: Certs) -> None:
-    modules = _node_modules()
+    modules = node_modules()
     if modules is None or shutil.which("node") is None:
         pytest.skip("the Node.js driver is not installed")
     script = """

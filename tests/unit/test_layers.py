@@ -27,8 +27,9 @@ SERVER_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("lifecycle", ("server.__main__", "server.app", "server.connection", "server.dispatch",
                    "server.inspect_cli")),
     ("commands", ("server.commands",)),
-    ("services", ("server.timeseries", "server.aggregation", "server.collection_stats",
-                  "server.ttl", "server.views")),
+    ("services", ("server.timeseries", "server.aggregation", "server.aggregate_explain",
+                  "server.write_explain", "server.collection_stats", "server.ttl",
+                  "server.views")),
     ("infrastructure", ("server",)),
 ]
 LAYER_RANK = {name: i for i, (name, _) in enumerate(SERVER_LAYERS)}

@@ -180,3 +180,30 @@ def test_id_ranges_bound_both_ends() -> None:
     # another field's ranges are not intersected (it may hold arrays)
     assert bounds(plan_query({"t.u": {"$gt": 1, "$lt": 0}}, None, INDEXES))["t.u"] == \
         ["(1, inf.0]"]
+
+
+CLUSTERED_ID = [{"key": {"_id": 1}, "name": "_id_", "clusteredName": "ck", "multikey": False}]
+
+
+@pytest.mark.parametrize(("flt", "ends"), [
+    ({"_id": 5}, {"minRecord": 5, "maxRecord": 5}),
+    ({"_id": {"$lt": 10}}, {"maxRecord": 10}),
+    ({"_id": {"$gt": "m"}}, {"minRecord": "m"}),
+    ({"_id": {"$gte": 2, "$lt": 9}}, {"minRecord": 2, "maxRecord": 9}),
+])
+def test_clustered_id_ranges_explain_as_clustered_scans(flt: dict[str, Any],
+                                                         ends: dict[str, Any]) -> None:
+    plan = plan_query(flt, None, CLUSTERED_ID)
+    assert plan.index_name == "_id_"  # scanned through the _id index underneath
+    assert plan.explain() == {"stage": "CLUSTERED_IXSCAN", "filter": flt,
+                              "direction": "forward", **ends}
+
+
+def test_clustered_scans_without_one_range_explain_as_collscans() -> None:
+    for flt, sort in (({"_id": {"$in": [1, 3]}}, None), ({}, {"_id": -1})):
+        plan = plan_query(flt, sort, CLUSTERED_ID)
+        assert plan.index_name == "_id_"
+        assert plan.explain()["stage"] == "COLLSCAN"
+    assert plan_query({"_id": 1}, None, CLUSTERED_ID, hint="ck").index_name == "_id_"
+    with pytest.raises(MongoError):
+        plan_query({"_id": 1}, None, INDEXES, hint="ck")  # only a clustered index has it
