@@ -42,8 +42,9 @@ class PipelineContext:
     - ``out(db, coll, docs)`` replaces a collection's contents atomically (`$out`);
       ``merge(db, coll, docs, on, when_matched, when_not_matched, let)`` applies `$merge`
       (``when_matched`` is a string or a compiled update pipeline: a list of stage specs).
-    - ``coll_stats``, ``index_stats``, ``current_op``: optional providers for the
-      corresponding first stages; each takes the stage spec and returns documents.
+    - ``coll_stats``, ``index_stats``, ``current_op``, ``list_local_sessions``: optional
+      providers for the corresponding first stages; each takes the stage spec and returns
+      documents.
     """
 
     db: str = "test"
@@ -62,7 +63,8 @@ class PipelineContext:
     merge: Callable[..., None] | None = None
     coll_stats: Callable[[dict], Iterable[dict]] | None = None
     index_stats: Callable[[dict], Iterable[dict]] | None = None
-    current_op: Callable[[dict], Iterable[dict]] | None = None
+    current_op: Callable[[Any], Iterable[dict]] | None = None
+    list_local_sessions: Callable[[Any], Iterable[dict]] | None = None
     # Maximum documents $densify may generate (internalQueryMaxAllowedDensifyDocs).
     max_densify_docs: int = 500_000
     # The operation's collation (None: simple): string comparisons in $match, $sort,

@@ -164,6 +164,7 @@ def candidates(coll: Any, plan: QueryPlan, stats: ScanStats | None = None
         scan = coll.scan(reverse=plan.direction < 0)
         return scan if stats is None else _counted(scan, stats)
     assert plan.index_name is not None
+    coll.note_index_use(plan.index_name)
     return coll.index_scan(plan.index_name, _storage_bounds(plan), reverse=plan.direction < 0,
                            stats=stats)
 

@@ -131,6 +131,13 @@ class QueryPlan:
     def is_collscan(self) -> bool:
         return self.stage == "COLLSCAN"
 
+    def summary(self) -> str:
+        """mongod's `planSummary`: "COLLSCAN" or "IXSCAN { a: 1, b: -1 }"."""
+        if self.key_pattern is None:
+            return self.stage
+        keys = ", ".join(f"{k}: {v}" for k, v in self.key_pattern.items())
+        return f"{self.stage} {{ {keys} }}"
+
     def explain(self) -> dict[str, Any]:
         direction = "forward" if self.direction == 1 else "backward"
         if self.stage == "COLLSCAN":

@@ -15,6 +15,8 @@ import dataclasses
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from bson import Int64
+
 from query.context import PipelineContext
 from query.dependencies import pipeline_fields
 from query.executor import (
@@ -29,6 +31,7 @@ from query.match import compile_filter
 from query.pipeline import Pipeline, compile_pipeline, resolve_let_variables
 from query.sort import compile_sort
 from storage.bson_order import values_equal
+from storage.clustered import is_clustered
 from storage.collation import (
     COLLECTION_DEFAULT,
     Collator,
@@ -38,12 +41,16 @@ from storage.collation import (
 )
 from storage.collection import Collection
 from storage.errors import MongoError
+from storage.indexes import ID_INDEX_NAME
 from storage.vocabulary.error_codes import ErrorCode
 
 from .collection_stats import collection_stats
+from .current_op import parse_stage_spec, report
 from .document_validation import make_validator
+from .local_sessions import parse_sessions_spec
 from .namespaces import resolve_namespace
 from .parsing.pipeline import split_leading_match
+from .timeseries.indexes import timeseries_indexes_with_idents
 from .timeseries.reads import measurement_source, timeseries_pipeline
 from .views.definitions import (
     SYSTEM_VIEWS,
@@ -194,6 +201,33 @@ def _matching_rows(coll: Collection, spec: FindSpec) -> Iterator[tuple[int, dict
         yield rid, doc
 
 
+def index_stats_documents(req: CommandRequest, db: str, coll: str | None
+                          ) -> list[dict[str, Any]]:
+    """`$indexStats`: each index with its uses since the start (time-series: the buckets'
+    indexes in the user's terms, under the collection's names). Storage thread."""
+    catalog = req.storage.catalog
+    if coll is None:
+        raise MongoError(ErrorCode.InvalidNamespace, "$indexStats must be run against a "
+                         "collection")
+    ns = resolve_namespace(catalog, db, coll)
+    if ns.timeseries is not None:
+        indexes = timeseries_indexes_with_idents(req, ns.timeseries)
+    elif ns.entry is not None and ns.entry.kind == "collection":
+        # a clustered collection's cluster key is no index (mongod's catalog has none)
+        clustered = is_clustered(ns.entry.options)
+        indexes = [(dict(ix.spec.document), ix.ident) for ix in ns.entry.indexes
+                   if not (clustered and ix.name == ID_INDEX_NAME)]
+    else:
+        return []
+    host = f"{req.server.host}:{req.conn.local.rpartition(':')[2]}"
+    out = []
+    for spec, ident in indexes:
+        ops, since = catalog.index_usage.accesses(ident)
+        out.append({"name": spec["name"], "key": spec["key"], "host": host,
+                    "accesses": {"ops": Int64(ops), "since": since}, "spec": spec})
+    return out
+
+
 def build_context(req: CommandRequest, coll: str | None, *, allow_disk_use: bool,
                   bypass_validation: bool = False) -> PipelineContext:
     """The pipeline's context; `$out`/`$merge` validate what they write unless
@@ -217,12 +251,21 @@ def build_context(req: CommandRequest, coll: str | None, *, allow_disk_use: bool
         return [out]
 
     def index_stats(spec: dict[str, Any]) -> Iterable[dict[str, Any]]:
-        entry = req.storage.catalog.entry(db, coll or "")
-        if entry is None:
-            return []
-        return [{"name": ix.name, "key": dict(ix.spec.document["key"]),
-                 "host": req.server.host, "accesses": {"ops": 0, "since": None},
-                 "spec": dict(ix.spec.document)} for ix in entry.indexes]
+        return index_stats_documents(req, db, coll)
+
+    def current_op(spec: Any) -> Iterable[dict[str, Any]]:
+        options = parse_stage_spec(spec)
+        if db != "admin" or coll is not None:
+            raise MongoError(ErrorCode.InvalidNamespace, "$currentOp must be run against the "
+                             "'admin' database with {aggregate: 1}")
+        return report(req.server, req.conn, options)
+
+    def local_sessions(spec: Any) -> Iterable[dict[str, Any]]:
+        uids = parse_sessions_spec(spec, req.conn.user)
+        if coll is not None:
+            raise MongoError(ErrorCode.InvalidNamespace, "$listLocalSessions must be run "
+                             "against the database with {aggregate: 1}, not a collection")
+        return req.server.sessions.records(uids)
 
     ctx = PipelineContext(
         db=db, coll=coll, allow_disk_use=allow_disk_use,
@@ -231,7 +274,8 @@ def build_context(req: CommandRequest, coll: str | None, *, allow_disk_use: bool
         out=lambda d, c, docs: _out(req, d, c, docs, bypass_validation),
         merge=lambda d, c, docs, *a, **kw: _merge(req, d, c, docs, *a,
                                                   **{**kw, "bypass": bypass_validation}),
-        coll_stats=coll_stats, index_stats=index_stats,
+        coll_stats=coll_stats, index_stats=index_stats, current_op=current_op,
+        list_local_sessions=local_sessions,
     )
     return ctx
 

@@ -18,6 +18,7 @@ import time
 from storage import native
 from storage.files import make_dirs, restrict_umask
 
+from .commands.buildinfo import build_info
 from .config import Config
 from .connection import serve_connection
 from .context import ServerState
@@ -26,6 +27,7 @@ from .inbound import READ_SIZE
 from .log import LOG
 from .metrics import start_metrics_server
 from .storage_service import StorageService
+from .system_databases import ensure_system_databases, startup_document
 from .timeseries.service import TimeseriesService
 from .tls import build_server_context
 from .tls.context import certificate_info
@@ -143,6 +145,10 @@ class Server:
         storage = await StorageService.open(self.config.dbpath, self.state)
         self.state.storage = storage
         self.state.timeseries = TimeseriesService(self.state, storage)
+        if not self.config.repair:
+            startup = startup_document(self.state.host, self.state.pid, self.config.parsed(),
+                                       build_info())
+            await storage.run(ensure_system_databases, storage.catalog, startup)
         for bad in storage.catalog.unreadable:  # bucketd's own id: served without it
             LOG.error("STORAGE", 9000003, "initandlisten", "Skipping a catalog entry that "
                       "cannot be read; its data is kept. Start with --repair to remove it",

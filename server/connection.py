@@ -209,7 +209,8 @@ async def _handle_op_msg(server: ServerState, conn: ConnectionState, msg: OpMsg,
         await _reply_content_error(exc, out)
         return True
     name = next(iter(body), "")
-    run = execute(server, conn, body, db, exhaust_allowed=msg.exhaust_allowed)
+    run = execute(server, conn, body, db, exhaust_allowed=msg.exhaust_allowed,
+                  sequences=tuple(msg.sequences))
     if name in _AWAITABLE and "maxAwaitTimeMS" in body:
         ran = await _unless_client_leaves(run, inbound)
         if ran is None:

@@ -21,8 +21,11 @@ from bson import ObjectId
 from .auth.counters import AuthCounters
 from .auth.principals import AuthenticatedUser
 from .config import Config
+from .local_sessions import LocalSessions
 from .message_memory import MessageMemory
+from .operations import OperationTable
 from .parameters import ServerParameters
+from .profiler import ProfileSettings
 
 if TYPE_CHECKING:
     from .auth.sasl import SaslSession
@@ -83,6 +86,9 @@ class ServerState:
     # starts the lifecycle's shutdown (set by `app.Server`; the shutdown command calls it)
     shutdown_hook: Callable[[str], None] | None = None
     metrics: Any = None  # server.metrics.Metrics when --metricsPort is given
+    operations: OperationTable = field(default_factory=OperationTable)  # in progress
+    sessions: LocalSessions = field(default_factory=LocalSessions)  # lsids seen
+    profile: ProfileSettings = field(default_factory=ProfileSettings)  # per-db levels
     # incoming messages still arriving, against incomingMessageMemoryLimitBytes
     message_memory: MessageMemory = field(init=False)
 

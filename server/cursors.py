@@ -25,6 +25,7 @@ from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
 from .auth.principals import UserName
+from .operations import CURRENT_OP
 
 __all__ = ["Cursor", "CursorManager", "Runner", "DEFAULT_FIRST_BATCH"]
 
@@ -57,6 +58,11 @@ class Cursor:
     # With --auth: the user who opened it and what opening it required (auth.cursor_access).
     owner: UserName | None = None
     originating: object | None = None
+    # what currentOp shows of it: the command that opened it, when, how many batches
+    originating_command: dict[str, Any] | None = None
+    created_wall: float = field(default_factory=time.time)
+    last_used_wall: float = field(default_factory=time.time)
+    batches: int = 1
 
 
 def _raw(doc: Any) -> RawBSONDocument:
@@ -118,12 +124,17 @@ class CursorManager:
                 on_close()
         else:
             cursor_id = self._new_id()
-            self._cursors[cursor_id] = Cursor(cursor_id, ns, source, run, conn_id=conn_id,
-                                              returned=len(batch), on_close=on_close)
+            op = CURRENT_OP.get()
+            self._cursors[cursor_id] = Cursor(
+                cursor_id, ns, source, run, conn_id=conn_id, returned=len(batch),
+                on_close=on_close, originating_command=op.command if op is not None else None)
         return {"firstBatch": batch, "id": Int64(cursor_id), "ns": ns}
 
     def get(self, cursor_id: int) -> Cursor | None:
         return self._cursors.get(cursor_id)
+
+    def __iter__(self) -> Iterator[Cursor]:
+        return iter(list(self._cursors.values()))
 
     async def get_more(self, cursor_id: int, ns: str, batch_size: int | None,
                        check: CursorCheck | None = None) -> dict[str, Any]:
@@ -142,6 +153,9 @@ class CursorManager:
         if cursor.in_use:
             raise MongoError(ErrorCode.CursorInUse, f"Cursor id {cursor_id} is already in use")
         cursor.in_use = True
+        op = CURRENT_OP.get()
+        if op is not None:
+            op.cursor = cursor
         try:
             batch, exhausted = await cursor.run(lambda: take_batch(cursor.source, batch_size))
         except BaseException:
@@ -150,7 +164,9 @@ class CursorManager:
         finally:
             cursor.in_use = False
         cursor.last_used = time.monotonic()
+        cursor.last_used_wall = time.time()
         cursor.returned += len(batch)
+        cursor.batches += 1
         next_id = cursor_id
         if exhausted:
             self._close(cursor_id)

@@ -25,6 +25,8 @@ from .commands._collection_uuid import check_collection_uuid
 from .context import CommandRequest, ConnectionState, ServerState
 from .generic_args import GENERIC_ARGUMENTS
 from .log import LOG
+from .operations import CURRENT_OP, Operation
+from .profiler import PROFILE, profile_document, write_profile_document
 
 __all__ = ["command_document", "execute", "GENERIC_ARGUMENTS", "OP_QUERY_COMMANDS"]
 
@@ -74,11 +76,14 @@ def _lookup(name: str) -> Command:
 
 async def execute(server: ServerState, conn: ConnectionState, body: dict[str, Any],
                   db: str | None, *, via_op_query: bool = False,
-                  exhaust_allowed: bool = False) -> tuple[dict[str, Any], Command | None]:
-    """Run `body` and return (reply document with `ok`, the command that ran or None)."""
+                  exhaust_allowed: bool = False, sequences: tuple[str, ...] = ()
+                  ) -> tuple[dict[str, Any], Command | None]:
+    """Run `body` and return (reply document with `ok`, the command that ran or None).
+    `sequences` names its fields that arrived as document sequences."""
     started = time.perf_counter()
     name = next(iter(body), "")
     cmd: Command | None = None
+    op: Operation | None = None
     try:
         if via_op_query and name not in OP_QUERY_COMMANDS:
             raise MongoError(ErrorCode.UnsupportedOpQueryCommand,
@@ -103,8 +108,16 @@ async def execute(server: ServerState, conn: ConnectionState, body: dict[str, An
             check_collection_uuid(server.storage.catalog, name, body, db)
         server.opcounters[cmd.opcounter] += 1
         server.command_counts[cmd.name] += 1
+        if "lsid" in body:
+            server.sessions.touch(body["lsid"], _user_name(conn))
         req = CommandRequest(server, conn, name, body, db, exhaust_allowed, via_op_query)
-        result = await cmd.handler(req)
+        op = server.operations.begin(conn, name, body, db, sequences)
+        token = CURRENT_OP.set(op)
+        try:
+            result = await cmd.handler(req)
+        finally:
+            CURRENT_OP.reset(token)
+            server.operations.end(op)
         if required is not None and conn.user is not None and server.cursors is not None:
             claim_cursor(server.cursors, conn.user, required, result)
         reply = {**result, "ok": 1.0}
@@ -127,12 +140,33 @@ async def execute(server: ServerState, conn: ConnectionState, body: dict[str, An
     if server.metrics is not None:
         server.metrics.observe_command(cmd.name if cmd else "unknown", elapsed_ms / 1000.0,
                                        reply.get("ok") == 1.0)
-    if elapsed_ms >= server.params.get("slowOpThresholdMs") and name not in ("hello", "isMaster",
-                                                                               "ismaster"):
+    slowms = server.params.get("slowOpThresholdMs")
+    if op is not None and server.profile.levels and server.profile.wants(op, elapsed_ms, slowms):
+        await _profile(server, op, reply, elapsed_ms)
+    if elapsed_ms >= slowms and name not in ("hello", "isMaster", "ismaster"):
         LOG.info("COMMAND", 51803, f"conn{conn.id}", "Slow query", type="command",
                  ns=f"{db}.$cmd", command=_redacted(body), durationMillis=int(elapsed_ms),
                  ok=int(reply.get("ok", 0)))
     return reply, cmd
+
+
+def _user_name(conn: ConnectionState) -> str | None:
+    user = conn.user
+    return None if user is None else f"{user.name.user}@{user.name.db}"
+
+
+async def _profile(server: ServerState, op: Operation, reply: dict[str, Any],
+                   millis: float) -> None:
+    """Write `op`'s profile document (after it ran, before its reply, as mongod); a
+    failure to write it is logged, never the command's."""
+    doc = profile_document(op, reply, millis)
+    if server.storage is None or not server.profile.keeps(op.db, doc):
+        return
+    try:
+        await server.storage.run(write_profile_document, server.storage.catalog, op.db, doc)
+    except Exception as exc:  # the operation itself succeeded or failed on its own
+        LOG.warning("COMMAND", 21969, f"conn{op.conn.id}", "Failed to write profile entry",
+                    ns=f"{op.db}.{PROFILE}", error=f"{type(exc).__name__}: {exc}")
 
 
 # Never logged (mongod's sensitive fields): passwords and SASL payloads.

@@ -25,12 +25,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from prometheus_client.core import GaugeMetricFamily
 
 from query.match import compile_filter
+from storage import interrupt
 from storage.catalog import Catalog
 from storage.engine.uri import redact_uri
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
 from .log import LOG
+from .operations import CURRENT_OP, Operation
 
 if TYPE_CHECKING:
     from .context import ServerState
@@ -145,15 +147,18 @@ class StorageService:
         the time-series insert path, which adds to them, runs without that."""
         if self._closed:
             raise MongoError(ErrorCode.InterruptedAtShutdown, "interrupted at shutdown")
+        # the operation it works for: killOp stops it at the scans' safe points
+        op = CURRENT_OP.get()
         if keep_deferred:
-            return await self._thread.run(fn, *args)
-        return await self._thread.run(self._flushed_first, fn, args)
+            return await self._thread.run(interrupt.run_for, op, fn, *args)
+        return await self._thread.run(self._flushed_first, fn, args, op)
 
-    def _flushed_first(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+    def _flushed_first(self, fn: Callable[..., T], args: tuple[Any, ...],
+                       op: Operation | None = None) -> T:
         for hook in self._before_operation:
             with contextlib.suppress(Exception):  # logged; the catalog reopens from storage
                 hook()
-        return fn(*args)
+        return interrupt.run_for(op, fn, *args)
 
     def on_storage_thread(self) -> bool:
         return threading.current_thread().name == "storage"

@@ -11,7 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from storage import interrupt
 from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = ["WriteTally", "run_statements", "write_reply"]
 
@@ -39,12 +41,17 @@ class WriteTally:
 
 def run_statements(statements: list[Any], *, ordered: bool,
                    apply: Callable[[int, Any, WriteTally], None]) -> WriteTally:
-    """Run `apply(index, statement, tally)` for each statement, collecting write errors."""
+    """Run `apply(index, statement, tally)` for each statement, collecting write errors.
+    A killed operation (killOp) stops between statements or within one's scan, and
+    fails the whole command, as mongod's interruptions do."""
     tally = WriteTally()
     for i, statement in enumerate(statements):
         try:
+            interrupt.check()
             apply(i, statement, tally)
         except MongoError as exc:
+            if exc.code == ErrorCode.Interrupted:
+                raise
             tally.errors.append((i, exc))
             if ordered:
                 break

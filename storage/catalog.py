@@ -42,6 +42,7 @@ from storage.collection import Collection
 from storage.engine import StorageEngine, open_engine
 from storage.engine.base import IndexStore, RecordId, RecordStore
 from storage.errors import MongoError
+from storage.index_usage import IndexUsage
 from storage.indexes import (
     KeyGenerator,
     PartialFilterCompiler,
@@ -142,6 +143,7 @@ class Catalog:
         self._by_ns: dict[str, bytes] = {}
         self._runtime: dict[str, _IndexRuntime] = {}  # index ident -> runtime
         self._collections: dict[bytes, Collection] = {}  # uuid -> handle
+        self.index_usage = IndexUsage()  # $indexStats' accesses
         #: catalog records that did not read as entries (reported at start-up, kept)
         self.unreadable: list[UnreadableEntry] = []
         self._load()

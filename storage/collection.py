@@ -192,6 +192,12 @@ class Collection:
             raise MongoError(ErrorCode.IndexNotFound, f"index not found with name [{name}]")
         return ix
 
+    def note_index_use(self, name: str) -> None:
+        """A query plan reads index `name` (`$indexStats` counts it)."""
+        ix = self.entry.index(name)
+        if ix is not None:
+            self._catalog.index_usage.record(ix.ident)
+
     def index_entries(self, name: str, bounds: IndexBounds | None = None, *,
                       reverse: bool = False, stats: ScanStats | None = None
                       ) -> Iterator[tuple[RecordId, bytes]]:
@@ -536,15 +542,19 @@ class Collection:
     def list_indexes(self) -> list[dict[str, Any]]:
         """The index specs as listIndexes returns them, in creation order (a clustered
         collection's `_id` index in its clustered form, or hidden: `storage.clustered`)."""
+        return [spec for spec, _ix in self.listed_indexes()]
+
+    def listed_indexes(self) -> list[tuple[dict[str, Any], IndexEntry]]:
+        """(spec as listIndexes shows it, the index) of each index listIndexes shows."""
         out = []
         clustered = is_clustered(self.options)
         for ix in self.entry.indexes:
             if clustered and ix.name == ID_INDEX_NAME:
                 shown = clustered_list_index(self.options)
                 if shown is not None:
-                    out.append(shown)
+                    out.append((shown, ix))
                 continue
-            out.append(dict(ix.spec.document))
+            out.append((dict(ix.spec.document), ix))
         return out
 
     def _clustered_create_specs(self, specs: list[IndexSpec]) -> list[IndexSpec]:
@@ -632,6 +642,7 @@ class Collection:
         runtimes = [self._catalog._index_runtime(ix) for ix in new]
         for ix in new:
             self._catalog._forget_on_rollback(ix.ident)
+            self._catalog.index_usage.built(ix.ident)
         pending: list[list[tuple[bytes, RecordId]]] = [[] for _ in new]
         values: list[dict[bytes, tuple[Any, ...]]] = [{} for _ in new]
         multikey = [False] * len(new)

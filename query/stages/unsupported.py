@@ -1,5 +1,6 @@
 """Stages bucketd does not evaluate in the query layer: server-provided sources ($collStats,
-$indexStats, $currentOp — evaluated only when the context supplies a provider) and stages
+$indexStats, $currentOp, $listLocalSessions — evaluated only when the context supplies a
+provider, which checks the spec itself when `object_only` is off) and stages
 refused with NotImplemented (238) and a clear message ($geoNear, search, change streams...)."""
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ __all__ = ["ProvidedSourceStage"]
 class ProvidedSourceStage(Stage):
     """A first stage whose documents come from a server-side provider in the context."""
 
-    def __init__(self, name: str, spec: Any, provider: Callable[[dict], Any]) -> None:
+    def __init__(self, name: str, spec: Any, provider: Callable[[Any], Any]) -> None:
         self.name = name
         self.spec = spec
         self.provider = provider
@@ -29,9 +30,10 @@ class ProvidedSourceStage(Stage):
         yield from self.provider(self.spec)
 
 
-def _provided(name: str, attr: str, code: int) -> Callable[[Any, PipelineContext], Stage]:
+def _provided(name: str, attr: str, code: int, *, object_only: bool = True
+              ) -> Callable[[Any, PipelineContext], Stage]:
     def compiler(spec: Any, ctx: PipelineContext) -> Stage:
-        if type(spec) is not dict:
+        if object_only and type(spec) is not dict:
             raise MongoError(code, f"{name} must take a nested object but found: "
                              f"{type_name(spec)}")
         provider = getattr(ctx, attr)
@@ -50,7 +52,10 @@ def _refuse(name: str, why: str) -> Callable[[Any, PipelineContext], Stage]:
 
 register_stage("$collStats", _provided("$collStats", "coll_stats", 5447000), first_only=True)
 register_stage("$indexStats", _provided("$indexStats", "index_stats", 28803), first_only=True)
-register_stage("$currentOp", _provided("$currentOp", "current_op", 5447000), first_only=True)
+register_stage("$currentOp", _provided("$currentOp", "current_op", 0, object_only=False),
+               first_only=True)
+register_stage("$listLocalSessions", _provided("$listLocalSessions", "list_local_sessions", 0,
+                                               object_only=False), first_only=True)
 register_stage("$geoNear", _refuse("$geoNear", "there are no geospatial indexes"),
                first_only=True)
 for _name, _why in (("$search", "Atlas Search only"), ("$searchMeta", "Atlas Search only"),
@@ -59,6 +64,5 @@ for _name, _why in (("$search", "Atlas Search only"), ("$searchMeta", "Atlas Sea
                     ("$changeStream", "change streams need a replica set"),
                     ("$graphLookup", "not implemented"),
                     ("$listSessions", "sessions are not persisted"),
-                    ("$listLocalSessions", "sessions are not persisted"),
                     ("$planCacheStats", "there is no plan cache")):
     register_stage(_name, _refuse(_name, _why))

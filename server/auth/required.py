@@ -499,6 +499,22 @@ def _roles_info(body: Body, db: str, user: AuthenticatedUser | None) -> Requirem
     return need(*(Privilege.of(database(r.db), "viewRole") for r in names if r not in held))
 
 
+def _current_op(body: Body, db: str, user: AuthenticatedUser | None) -> Requirement:
+    own = body.get("$ownOps")
+    if own is not None and own is not False and own != 0:
+        return NOTHING  # one's own operations (mongod checks nothing more)
+    return need(Privilege.of(CLUSTER, "inprog"))
+
+
+def _profile(body: Body, db: str, user: AuthenticatedUser | None) -> Requirement:
+    level = body.get("profile")
+    enable = need(Privilege.of(database(db), "enableProfiler"))
+    if isinstance(level, int | float) and level < 0 and "slowms" not in body and \
+            "sampleRate" not in body:
+        return either(need(Privilege.of(namespace(db, "system.profile"), "find")), enable)
+    return enable
+
+
 RULES: Final[Mapping[str, Rule]] = {
     # no privileges once authenticated (most are also allowed before it)
     **{name: _nothing for name in (
@@ -543,8 +559,11 @@ RULES: Final[Mapping[str, Rule]] = {
     "setParameter": _on_cluster("setParameter"),
     "shutdown": _on_cluster("shutdown"),
     "killAllSessions": _kill_all_sessions,
-    "currentOp": _on_cluster("inprog"),
-    "killOp": _on_cluster("killop"),
+    "currentOp": _current_op,
+    "killOp": _nothing,  # killop on the cluster, or the operation is one's own: the command
+    # checks which (it needs the operation)
+    "replSetGetStatus": _on_cluster("replSetGetStatus"),
+    "profile": _profile,
     "fsync": _on_cluster("fsync"),
     "logRotate": _on_cluster("logRotate"),
     # users and roles

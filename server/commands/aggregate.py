@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from storage.collation import OperationCollation
 from storage.errors import MongoError
@@ -59,6 +59,20 @@ def _parse(req: CommandRequest
     return coll, pipeline, batch_size, allow_disk, collation
 
 
+# Sources the server answers from memory: a pipeline that starts with one and reads no
+# collection runs on the event loop, so $currentOp sees (and never waits behind) a long
+# operation on the storage thread.
+_SERVER_SOURCES: Final = frozenset({"$currentOp", "$listLocalSessions"})
+_READS_STORAGE: Final = frozenset({"$lookup", "$unionWith", "$graphLookup", "$facet", "$out",
+                                   "$merge"})
+
+
+def _served_in_memory(coll: str | None, pipeline: list[Any]) -> bool:
+    names = [next(iter(s), "") if isinstance(s, dict) and s else "" for s in pipeline]
+    return coll is None and bool(names) and names[0] in _SERVER_SOURCES and \
+        not _READS_STORAGE.intersection(names)
+
+
 async def handle(req: CommandRequest) -> dict[str, Any]:
     coll, pipeline, batch_size, allow_disk, collation = _parse(req)
     if req.body.get("explain"):
@@ -66,6 +80,11 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     bypass = get_bool(req.body, "aggregate", "bypassDocumentValidation", False)
     ctx = build_context(req, coll, allow_disk_use=allow_disk, bypass_validation=bypass)
     let = req.body.get("let")
+    if _served_in_memory(coll, pipeline):
+        _compiled, docs = run_pipeline(req, coll, pipeline, ctx, let)
+        return {"cursor": await req.cursors.first_batch(f"{req.db}.$cmd.aggregate", docs,
+                                                        batch_size=batch_size,
+                                                        conn_id=req.conn.id)}
     writes = any(isinstance(s, dict) and ("$out" in s or "$merge" in s) for s in pipeline)
 
     def start() -> Any:

@@ -9,6 +9,7 @@ from storage.vocabulary.error_codes import ErrorCode
 
 from ..context import CommandRequest
 from ..namespaces import buckets_name
+from ..profiler import PROFILE
 from ._args import check_fields, namespace_arg
 
 
@@ -16,7 +17,11 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     check_fields(req.body, "drop", ("collectionUUID",))
     name = namespace_arg(req.body, "drop")
     db = req.db
-    if name.startswith("system.") and not name.startswith("system.buckets."):
+    if name == PROFILE:
+        if req.server.profile.level(db) != 0:
+            raise MongoError(ErrorCode.IllegalOperation,
+                             "turn off profiling before dropping system.profile collection")
+    elif name.startswith("system.") and not name.startswith("system.buckets."):
         raise MongoError(ErrorCode.IllegalOperation, f"can't drop system collection {db}.{name}")
 
     def drop() -> int | None:

@@ -12,6 +12,7 @@ from storage.vocabulary.error_codes import ErrorCode
 from ..context import CommandRequest
 from ..cursors import DEFAULT_FIRST_BATCH, first_batch_limit, take_batch
 from ..namespaces import TimeseriesTarget, raw_target, resolve_namespace
+from ..operations import CURRENT_OP
 from ..parsing.collation import collation_arg
 from ..timeseries.reads import find_measurements
 from ..views.reads import (
@@ -86,13 +87,19 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
     db = req.db
     limit = first_batch_limit(first)
 
+    op = CURRENT_OP.get()
+
     def open_query() -> Any:
         # One hop to the storage thread: resolve, plan, and take the first batch.
         resolved = resolve_namespace(req.storage.catalog, db, name)
         if resolved.timeseries is not None:
             return resolved.timeseries
         coll = _collection(req, db, name)
-        source = run_find(coll, prepare_find(coll, spec), raw_ok=True)
+        prepared = prepare_find(coll, spec)
+        if op is not None:  # currentOp and the profiler show the plan and its counters
+            op.plan_summary = prepared.plan.summary()
+            op.scan_stats = prepared.scan
+        source = run_find(coll, prepared, raw_ok=True)
         return (source, *take_batch(source, limit))
 
     opened = await req.storage.run(open_query)

@@ -37,7 +37,8 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
             else:
                 stats = catalog.database_stats(name)
                 size = stats.storage_size + stats.index_size
-                doc = {"name": name, "sizeOnDisk": Int64(size), "empty": stats.objects == 0}
+                doc = {"name": name, "sizeOnDisk": Int64(size),
+                       "empty": stats.collections + stats.views == 0}  # as mongod: no collection
             if matcher is None or matcher.matches(doc):
                 out.append(doc)
         return out

@@ -73,8 +73,10 @@ async def run_updates(req: CommandRequest, db: str, name: str, updates: list[Any
             tally.add_upserted(i, out.upserted_id)
 
     def write() -> dict[str, Any]:
-        tally = run_statements(updates, ordered=ordered, apply=apply)
-        after_direct_write(req, db, name)
+        try:
+            tally = run_statements(updates, ordered=ordered, apply=apply)
+        finally:  # also when killOp stopped it after some statements
+            after_direct_write(req, db, name)
         return tally.update_reply()
 
     reply = await req.storage.run(write)

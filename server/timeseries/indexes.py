@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from ..namespaces import TimeseriesTarget
 
 __all__ = ["create_timeseries_indexes", "drop_timeseries_indexes", "list_timeseries_indexes",
-           "translate_index_target"]
+           "timeseries_indexes_with_idents", "translate_index_target"]
 
 
 async def create_timeseries_indexes(req: CommandRequest, target: TimeseriesTarget,
@@ -36,14 +36,22 @@ async def create_timeseries_indexes(req: CommandRequest, target: TimeseriesTarge
 def list_timeseries_indexes(req: CommandRequest, target: TimeseriesTarget
                             ) -> list[dict[str, Any]]:
     """listIndexes in the user's terms (storage thread)."""
+    return [spec for spec, _ident in timeseries_indexes_with_idents(req, target)]
+
+
+def timeseries_indexes_with_idents(req: CommandRequest, target: TimeseriesTarget
+                                   ) -> list[tuple[dict[str, Any], str]]:
+    """(the user's spec, the buckets index's ident) of each index a time-series
+    collection shows; one that has no user form (made on the buckets directly) is left
+    out, as mongod does (storage thread)."""
     buckets = target.buckets(req.storage.catalog)
     if buckets is None:
         return []
     out = []
-    for spec in buckets.list_indexes():  # clustered by _id: no _id index among them
+    for spec, ix in buckets.listed_indexes():  # clustered by _id: no _id index among them
         user = timeseries_index_spec(target.options, spec)
         if user is not None:
-            out.append(user)
+            out.append((user, ix.ident))
     return out
 
 

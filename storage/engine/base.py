@@ -46,6 +46,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Final
 
+from storage import interrupt
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
@@ -267,6 +268,7 @@ class StorageEngine(ABC):
     @staticmethod
     def _join(batch: list[tuple[bytes, RecordId]], records: RecordStore
               ) -> Iterator[tuple[bytes, RecordId, bytes]]:
+        interrupt.check()
         for (key, rid), data in zip(batch, records.get_many([r for _, r in batch])):
             if data is not None:
                 yield key, rid, data

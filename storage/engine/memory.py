@@ -12,6 +12,7 @@ import bisect
 import functools
 from collections.abc import Iterator, Sequence
 
+from storage import interrupt
 from storage.engine.base import (
     FULL_RANGE,
     DuplicateKeyInIndex,
@@ -101,6 +102,7 @@ class MemoryRecordStore(RecordStore):
             while True:
                 if self.dropped:
                     raise store_dropped(self.ident)
+                interrupt.check()
                 ids = self._ids
                 chunk = ids[pos:pos + _CHUNK]
                 if not chunk:
@@ -115,6 +117,7 @@ class MemoryRecordStore(RecordStore):
             while True:
                 if self.dropped:
                     raise store_dropped(self.ident)
+                interrupt.check()
                 ids = self._ids
                 chunk = ids[max(0, end - _CHUNK):end]
                 if not chunk:

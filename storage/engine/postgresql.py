@@ -51,6 +51,7 @@ from psycopg import errors as pg_errors
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
+from storage import interrupt
 from storage.engine.base import (
     FULL_RANGE,
     DuplicateKeyInIndex,
@@ -178,6 +179,7 @@ class PostgresRecordStore(RecordStore):
         last = start
         first = True
         while True:
+            interrupt.check()
             self._live()
             if last is None:
                 rows = self._engine._qall(
@@ -312,6 +314,7 @@ class PostgresIndexStore(IndexStore):
         params: dict[str, Any] = {"lo": rng.lo, "hi": rng.hi, "n": _SCAN_FIRST}
         resume = False
         while True:
+            interrupt.check()
             self._live()
             rows = self._engine._qall(self.sql_for(rng, reverse, resume), params,
                                       ident=self.ident)
@@ -557,6 +560,7 @@ class PostgresEngine(StorageEngine):
         params: dict[str, Any] = {"lo": rng.lo, "hi": rng.hi, "n": _SCAN_FIRST}
         resume = False
         while True:
+            interrupt.check()
             index._live()
             records._live()
             rows = self._qall(index.sql_for(rng, reverse, resume, join=records.table), params,

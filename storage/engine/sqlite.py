@@ -37,6 +37,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
+from storage import interrupt
 from storage.engine.base import (
     FULL_RANGE,
     DuplicateKeyInIndex,
@@ -160,6 +161,7 @@ class SQLiteRecordStore(RecordStore):
         last = start
         first = True
         while True:
+            interrupt.check()
             if last is None:
                 sql = f"SELECT id, data FROM {t} ORDER BY id {order} LIMIT ?"
                 rows = self._engine._qall(sql, (n,))
@@ -277,6 +279,7 @@ class SQLiteIndexStore(IndexStore):
         params: dict[str, Any] = {"lo": rng.lo, "hi": rng.hi, "n": _SCAN_FIRST}
         resume = False
         while True:
+            interrupt.check()
             rows = self._engine._qall(self._sql_for(rng, reverse, resume), params)
             if not rows:
                 return
@@ -526,6 +529,7 @@ class SQLiteEngine(StorageEngine):
         params: dict[str, Any] = {"lo": rng.lo, "hi": rng.hi, "n": _SCAN_FIRST}
         resume = False
         while True:
+            interrupt.check()
             rows = self._qall(index._sql_for(rng, reverse, resume, join=records._table), params)
             if not rows:
                 return
