@@ -169,6 +169,7 @@ def test_async_pymongo_and_motor(auth_server: BucketdProcess) -> None:
     asyncio.run(run())
 
 
+@pytest.mark.mongosh
 def test_mongosh(auth_server: BucketdProcess) -> None:
     exe = mongosh_path()
     if exe is None:

@@ -279,6 +279,7 @@ def test_pymongo_collation_object(coll: Any) -> None:
     assert coll.count_documents({"name": "ÀPPLE"}, collation=c) == 3
 
 
+@pytest.mark.mongosh
 def test_mongosh(uri: str, coll: Any) -> None:
     script = f"""
 const c = db.getSiblingDB('collation_e2e').getCollection('{coll.name}');
@@ -563,6 +564,7 @@ def test_bucket_boundaries_and_refused_stages(coll: Any) -> None:
         assert len(list(coll.aggregate([stage]))) >= 1
 
 
+@pytest.mark.mongosh
 def test_node_driver(uri: str, coll: Any) -> None:
     out = run_node(uri, f"""
 const c = client.db('collation_e2e').collection('{coll.name}');

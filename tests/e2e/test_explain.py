@@ -183,6 +183,7 @@ def test_time_series_query_planner_verbosity(db: Any) -> None:
     assert cursor["$cursor"]["queryPlanner"]["parsedQuery"] == {"meta": "h2"}
 
 
+@pytest.mark.mongosh
 def test_mongosh_explain_execution_stats(db: Any, uri: str) -> None:
     out, _ = run_mongosh(uri, """
 const d = db.getSiblingDB('explain_e2e');
@@ -255,6 +256,7 @@ def test_time_series_writes_explain_ts_modify(db: Any) -> None:
     assert db.ts.count_documents({"v": -1}) == 0
 
 
+@pytest.mark.mongosh
 def test_node_driver_explain(db: Any, uri: str) -> None:
     out = run_node(uri, """
 const d = client.db('explain_e2e');

@@ -27,6 +27,7 @@ def db(client: pymongo.MongoClient) -> Iterator[Any]:
     client.drop_database("node_e2e")
 
 
+@pytest.mark.mongosh
 def test_view_over_time_series(db: Any, uri: str) -> None:
     out = run_node(uri, """
 const d = client.db('node_e2e');
@@ -43,6 +44,7 @@ return {docs, n, refused};
     assert out == {"docs": expected, "n": 10, "refused": 166}
 
 
+@pytest.mark.mongosh
 def test_pipeline_update_and_let_on_time_series(db: Any, uri: str) -> None:
     out = run_node(uri, """
 const c = client.db('node_e2e').collection('ts');

@@ -458,6 +458,7 @@ NODE_BODY = """
 """
 
 
+@pytest.mark.mongosh
 def test_node_driver(uri: str) -> None:
     assert run_node(uri, NODE_BODY) == {
         "refused": {"code": 121, "errInfo": {"failingDocumentId": 1, "details": {

@@ -105,6 +105,7 @@ NODE_BODY = """
 """
 
 
+@pytest.mark.mongosh
 def test_node_driver_time_series_writes(uri: str) -> None:
     out = run_node(uri, NODE_BODY)
     assert out == {
