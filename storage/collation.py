@@ -214,57 +214,76 @@ def _valid_locale(locale: str) -> str:
     return name or "root"
 
 
-def _bool_field(spec: dict[str, Any], name: str) -> bool | None:
-    v = spec.get(name)
-    if name not in spec:
-        return None
-    if type(v) is not bool:
-        raise MongoError(ErrorCode.TypeMismatch, f'"{name}" had the wrong type. Expected bool, '
-                         f"found {type_name(v)}")
-    return v
+# The collation document is MongoDB's `Collation` IDL struct (basic_types.idl): strict,
+# `locale` required, typed fields, the enums and strength's 0..5 range checked by the
+# parser, before the collator factory's own checks.
+_IDL_TYPES: Final = {
+    "locale": "string", "caseLevel": "bool", "caseFirst": "string", "strength": "safeInt",
+    "numericOrdering": "bool", "alternate": "string", "maxVariable": "string",
+    "normalization": "bool", "backwards": "bool", "version": "string",
+}
+_IDL_ENUMS: Final = {"caseFirst": ("upper", "lower", "off"),
+                     "alternate": ("non-ignorable", "shifted"),
+                     "maxVariable": ("punct", "space")}
+_SAFE_INT_TYPES: Final = "[long, int, decimal, double]"
 
 
-def _string_field(spec: dict[str, Any], name: str) -> str | None:
-    if name not in spec:
-        return None
-    v = spec[name]
-    if type(v) is not str:
-        raise MongoError(ErrorCode.TypeMismatch, f'"{name}" had the wrong type. Expected '
-                         f"string, found {type_name(v)}")
-    return v
+def _check_idl(spec: dict[str, Any], ctx: str) -> None:
+    """The IDL parser's refusals of a collation document, `ctx` naming it in messages
+    (``collation``, or ``create.collation`` where the command types the field)."""
+    for name, v in spec.items():
+        kind = _IDL_TYPES.get(name)
+        if kind is None:
+            raise MongoError(ErrorCode.IDLUnknownField,
+                             f"BSON field '{ctx}.{name}' is an unknown field.")
+        if v is None and name == "locale":
+            continue  # reads as missing
+        if kind == "safeInt":
+            if isinstance(v, bool) or not isinstance(v, int | float | Int64 | Decimal128):
+                raise MongoError(ErrorCode.TypeMismatch,
+                                 f"BSON field '{ctx}.{name}' is the wrong type "
+                                 f"'{type_name(v)}', expected types {_SAFE_INT_TYPES}")
+            n = _safe_int(v)
+            if not 0 <= n <= 5:
+                op, limit = (">=", 0) if n < 0 else ("<=", 5)
+                raise MongoError(51024, f"BSON field '{name}' value must be {op} {limit}, "
+                                 f"actual value '{n}'")
+            continue
+        want = str if kind == "string" else bool
+        if type(v) is not want:
+            raise MongoError(ErrorCode.TypeMismatch,
+                             f"BSON field '{ctx}.{name}' is the wrong type '{type_name(v)}', "
+                             f"expected type '{kind}'")
+        allowed = _IDL_ENUMS.get(name)
+        if allowed is not None and v not in allowed:
+            raise MongoError(ErrorCode.BadValue, f"Enumeration value '{v}' for field "
+                             f"'{ctx}.{name}' is not a valid value.")
+    if spec.get("locale") is None:
+        raise MongoError(ErrorCode.IDLFailedToParse,
+                         f"BSON field '{ctx}.locale' is missing but a required field")
 
 
-def _int_field(spec: dict[str, Any], name: str) -> int | None:
-    if name not in spec:
-        return None
-    v = spec[name]
-    if isinstance(v, bool) or not isinstance(v, int | float | Int64 | Decimal128):
-        raise MongoError(ErrorCode.TypeMismatch, f'"{name}" had the wrong type. Expected '
-                         f"number, found {type_name(v)}")
+def _safe_int(v: Any) -> int:
+    """safeNumberInt: a number as int32 (NaN 0, beyond the range saturated, truncated)."""
     x = v.to_decimal() if isinstance(v, Decimal128) else v
     if isinstance(x, decimal.Decimal):
-        exact = x.is_finite() and x == x.to_integral_value()
-    else:
-        exact = not isinstance(x, float) or (math.isfinite(x) and x.is_integer())
-    exact = exact and -(2**63) <= x < 2**63
-    if not exact:
-        raise MongoError(ErrorCode.BadValue, f'Expected field "{name}" to have a value exactly '
-                         f"representable as a 64-bit integer, but found {name}: "
-                         f"{to_mongo_string(v)}")
-    return int(x)
+        if x.is_nan():
+            return 0
+        if x.is_infinite():
+            return 2**31 - 1 if x > 0 else -(2**31)
+        x = int(x)
+    elif isinstance(x, float):
+        if math.isnan(x):
+            return 0
+        if math.isinf(x):
+            return 2**31 - 1 if x > 0 else -(2**31)
+        x = int(x)
+    return max(-(2**31), min(2**31 - 1, int(x)))
 
 
-def _choice(name: str, value: str | None, allowed: tuple[str, ...]) -> str | None:
-    if value is None or value in allowed:
-        return value
-    quoted = [f"'{a}'" for a in allowed]
-    listed = quoted[0] + " or " + quoted[1] if len(quoted) == 2 else \
-        ", ".join(quoted[:-1]) + ", or " + quoted[-1]
-    raise MongoError(ErrorCode.FailedToParse, f"Field '{name}' must be {listed}. Got: {value}")
-
-
-def parse_collation(spec: Any) -> Collator | None:
-    """The collator a collation document names (None for ``{locale: "simple"}``).
+def parse_collation(spec: Any, ctx: str = "collation") -> Collator | None:
+    """The collator a collation document names (None for ``{locale: "simple"}``); `ctx`
+    names the document in the parser's messages.
 
     Raises MongoError with mongod's codes for anything mongod refuses.
     """
@@ -272,10 +291,8 @@ def parse_collation(spec: Any) -> Collator | None:
         raise MongoError(ErrorCode.TypeMismatch, "collation must be an object")
     spec = dict(spec)
     shown = to_mongo_string(spec)
-    if "locale" not in spec:
-        raise MongoError(ErrorCode.NoSuchKey, 'Missing expected field "locale"')
-    locale = _string_field(spec, "locale")
-    assert locale is not None
+    _check_idl(spec, ctx)
+    locale: str = spec["locale"]
     if "\0" in locale:
         raise MongoError(ErrorCode.BadValue,
                          f"Field 'locale' cannot contain null byte. Collation spec: {shown}")
@@ -292,33 +309,20 @@ def parse_collation(spec: Any) -> Collator | None:
         hint = f". Did you mean '{valid}'?" if valid != "root" else ""
         raise MongoError(ErrorCode.BadValue, f"Field 'locale' is invalid in: {shown}{hint}")
     options: dict[str, Any] = {}
-    for name in ("caseLevel", "numericOrdering", "normalization", "backwards"):
-        b = _bool_field(spec, name)
-        if b is not None:
-            options[name] = b
-    case_first = _choice("caseFirst", _string_field(spec, "caseFirst"), ("upper", "lower", "off"))
-    if case_first is not None:
-        options["caseFirst"] = case_first
-    strength = _int_field(spec, "strength")
-    if strength is not None:
+    for name in ("caseLevel", "numericOrdering", "normalization", "backwards",
+                 "caseFirst", "alternate", "maxVariable"):
+        if name in spec:
+            options[name] = spec[name]
+    if "strength" in spec:
+        strength = _safe_int(spec["strength"])
         if strength not in _STRENGTH:
             raise MongoError(ErrorCode.FailedToParse,
                              f"Field 'strength' must be an integer 1 through 5. Got: {strength}")
         options["strength"] = strength
-    alternate = _choice("alternate", _string_field(spec, "alternate"),
-                        ("non-ignorable", "shifted"))
-    if alternate is not None:
-        options["alternate"] = alternate
-    max_variable = _choice("maxVariable", _string_field(spec, "maxVariable"), ("punct", "space"))
-    if max_variable is not None:
-        options["maxVariable"] = max_variable
-    version = _string_field(spec, "version")
+    version = spec.get("version")
     if version is not None and version != COLLATION_VERSION:
         raise MongoError(ErrorCode.IncompatibleCollationVersion,
                          f"Requested collation version {version} but the only available "
                          f"collator version was {COLLATION_VERSION}. Requested collation spec: "
                          f"{shown}")
-    if any(k not in _FIELDS for k in spec):
-        raise MongoError(ErrorCode.FailedToParse,
-                         f"Collation spec contains unknown field. Collation spec: {shown}")
     return _make(locale, tuple(sorted(options.items())))

@@ -54,7 +54,7 @@ def plain_options(body: dict[str, Any]) -> dict[str, Any]:
     if opts.get("validator") == {}:
         del opts["validator"]  # mongod keeps no empty validator
     if "collation" in opts:
-        collator = parse_collation(opts.pop("collation"))
+        collator = parse_collation(opts.pop("collation"), "create.collation")
         if collator is not None:
             opts["collation"] = dict(collator.document)
     return opts
@@ -97,7 +97,7 @@ def _refuse_unbuilt(body: dict[str, Any]) -> None:
         if not isinstance(collation, dict):
             raise MongoError(ErrorCode.TypeMismatch, "BSON field 'create.collation' is the wrong "
                              f"type '{type_name(collation)}', expected type 'object'")
-        parse_collation(collation)  # mongod's errors, before anything is created
+        parse_collation(collation, "create.collation")  # mongod's errors, before anything is created
 
 
 async def handle(req: CommandRequest) -> dict[str, Any]:
@@ -157,7 +157,8 @@ async def _create_view(req: CommandRequest, name: str) -> None:
     if name.startswith("system."):
         raise MongoError(ErrorCode.InvalidNamespace, "View name cannot start with 'system.', "
                          "which is reserved for system namespaces")
-    collator = parse_collation(body["collation"]) if "collation" in body else None
+    collator = parse_collation(body["collation"], "create.collation") \
+        if "collation" in body else None
     view = ViewDefinition(db, name, view_on, pipeline,
                           None if collator is None else dict(collator.document))
 

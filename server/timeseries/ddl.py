@@ -44,7 +44,8 @@ async def create_timeseries(req: CommandRequest, name: str) -> None:
     view_options: dict[str, Any] = {"timeseries": opts.to_document()}
     if expire is not None:
         view_options["expireAfterSeconds"] = expire
-    collator = parse_collation(body["collation"]) if "collation" in body else None
+    collator = parse_collation(body["collation"], "create.collation") \
+        if "collation" in body else None
     if collator is not None:  # the default of every operation on the collection
         view_options["collation"] = dict(collator.document)
     buckets = buckets_name(name)

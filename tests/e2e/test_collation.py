@@ -230,12 +230,13 @@ def test_bulk_write_command(client: pymongo.MongoClient, coll: Any) -> None:
 
 @pytest.mark.parametrize(("collation", "code"), [
     ({"locale": "xx_NOPE"}, 2),
-    ({"locale": "en", "strength": 9}, 9),
-    ({"locale": "en", "caseFirst": "sideways"}, 9),
-    ({"locale": "en", "bogus": 1}, 9),
+    ({"locale": "en", "strength": 9}, 51024),
+    ({"locale": "en", "strength": 0}, 9),
+    ({"locale": "en", "caseFirst": "sideways"}, 2),
+    ({"locale": "en", "bogus": 1}, 40415),
     ({"locale": "en", "caseLevel": "yes"}, 14),
     ({"locale": "simple", "strength": 2}, 9),
-    ({"strength": 2}, 4),
+    ({"strength": 2}, 40414),
 ])
 def test_invalid_collations_write_nothing(coll: Any, collation: dict[str, Any],
                                           code: int) -> None:
@@ -337,9 +338,10 @@ def test_operations_use_the_default(ci_coll: Any) -> None:
 
 @pytest.mark.parametrize(("body", "code"), [
     ({"collation": {"locale": "nope"}}, 2),
-    ({"collation": {"locale": "en", "strength": 7}}, 9),
+    ({"collation": {"locale": "en", "strength": 7}}, 51024),
+    ({"collation": {"strength": 2}}, 40414),
     ({"collation": "en"}, 14),
-    ({"collation": {"locale": "en", "x": 1}, "timeseries": {"timeField": "t"}}, 9),
+    ({"collation": {"locale": "en", "x": 1}, "timeseries": {"timeField": "t"}}, 40415),
 ])
 def test_create_refusals_create_nothing(client: pymongo.MongoClient, body: dict[str, Any],
                                         code: int) -> None:
@@ -581,4 +583,15 @@ catch (e) {{ code = e.code; }}
 return {{found, n, del, stage: JSON.stringify(plan.queryPlanner.winningPlan).includes('IXSCAN'),
         code}};
 """)
-    assert out == {"found": [0, 1, 2], "n": 2, "del": 1, "stage": True, "code": 9}
+    assert out == {"found": [0, 1, 2], "n": 2, "del": 1, "stage": True, "code": 40415}
+
+
+def test_create_parses_its_collation_as_a_typed_field(client: pymongo.MongoClient) -> None:
+    # create types `collation` as mongod's Collation struct: the message names the command
+    db = client.collation_e2e
+    db.drop_collection("typed")
+    with pytest.raises(OperationFailure) as e:
+        db.command({"create": "typed", "collation": {}})
+    assert (e.value.code, e.value.details["errmsg"]) == (
+        40414, "BSON field 'create.collation.locale' is missing but a required field")
+    assert "typed" not in db.list_collection_names()

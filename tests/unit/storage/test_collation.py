@@ -34,31 +34,41 @@ def test_normalised_document_fills_every_field() -> None:
 
 
 @pytest.mark.parametrize(("spec", "code", "text"), [
-    ({}, 4, 'Missing expected field "locale"'),
-    ({"locale": 1}, 14, '"locale" had the wrong type. Expected string, found int'),
+    # the IDL parser's refusals (mongod's `Collation` struct, basic_types.idl)
+    ({}, 40414, "BSON field 'collation.locale' is missing but a required field"),
+    ({"locale": None}, 40414, "BSON field 'collation.locale' is missing"),
+    ({"locale": 1}, 14, "BSON field 'collation.locale' is the wrong type 'int', expected type "
+                        "'string'"),
     ({"locale": ""}, 2, "Field 'locale' cannot be the empty string in: { locale: \"\" }"),
     ({"locale": "a\0b"}, 2, "cannot contain null byte"),
     ({"locale": "xx"}, 2, "Field 'locale' is invalid in: { locale: \"xx\" }"),
     ({"locale": "EN"}, 2, "Did you mean 'en'?"),
     ({"locale": "en@collation=<"}, 2, "Field 'locale' is invalid in"),   # ICU cannot parse it
-    ({"locale": "en", "strength": 2**70}, 2, "exactly representable as a 64-bit integer"),
+    ({"locale": "en", "strength": 2**70}, 51024,
+     "BSON field 'strength' value must be <= 5, actual value '2147483647'"),
     ({"locale": "simple", "strength": 1}, 9, "If locale=simple, no other fields"),
     ({"locale": "en", "strength": 0}, 9, "Field 'strength' must be an integer 1 through 5. Got: 0"),
-    ({"locale": "en", "strength": 6}, 9, "must be an integer 1 through 5. Got: 6"),
-    ({"locale": "en", "strength": 2.5}, 2, "exactly representable as a 64-bit integer"),
-    ({"locale": "en", "strength": Decimal128("NaN")}, 2, "exactly representable"),
-    ({"locale": "en", "strength": "2"}, 14, "Expected number, found string"),
-    ({"locale": "en", "caseLevel": 1}, 14, '"caseLevel" had the wrong type. Expected bool'),
+    ({"locale": "en", "strength": 6}, 51024, "BSON field 'strength' value must be <= 5, "
+                                             "actual value '6'"),
+    ({"locale": "en", "strength": -1}, 51024, "value must be >= 0, actual value '-1'"),
+    ({"locale": "en", "strength": Decimal128("NaN")}, 9, "must be an integer 1 through 5"),
+    ({"locale": "en", "strength": "2"}, 14, "BSON field 'collation.strength' is the wrong type "
+                                            "'string', expected types [long, int, decimal, "
+                                            "double]"),
+    ({"locale": "en", "caseLevel": 1}, 14, "BSON field 'collation.caseLevel' is the wrong type "
+                                           "'int', expected type 'bool'"),
     ({"locale": "en", "numericOrdering": "yes"}, 14, "numericOrdering"),
-    ({"locale": "en", "caseFirst": "first"}, 9,
-     "Field 'caseFirst' must be 'upper', 'lower', or 'off'. Got: first"),
-    ({"locale": "en", "alternate": "x"}, 9,
-     "Field 'alternate' must be 'non-ignorable' or 'shifted'. Got: x"),
-    ({"locale": "en", "maxVariable": "x"}, 9, "Field 'maxVariable' must be 'punct' or 'space'"),
+    ({"locale": "en", "caseFirst": "first"}, 2,
+     "Enumeration value 'first' for field 'collation.caseFirst' is not a valid value."),
+    ({"locale": "en", "alternate": "x"}, 2,
+     "Enumeration value 'x' for field 'collation.alternate' is not a valid value."),
+    ({"locale": "en", "maxVariable": "x"}, 2, "for field 'collation.maxVariable'"),
     ({"locale": "en", "version": "58.2"}, 161, "Requested collation version 58.2"),
-    ({"locale": "en", "strenght": 2}, 9, "Collation spec contains unknown field"),
+    ({"locale": "en", "strenght": 2}, 40415, "BSON field 'collation.strenght' is an unknown "
+                                             "field."),
 ])
 def test_refusals(spec: dict[str, Any], code: int, text: str) -> None:
+    """mongod's codes and messages: the IDL parser's first, then the collator factory's."""
     with pytest.raises(MongoError) as e:
         parse_collation(spec)
     assert e.value.code == code
@@ -111,3 +121,14 @@ def test_non_strings_keep_bson_order_strings_nested_are_collated() -> None:
     assert c.compare(["B", 1], ["b", 1]) == 0
     assert c.compare({"A": 1}, {"a": 1}) != 0   # field names are not collated
     assert c.compare(["a"], ["b"]) < 0
+
+
+def test_strength_is_read_as_safe_int() -> None:
+    # safeNumberInt: a fractional strength is truncated, as the IDL parser reads it
+    assert _c({"locale": "en", "strength": 2.5}).document["strength"] == 2
+
+
+def test_create_names_its_field() -> None:
+    with pytest.raises(MongoError) as e:
+        parse_collation({}, "create.collation")
+    assert str(e.value) == "BSON field 'create.collation.locale' is missing but a required field"
