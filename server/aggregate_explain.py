@@ -9,6 +9,7 @@ filter as its `eventFilter`). With `executionStats` the pipeline runs to the end
 `$cursor` stage reports the keys and documents examined, every stage its `nReturned`.
 A time-series read answered by a fused path (last point, columnar `$group`) says so in
 `$_internalUnpackBucket.bucketdPath`; the stages the path folded report no count.
+`bucketdBucketsSkipped` counts the buckets skipped by their control.min/max.
 """
 
 from __future__ import annotations
@@ -205,7 +206,9 @@ def _timeseries(req: CommandRequest, target: TimeseriesTarget, full: list[Any],
     unpack_stage: dict[str, Any] = {"$_internalUnpackBucket": unpack}
     if run:
         unpack_stage.update({"nReturned": stats.measurements, "nBucketsUnpacked":
-                             stats.buckets_unpacked, "executionTimeMillisEstimate": millis})
+                             stats.buckets_unpacked,
+                             "bucketdBucketsSkipped": stats.buckets_skipped,
+                             "executionTimeMillisEstimate": millis})
     # the read's bucket scan is the cursor's: the buckets the bucket filter passed are
     # the documents it returned
     prepared.scan = stats.scan

@@ -50,7 +50,13 @@ from storage.bsoncolumn.blocks import NumericColumn
 from storage.bsonutil import encode
 from storage.collection import Collection
 from storage.errors import MongoError
-from storage.timeseries import BucketSpec, TimeseriesOptions, unpack_columns
+from storage.timeseries import (
+    BucketSpec,
+    ControlFilter,
+    TimeseriesOptions,
+    compile_control_filter,
+    unpack_columns,
+)
 from storage.timeseries.constants import CONTROL, CONTROL_COUNT, CONTROL_MAX, CONTROL_MIN, META
 from storage.timeseries.unpack import numeric_bucket
 from storage.vocabulary.bson_types import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64
@@ -729,16 +735,18 @@ def columnar_group(buckets: Collection | None, opts: TimeseriesOptions,
     plan = plan_group(stages, opts, ctx)
     if plan is None:
         return None
-    return _run(buckets, bucket_filter, plan, ctx, generic, stats)
+    return _run(buckets, bucket_filter, plan, ctx, generic, stats,
+                compile_control_filter(plan.flt, opts))
 
 
 def _run(buckets: Collection | None,
          bucket_filter: Callable[[dict[str, Any] | None], dict[str, Any] | None],
          plan: GroupPlan, ctx: PipelineContext, generic: Iterator[Any],
-         stats: ReadStats | None) -> Iterator[Any]:
+         stats: ReadStats | None, control: ControlFilter | None) -> Iterator[Any]:
     variables = compile_pipeline([], ctx).base_variables()
     scanned: Iterable[Mapping[str, Any]] = () if buckets is None else (
-        b for _rid, b in BucketScan(buckets, bucket_filter(plan.flt), stats).buckets())
+        b for _rid, b in BucketScan(buckets, bucket_filter(plan.flt), stats,
+                                    control=control).buckets())
     docs = group_buckets(plan, scanned, variables=variables,
                          memory_limit=ctx.memory_limit_bytes)
     if docs is None:

@@ -15,7 +15,12 @@ from typing import Any
 from query.match import compile_filter
 from storage.collation import Collator
 from storage.collection import Collection
-from storage.timeseries import BucketSpec, TimeseriesOptions, unpack_bucket
+from storage.timeseries import (
+    BucketSpec,
+    TimeseriesOptions,
+    compile_control_filter,
+    unpack_bucket,
+)
 from storage.timeseries.row_filter import compile_row_filter, select_measurements
 
 from .scan import BucketScan, ReadStats
@@ -47,7 +52,8 @@ def unpacked_measurements(buckets: Collection, opts: TimeseriesOptions,
             fields = frozenset(fields | {f.split(".", 1)[0] for f in matcher.fields()})
     spec = BucketSpec(opts.time_field, opts.meta_field, fields or frozenset(),
                       include=fields is not None)
-    scan = BucketScan(buckets, bflt, stats, collator)
+    scan = BucketScan(buckets, bflt, stats, collator,
+                      compile_control_filter(flt, opts, simple_strings=collator is None))
     trivial = matcher.is_trivial
     rows = compile_row_filter(flt, opts.time_field, opts.meta_field) \
         if flt and row_filter_declines else None

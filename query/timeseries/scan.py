@@ -17,6 +17,7 @@ from storage.bsonutil import decode
 from storage.collation import Collator, has_string
 from storage.collection import Collection
 from storage.collection_results import ScanStats
+from storage.timeseries import ControlFilter, raw_control
 
 __all__ = ["BucketScan", "ReadStats"]
 
@@ -29,6 +30,7 @@ class ReadStats:
 
     scan: ScanStats = field(default_factory=ScanStats)
     buckets_matched: int = 0
+    buckets_skipped: int = 0  # skipped by control min/max, before decoding
     buckets_unpacked: int = 0
     measurements: int = 0
     path: str = "general"
@@ -38,9 +40,11 @@ class BucketScan:
     """The buckets of `buckets` that can match `bucket_filter` (None: all of them)."""
 
     def __init__(self, buckets: Collection | None, bucket_filter: dict[str, Any] | None,
-                 stats: ReadStats | None = None, collator: Collator | None = None) -> None:
+                 stats: ReadStats | None = None, collator: Collator | None = None,
+                 control: ControlFilter | None = None) -> None:
         self.collection = buckets
         self.filter = bucket_filter
+        self.control = control  # skips buckets by control.min/max before decoding them
         # Bucket filters hold no $expr: without a string in them a collation changes nothing,
         # and the buckets collection's (simple) indexes stay usable.
         if not has_string(bucket_filter):
@@ -64,9 +68,14 @@ class BucketScan:
         just those record ids (the others are not decoded)."""
         check = self.filter is not None
         matches = self.prepared.matcher.matches
+        control = self.control
         stats = self.stats
         for rid, raw in self.raw():
             if only is not None and rid not in only:
+                continue
+            if control is not None and not control.may_match(raw_control(raw)):
+                if stats is not None:
+                    stats.buckets_skipped += 1
                 continue
             bucket = decode(raw)
             if check and not matches(bucket):

@@ -5,6 +5,7 @@ from .bucket_catalog import BucketCatalog
 from .bucket_predicates import bucket_filter, meta_only_filter, ttl_expired_filter
 from .bucket_rewrite import rebuild_bucket
 from .constants import TimeseriesParameters
+from .control_filter import ControlFilter, compile_control_filter, raw_control
 from .index_schema import (
     bucket_index_key,
     bucket_index_spec,
@@ -43,6 +44,9 @@ __all__ = [
     "TimeseriesOptions",
     "TimeseriesParameters",
     "bucket_filter",
+    "ControlFilter",
+    "compile_control_filter",
+    "raw_control",
     "bucket_index_key",
     "bucket_index_spec",
     "buckets_collection_options",

@@ -164,6 +164,15 @@ def test_time_series_without_a_filter_scans_every_bucket(db: Any) -> None:
         assert unpack["nReturned"] == HOSTS * PER_HOST and group["nReturned"] == HOSTS
 
 
+def test_buckets_outside_the_range_are_skipped_and_counted(db: Any) -> None:
+    # v runs 0..PER_HOST-1 in each host's bucket: none reaches PER_HOST
+    cursor, unpack = _ts_explain(db, [{"$match": {"v": {"$gte": PER_HOST}}}])
+    buckets = db["system.buckets.ts"].count_documents({})
+    assert unpack["bucketdBucketsSkipped"] == buckets
+    assert unpack["nBucketsUnpacked"] == 0 and unpack["nReturned"] == 0
+    assert cursor["$cursor"]["executionStats"]["totalDocsExamined"] == buckets
+
+
 def test_time_series_general_path_counts_every_stage(db: Any) -> None:
     stages = _ts_explain(db, [{"$match": {"v": {"$lt": 10}}},
                               {"$project": {"v": 1, "_id": 0}},
