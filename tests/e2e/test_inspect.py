@@ -203,12 +203,22 @@ def _ts_with_buckets(client: pymongo.MongoClient, db_name: str) -> None:
     db.plain.insert_one({"x": 1})
 
 
+def _uri_with_db(uri: str, db: str) -> str:
+    """`uri` naming database `db`; credentials keep authenticating where they did (a URI's
+    database is also its default authSource)."""
+    base, _, query = uri.partition("?")
+    parsed = pymongo.uri_parser.parse_uri(uri)
+    if parsed["username"] and "authsource=" not in query.lower():
+        query = "&".join(q for q in (query, f"authSource={parsed['database'] or 'admin'}") if q)
+    return base.rstrip("/") + "/" + db + ("?" + query if query else "")
+
+
 def test_the_uri_database_is_used(client: pymongo.MongoClient, uri: str) -> None:
     _ts_with_buckets(client, "inspect_uri_db")
-    reports = _inspect("--uri", uri.rstrip("/") + "/inspect_uri_db", "-c", "m")
+    reports = _inspect("--uri", _uri_with_db(uri, "inspect_uri_db"), "-c", "m")
     assert len(reports) == 3 and sum(r["count"] for r in reports) == 30
     # --db still wins over the URI's
-    res = _run("--uri", uri.rstrip("/") + "/inspect_uri_db", "--db", "nowhere_db", "-c", "m")
+    res = _run("--uri", _uri_with_db(uri, "inspect_uri_db"), "--db", "nowhere_db", "-c", "m")
     assert res.returncode == 1
 
 
