@@ -462,7 +462,8 @@ def test_views_have_their_own_default(coll: Any) -> None:
     # (system.views itself needs privileges no built-in role has under --auth)
     info = next(db.list_collections(filter={"name": "v_ci"}))
     assert info["options"]["collation"] == NORMALISED_CI
-    db.command("collMod", "v_ci", pipeline=[{"$match": {"n": {"$gte": 0}}}])
+    # (viewOn with the pipeline: mongod requires both under --auth, as in the compose run)
+    db.command("collMod", "v_ci", viewOn=coll.name, pipeline=[{"$match": {"n": {"$gte": 0}}}])
     info = next(db.list_collections(filter={"name": "v_ci"}))
     assert info["options"]["collation"] == NORMALISED_CI
     for v in ("v_ci", "v_plain", "v_ci2"):
