@@ -89,6 +89,7 @@ async def test_motor_current_op_and_kill_op_of_a_running_aggregate(
     slow: AsyncIOMotorClient = AsyncIOMotorClient(uri, appname="async-breadth-slow")
     admin: AsyncIOMotorClient = AsyncIOMotorClient(uri)
     try:
+        await admin.admin.command("ping")  # logged in before the slow operation runs
         running = asyncio.ensure_future(slow[DB].command(
             "aggregate", "big", pipeline=slow_pipeline(), cursor={}))
         op: dict[str, Any] | None = None

@@ -94,6 +94,9 @@ def _my_ip(client: pymongo.MongoClient) -> str:
 
 def test_current_op_sees_a_running_aggregate_and_kill_op_interrupts_it(
         client: pymongo.MongoClient, uri: str, big: None) -> None:
+    # the watching connection logs in first: with --auth a login reads the users on the
+    # storage thread, which the slow operation keeps busy
+    client.admin.command("ping")
     run = Background(pymongo.MongoClient(uri, appname="ops-slow-agg"),
                      lambda c: list(c[DB].big.aggregate(slow_pipeline())))
     op = wait_for_op(client, {"appName": "ops-slow-agg", "command.aggregate": "big"})
@@ -140,6 +143,7 @@ def test_kill_op_interrupts_a_getmore_and_closes_its_cursor(
             assert again.value.code == 43
             raise exc
 
+    client.admin.command("ping")  # logged in before the slow read (see above)
     run = Background(pymongo.MongoClient(uri, appname="ops-slow-getmore"), read)
     op = wait_for_op(client, {"appName": "ops-slow-getmore", "op": "getmore"})
     assert op["ns"] == f"{DB}.big"
