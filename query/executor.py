@@ -48,7 +48,7 @@ __all__ = [
     "FindSpec", "FindCounts", "PreparedFind", "prepare_find", "count_documents", "distinct_values",
     "UpdateStatement", "UpdateOutcome", "apply_update_statement", "delete_matching",
     "compile_statement_update", "statement_variables",
-    "find_one_for_modify", "select_for_modify", "distinct_leaf_values", "prepare_document_for_insert",
+    "find_one_for_modify", "select_for_modify", "distinct_of", "distinct_leaf_values", "prepare_document_for_insert",
     "DEFAULT_MAX_SORT_BYTES",
 ]
 
@@ -289,10 +289,17 @@ def distinct_values(coll: Any, key: str, flt: dict[str, Any] | None, hint: Any =
     if coll is None:
         return []
     prepared = prepare_find(coll, FindSpec(filter=flt, hint=hint, collator=collator))
-    sort_key = collation_key_fn(prepared.collator)
+    return distinct_of((doc for _rid, _raw, doc in matching(coll, prepared)), key,
+                       prepared.collator)
+
+
+def distinct_of(docs: Iterable[Any], key: str, collator: Collator | None) -> list[Any]:
+    """The distinct values at dotted path `key` of `docs`, in order (equal under the
+    collation counted once, the first one seen kept)."""
+    sort_key = collation_key_fn(collator)
     seen: dict[Any, Any] = {}
     parts = key.split(".")
-    for _rid, _raw, doc in matching(coll, prepared):
+    for doc in docs:
         for v in distinct_leaf_values(doc, parts):
             if v is MISSING:
                 continue

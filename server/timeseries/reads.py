@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from query.context import PipelineContext
-from query.executor import FindSpec, distinct_leaf_values
+from query.executor import FindSpec, distinct_of
 from query.projection import compile_projection
 from query.sort import compile_sort
 from query.timeseries.read_plan import pipeline_read
@@ -21,7 +21,6 @@ from storage.collation import (
     COLLECTION_DEFAULT,
     Collator,
     OperationCollation,
-    collation_key_fn,
 )
 
 from ..cursors import first_batch_limit, take_batch
@@ -116,17 +115,10 @@ async def distinct_measurements(req: CommandRequest, target: TimeseriesTarget, k
                                 collation: OperationCollation = COLLECTION_DEFAULT
                                 ) -> list[Any]:
     collator = timeseries_collator(collation, target.entry.options)
-    sort_key = collation_key_fn(collator)
 
     def run() -> list[Any]:
-        seen: dict[Any, Any] = {}
-        parts = key.split(".")
-        for m in measurement_source(req, target, query, frozenset({parts[0]}),
-                                    collator=collator):
-            for v in distinct_leaf_values(m, parts):
-                k = sort_key(v)
-                if k not in seen:
-                    seen[k] = v
-        return [seen[k] for k in sorted(seen)]
+        return distinct_of(measurement_source(req, target, query,
+                                              frozenset({key.split(".")[0]}),
+                                              collator=collator), key, collator)
 
     return await req.storage.run(run)

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from query.executor import distinct_leaf_values
-from storage.collation import COLLECTION_DEFAULT, OperationCollation, collation_key_fn
+from query.executor import distinct_of
+from storage.collation import COLLECTION_DEFAULT, OperationCollation
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
-from storage.vocabulary.missing import MISSING
 
 from ..aggregation import build_context, run_pipeline
 from .definitions import SYSTEM_VIEWS, resolve_view
@@ -118,19 +117,9 @@ async def distinct_through_view(req: CommandRequest, name: str, key: str,
     arrays unwound, each once, in BSON order."""
     stages = find_pipeline(query, None, 0, 0, None)
     ctx = build_context(req, name, allow_disk_use=True)
-    parts = key.split(".")
 
     def run() -> list[Any]:
-        seen: dict[Any, Any] = {}
         docs = run_pipeline(req, name, stages, ctx, None, collation)[1]
-        sort_key = collation_key_fn(ctx.collator)
-        for doc in docs:
-            for value in distinct_leaf_values(doc, parts):
-                if value is MISSING:
-                    continue
-                k = sort_key(value)
-                if k not in seen:
-                    seen[k] = value
-        return [seen[k] for k in sorted(seen)]
+        return distinct_of(docs, key, ctx.collator)
 
     return await req.storage.run(run)
