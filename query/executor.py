@@ -413,8 +413,8 @@ def apply_update_statement(coll_getter: Callable[[], Any], stmt: UpdateStatement
         update = compile_statement_update(stmt, prepared.collator)
     outcome = UpdateOutcome()
     matcher = prepared.matcher
-    for rid, _raw, doc in select_for_modify(coll, prepared, stmt.multi, stmt.sort):
-        outcome.n += 1
+
+    def modify(rid: int, raw: bytes, doc: dict[str, Any]) -> None:
         pos = positional_match(matcher, doc) if update.uses_positional else None
         new_doc, modified = update.apply(doc, matched_position=pos)
         if want_docs:
@@ -428,8 +428,12 @@ def apply_update_statement(coll_getter: Callable[[], Any], stmt: UpdateStatement
                 raise MongoError(ErrorCode.BSONObjectTooLarge,
                                  f"Resulting document after update is larger than "
                                  f"{MAX_BSON_SIZE}")
-            coll.update(rid, new_doc, encoded=data, old_doc=doc)
+            coll.update(rid, new_doc, encoded=data, old_doc=doc, expected=raw)
             outcome.n_modified += 1
+
+    for rid, raw, doc in select_for_modify(coll, prepared, stmt.multi, stmt.sort):
+        if retry_on_conflict(coll, rid, raw, doc, matcher, modify):
+            outcome.n += 1
     if outcome.n == 0 and stmt.upsert:
         new_doc = update.upsert_document(stmt.q)
         new_doc = prepare_document_for_insert(new_doc)
@@ -454,11 +458,40 @@ def delete_matching(coll: Any, flt: dict[str, Any], *, limit_one: bool, hint: An
         return 0, None
     prepared = prepare_find(coll, FindSpec(filter=flt, hint=hint, let=let, collator=collator))
     rows = select_for_modify(coll, prepared, not limit_one, sort)
-    last = None
-    for rid, _raw, doc in rows:
-        coll.delete(rid, old_doc=doc)
-        last = doc
-    return len(rows), (last if want_doc else None)
+    deleted: list[dict[str, Any]] = []
+
+    def remove(rid: int, raw: bytes, doc: dict[str, Any]) -> None:
+        coll.delete(rid, old_doc=doc, expected=raw)
+        deleted.append(doc)
+
+    for rid, raw, doc in rows:
+        retry_on_conflict(coll, rid, raw, doc, prepared.matcher, remove)
+    return len(deleted), (deleted[-1] if want_doc and deleted else None)
+
+
+_CONFLICT_RETRIES: Final = 100
+
+
+def retry_on_conflict(coll: Any, rid: int, raw: bytes, doc: dict[str, Any], matcher: Matcher,
+                      write: Callable[[int, bytes, dict[str, Any]], None]) -> bool:
+    """`write(rid, raw, doc)` a selected document; when another process changed it since
+    it was read (WriteConflict, see `RecordStore.update`), read it again and, if it still
+    matches, write again, as mongod retries a write stage after a write conflict. A
+    document deleted or no longer matching meanwhile is skipped (False)."""
+    for _ in range(_CONFLICT_RETRIES):
+        try:
+            write(rid, raw, doc)
+            return True
+        except MongoError as e:
+            if e.code != ErrorCode.WriteConflict:
+                raise
+        fresh = coll.get(rid)
+        if fresh is None:
+            return False
+        raw, doc = fresh, _decode(fresh, CODEC_OPTIONS)
+        if not (matcher.is_trivial or matcher.matches(doc)):
+            return False
+    raise MongoError(ErrorCode.WriteConflict, f"document {rid} kept changing under the write")
 
 
 def find_one_for_modify(coll: Any, flt: dict[str, Any], sort: dict[str, Any] | None

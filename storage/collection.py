@@ -432,9 +432,12 @@ class Collection:
             self._catalog._update_entry(entry, replace(entry, indexes=tuple(new_indexes)))
 
     def update(self, rid: RecordId, new_doc: Mapping[str, Any], *, encoded: bytes | None = None,
-               old_doc: Mapping[str, Any] | None = None, durable: bool = False) -> None:
+               old_doc: Mapping[str, Any] | None = None, expected: bytes | None = None,
+               durable: bool = False) -> None:
         """Replace the document at `rid` (KeyError if none), re-indexing what changed.
-        `old_doc`, when the caller has it decoded, saves a read."""
+        `old_doc`, when the caller has it decoded, saves a read; `expected` is the stored
+        bytes it was decoded from: WriteConflict when another process changed them since
+        (see `RecordStore.update`)."""
         entry = self.entry
         rs = self._rs()
         if old_doc is None:
@@ -442,6 +445,7 @@ class Collection:
             if raw_old is None:
                 raise KeyError(rid)
             old_doc = bsonutil.decode(raw_old)
+            expected = raw_old
         raw = encoded if encoded is not None else bsonutil.encode(new_doc)
         if len(raw) > bsonutil.MAX_BSON_SIZE:
             raise MongoError(ErrorCode.BSONObjectTooLarge,
@@ -469,12 +473,13 @@ class Collection:
                     rt.store.delete([(kb, rid) for kb in removed])
                 if added:
                     rt.store.insert([(kb, rid) for kb in added])
-            rs.update(rid, raw)
+            rs.update(rid, raw, expected=expected)
             self._note_multikey(entry, new_sets)
 
     def delete(self, rid: RecordId, *, old_doc: Mapping[str, Any] | None = None,
-               durable: bool = False) -> bool:
-        """Remove the document at `rid` and its index entries; False if none."""
+               expected: bytes | None = None, durable: bool = False) -> bool:
+        """Remove the document at `rid` and its index entries; False if none. `old_doc`
+        and `expected` as for `update`."""
         entry = self.entry
         rs = self._rs()
         if old_doc is None:
@@ -482,12 +487,13 @@ class Collection:
             if raw_old is None:
                 return False
             old_doc = bsonutil.decode(raw_old)
+            expected = raw_old
         with self._catalog.engine.transaction(durable=durable):
             for rt in self._runtimes(entry):
                 entries = [(kb, rid) for kb, _ in self._keys(rt, old_doc).entries]
                 if entries:
                     rt.store.delete(entries)
-            rs.delete(rid)
+            rs.delete(rid, expected=expected)
         return True
 
     def truncate(self, *, durable: bool = False) -> int:

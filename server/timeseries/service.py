@@ -6,6 +6,12 @@ never open two buckets for one meta value. Acknowledged inserts wait in `deferre
 the group commit writes them: before any other storage operation (the hook registered
 with `StorageService`), at the end of a `j: true` insert, and when the commit interval's
 timer (the one asyncio part, `arm_flush_timer`) fires.
+
+When other processes write the same storage (`StorageEngine.multi_process`: PostgreSQL),
+there is no group commit across inserts: each insert writes its buckets before the
+catalog commits them, every update checking that its bucket is as this catalog left it,
+and buckets are reopened only from the catalog's own archived entries, never by query,
+so processes do not append to each other's buckets (`writes._stage_shared`).
 """
 
 from __future__ import annotations
@@ -51,7 +57,7 @@ class TimeseriesService:
                 "timeseriesIdleBucketExpiryMemoryUsageThreshold"),
             timeseriesIdleBucketExpiryMaxCountPerAttempt=p.get(
                 "timeseriesIdleBucketExpiryMaxCountPerAttempt"),
-        ))
+        ), check_versions=storage.catalog.engine.multi_process)
         self.state = state
         self.storage = storage
         self.deferred = DeferredBucketWrites(on_lost=_log_lost_writes)

@@ -20,6 +20,7 @@ from query.match import compile_filter
 from query.variables import CommandVariables
 from storage.bsonutil import decode
 from storage.collation import Collator, OperationCollation, has_string
+from storage.engine.base import retry_write_conflicts
 from storage.errors import MongoError
 from storage.timeseries import (
     BucketCatalog,
@@ -32,6 +33,7 @@ from storage.timeseries import (
 )
 from storage.timeseries.native_scan import prescan
 from storage.timeseries.pending_writes import write_buckets
+from storage.timeseries.shared_insert import insert_shared
 from storage.timeseries.stored_buckets import StoredBuckets
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
@@ -43,6 +45,8 @@ from ..write_batches import WriteTally, run_statements, write_reply
 from .service import timeseries_service
 
 if TYPE_CHECKING:
+    from storage.collection import Collection
+
     from ..context import CommandRequest
     from ..namespaces import TimeseriesTarget
 
@@ -95,6 +99,9 @@ def stage_measurements(req: CommandRequest, target: TimeseriesTarget,
     opts = target.options
     buckets = catalog.get_or_create_collection(target.db, target.buckets_name)
     service.sync_parameters()
+    if service.catalog.check_versions:
+        return _stage_shared(req, target, buckets, measurements, ordered=ordered,
+                             durable=durable, prescanned=prescanned)
     source = StoredBuckets(buckets, opts, service.deferred, service.flush_deferred)
     result = service.catalog.insert_batch(target.ns, opts, measurements, source,
                                           ordered=ordered, prescanned=prescanned)
@@ -103,6 +110,20 @@ def stage_measurements(req: CommandRequest, target: TimeseriesTarget,
     service.catalog.commit(result)
     if durable or service.deferred.due(service.commit_interval_ms()):
         service.flush_deferred(durable=durable)
+    return result.num_inserted, list(result.errors)
+
+
+def _stage_shared(req: CommandRequest, target: TimeseriesTarget, buckets: Collection,
+                  measurements: list[Any] | RawDocuments, *, ordered: bool, durable: bool,
+                  prescanned: Any) -> tuple[int, list[tuple[int, MongoError]]]:
+    """`stage_measurements` when other processes write the same buckets (PostgreSQL):
+    written before committed, retried on a write conflict (`shared_insert`)."""
+    service = timeseries_service(req)
+    result = insert_shared(
+        service.catalog, req.storage.catalog, buckets, target.ns, target.options,
+        measurements, ordered=ordered, durable=durable, prescanned=prescanned,
+        before_write=lambda r: service.note_bucket_inserts(buckets, target.options.time_field,
+                                                           r.writes))
     return result.num_inserted, list(result.errors)
 
 
@@ -154,8 +175,8 @@ def _rewrite_buckets(req: CommandRequest, target: TimeseriesTarget, flt: dict[st
     spec = BucketSpec(opts.time_field, opts.meta_field)
     matched = 0
     outputs: list[dict[str, Any]] = []
-    rewrites: list[tuple[int, dict[str, Any], list[dict[str, Any]]]] = []
-    for rid, _raw, bucket in rows:
+    rewrites: list[tuple[int, bytes, dict[str, Any], list[dict[str, Any]]]] = []
+    for rid, raw, bucket in rows:
         kept: list[dict[str, Any]] = []
         changed = False
         for m in unpack_bucket(bucket, spec):
@@ -170,17 +191,17 @@ def _rewrite_buckets(req: CommandRequest, target: TimeseriesTarget, flt: dict[st
             else:
                 kept.append(m)
         if changed:
-            rewrites.append((rid, bucket, kept))
+            rewrites.append((rid, raw, bucket, kept))
         if limit_one and matched:
             break
     found.close()
-    for rid, bucket, kept in rewrites:
+    for rid, raw, bucket, kept in rewrites:
         if not kept:
-            buckets.delete(rid, old_doc=bucket)
+            buckets.delete(rid, old_doc=bucket, expected=raw)
         else:
             min_ms = int(bucket["control"]["min"][opts.time_field])
             data = rebuild_bucket(bucket["_id"], kept, opts, min_time_ms=min_ms)
-            buckets.update(rid, decode(data), encoded=data, old_doc=bucket)
+            buckets.update(rid, decode(data), encoded=data, old_doc=bucket, expected=raw)
         service.catalog.handle_direct_write(target.ns, bucket["_id"])
     return matched, outputs
 
@@ -233,9 +254,13 @@ async def delete_measurements(req: CommandRequest, target: TimeseriesTarget,
 
     def apply(_i: int, raw: Any, tally: WriteTally) -> None:
         q, limit_one, hint, collation = parse_delete_statement(raw)
-        with catalog.transaction(durable=durable):
-            tally.n += delete_statement(req, target, q, limit_one, values, hint,
+
+        def statement() -> int:
+            with catalog.transaction(durable=durable):
+                return delete_statement(req, target, q, limit_one, values, hint,
                                         collation).matched
+
+        tally.n += retry_write_conflicts(statement)
 
     def run() -> dict[str, Any]:
         tally = run_statements(deletes, ordered=ordered, apply=apply)
@@ -260,10 +285,10 @@ def delete_statement(req: CommandRequest, target: TimeseriesTarget, q: dict[str,
         rows = list(matching(buckets, prepare_find(buckets, _bucket_find(
             target, meta_flt, hint, collator))))
         n = 0
-        for rid, _raw, bucket in rows:
+        for rid, raw, bucket in rows:
             n += int(bucket["control"].get("count") or sum(
                 1 for _ in unpack_bucket(bucket, BucketSpec(opts.time_field))))
-            buckets.delete(rid, old_doc=bucket)
+            buckets.delete(rid, old_doc=bucket, expected=raw)
             timeseries_service(req).catalog.handle_direct_write(target.ns, bucket["_id"])
         return StatementResult(matched=n)
     result = StatementResult()
@@ -286,8 +311,12 @@ async def update_measurements(req: CommandRequest, target: TimeseriesTarget,
 
     def apply(i: int, raw: Any, tally: WriteTally) -> None:
         stmt = parse_update_statement(raw, variables=variables)
-        with catalog.transaction(durable=durable):
-            out = update_statement(req, target, stmt)
+
+        def statement() -> StatementResult:
+            with catalog.transaction(durable=durable):
+                return update_statement(req, target, stmt)
+
+        out = retry_write_conflicts(statement)
         tally.n += out.matched
         tally.modified += out.modified
         if out.upserted is not MISSING:

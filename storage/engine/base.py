@@ -40,17 +40,22 @@ Threading: an engine and everything it returns belong to the thread that opened 
 from __future__ import annotations
 
 import re
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, TypeVar
 
 from storage import interrupt
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
+T = TypeVar("T")
+
 __all__ = [
+    "write_conflict",
+    "retry_write_conflicts",
     "RecordId",
     "RecordStore",
     "IndexStore",
@@ -70,6 +75,28 @@ _IDENT_RE: Final = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
 def store_dropped(ident: str) -> MongoError:
     """What a scan raises when its store was dropped under it."""
     return MongoError(ErrorCode.QueryPlanKilled, f"collection dropped (store {ident})")
+
+
+def write_conflict() -> MongoError:
+    """What a write raises when another process changed its record since it was read
+    (mongod's words for a WiredTiger write conflict); the operation retries it."""
+    return MongoError(ErrorCode.WriteConflict,
+                      "WriteConflict error: this operation conflicted with another "
+                      "operation. Please retry your operation or multi-document transaction.")
+
+
+def retry_write_conflicts(fn: Callable[[], T], *, attempts: int = 100) -> T:
+    """`fn()`, run again after a WriteConflict (another process changed what it wrote;
+    `fn` runs its own transaction, which the conflict rolled back), with a growing pause,
+    as mongod retries an operation that hit a write conflict."""
+    for attempt in range(attempts):
+        try:
+            return fn()
+        except MongoError as e:
+            if e.code != ErrorCode.WriteConflict or attempt == attempts - 1:
+                raise
+        time.sleep(min(0.0005 * 2 ** attempt, 0.05))
+    raise AssertionError("unreachable")
 
 
 def check_ident(ident: str) -> str:
@@ -120,12 +147,15 @@ class RecordStore(ABC):
         """Store each record under a new RecordId (increasing) and return the ids."""
 
     @abstractmethod
-    def update(self, rid: RecordId, data: bytes) -> None:
-        """Replace the record; KeyError if there is none."""
+    def update(self, rid: RecordId, data: bytes, *, expected: bytes | None = None) -> None:
+        """Replace the record; KeyError if there is none. `expected` is the record as the
+        caller read it: an engine other processes write too (`multi_process`) raises
+        WriteConflict (112) when the stored record is no longer that, so a concurrent
+        change is never overwritten unseen; a single-process engine may skip the check."""
 
     @abstractmethod
-    def delete(self, rid: RecordId) -> None:
-        """Remove the record; KeyError if there is none."""
+    def delete(self, rid: RecordId, *, expected: bytes | None = None) -> None:
+        """Remove the record; KeyError if there is none. `expected` as for `update`."""
 
     @abstractmethod
     def get(self, rid: RecordId) -> bytes | None: ...
@@ -204,6 +234,9 @@ class StorageEngine(ABC):
     name: str = "abstract"
     #: commits survive a process crash (and, when durable=True, power loss)
     is_durable: bool = False
+    #: other processes may write the same stores at the same time (PostgreSQL): writes
+    #: check that what they replace is what they read (`RecordStore.update`'s `expected`)
+    multi_process: bool = False
 
     def __init__(self) -> None:
         self._scopes: list[_Scope] = []

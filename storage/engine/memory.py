@@ -23,6 +23,7 @@ from storage.engine.base import (
     StorageEngine,
     check_ident,
     store_dropped,
+    write_conflict,
 )
 
 __all__ = ["MemoryEngine"]
@@ -63,9 +64,11 @@ class MemoryRecordStore(RecordStore):
         self._engine.on_rollback(undo)
         return rids
 
-    def update(self, rid: RecordId, data: bytes) -> None:
+    def update(self, rid: RecordId, data: bytes, *, expected: bytes | None = None) -> None:
         self._engine._require_txn()
         old = self._data[rid]
+        if expected is not None and old != expected:
+            raise write_conflict()
         self._data[rid] = bytes(data)
         self._size += len(data) - len(old)
 
@@ -75,8 +78,10 @@ class MemoryRecordStore(RecordStore):
 
         self._engine.on_rollback(undo)
 
-    def delete(self, rid: RecordId) -> None:
+    def delete(self, rid: RecordId, *, expected: bytes | None = None) -> None:
         self._engine._require_txn()
+        if expected is not None and self._data.get(rid, expected) != expected:
+            raise write_conflict()
         old = self._data.pop(rid)
         i = bisect.bisect_left(self._ids, rid)
         del self._ids[i]

@@ -62,6 +62,7 @@ from storage.engine.base import (
     StorageEngine,
     check_ident,
     store_dropped,
+    write_conflict,
 )
 from storage.engine.uri import redact_uri
 from storage.errors import MongoError
@@ -105,6 +106,11 @@ class PostgresRecordStore(RecordStore):
         self._sql_update = (f"UPDATE {t} SET data = %s FROM {t} AS o WHERE {t}.id = %s "
                             f"AND o.id = {t}.id RETURNING octet_length(o.data)")
         self._sql_delete = f"DELETE FROM {t} WHERE id = %s RETURNING octet_length(data)"
+        # Another process may have changed the row since the caller read it: the write
+        # happens only if it is still what was read (PostgreSQL re-checks the condition on
+        # the newest version after waiting for a concurrent writer), else WriteConflict.
+        self._sql_update_if = f"UPDATE {t} SET data = %s WHERE id = %s AND data = %s RETURNING id"
+        self._sql_delete_if = f"DELETE FROM {t} WHERE id = %s AND data = %s RETURNING id"
         self._sql_get = f"SELECT data FROM {t} WHERE id = %s"
         self._sql_get_many = f"SELECT id, data FROM {t} WHERE id = ANY(%s::int8[])"
         row = engine._q1(f"SELECT max(id) FROM {t}", ident=ident)
@@ -136,25 +142,37 @@ class PostgresRecordStore(RecordStore):
         self._stats_changed(*old)
         return rids
 
-    def update(self, rid: RecordId, data: bytes) -> None:
+    def update(self, rid: RecordId, data: bytes, *, expected: bytes | None = None) -> None:
         eng = self._engine
         eng._require_txn()
-        row = eng._q1(self._sql_update, (data, rid), ident=self.ident)
-        if row is None:
-            raise KeyError(rid)
+        if expected is None:
+            row = eng._q1(self._sql_update, (data, rid), ident=self.ident)
+            if row is None:
+                raise KeyError(rid)
+            old_size = row[0]
+        else:
+            if eng._q1(self._sql_update_if, (data, rid, expected), ident=self.ident) is None:
+                raise write_conflict()
+            old_size = len(expected)
         old = (self._count, self._size)
-        self._size += len(data) - row[0]
+        self._size += len(data) - old_size
         self._stats_changed(*old)
 
-    def delete(self, rid: RecordId) -> None:
+    def delete(self, rid: RecordId, *, expected: bytes | None = None) -> None:
         eng = self._engine
         eng._require_txn()
-        row = eng._q1(self._sql_delete, (rid,), ident=self.ident)
-        if row is None:
-            raise KeyError(rid)
+        if expected is None:
+            row = eng._q1(self._sql_delete, (rid,), ident=self.ident)
+            if row is None:
+                raise KeyError(rid)
+            old_size = row[0]
+        else:
+            if eng._q1(self._sql_delete_if, (rid, expected), ident=self.ident) is None:
+                raise write_conflict()
+            old_size = len(expected)
         old = (self._count, self._size)
         self._count -= 1
-        self._size -= row[0]
+        self._size -= old_size
         self._stats_changed(*old)
 
     def get(self, rid: RecordId) -> bytes | None:
@@ -345,6 +363,7 @@ class PostgresEngine(StorageEngine):
 
     name = "postgresql"
     is_durable = True
+    multi_process = True
 
     def __init__(self, uri: str, *, schema: str = DEFAULT_SCHEMA, group_commit_ms: int = 100,
                  connect_timeout_s: float = _CONNECT_TIMEOUT_S) -> None:

@@ -115,7 +115,8 @@ class SQLiteRecordStore(RecordStore):
         self._stats_changed(*old)
         return rids
 
-    def update(self, rid: RecordId, data: bytes) -> None:
+    def update(self, rid: RecordId, data: bytes, *, expected: bytes | None = None) -> None:
+        # one process writes the file (its lock): the record is what the caller read
         eng = self._engine
         eng._require_txn()
         row = eng._q1(self._sql_len, (rid,))
@@ -126,7 +127,7 @@ class SQLiteRecordStore(RecordStore):
         self._size += len(data) - row[0]
         self._stats_changed(*old)
 
-    def delete(self, rid: RecordId) -> None:
+    def delete(self, rid: RecordId, *, expected: bytes | None = None) -> None:
         eng = self._engine
         eng._require_txn()
         row = eng._q1(self._sql_delete, (rid,))

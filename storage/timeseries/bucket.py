@@ -98,7 +98,7 @@ class Bucket:
         "key", "last_time_ms", "memory_usage", "meta", "min_time_ms", "minmax",
         "num_committed", "num_measurements", "opened_due_to_metadata", "reopened",
         "rollover_action", "schema", "schema_signatures", "size", "sorted_by_time", "staged",
-        "staged_estimate",
+        "staged_estimate", "stored",
         "time_field", "uncommitted_field_names", "uncompressed_size", "version",
     )
 
@@ -134,6 +134,10 @@ class Bucket:
         self.last_time_ms: int | None = None
         # the last BucketWrite committed, or the stored document of a reopened bucket
         self.committed_write: BucketWrite | None = None
+        # the bytes storage holds for this bucket as this catalog last read or wrote them:
+        # set when reopened and, when other processes share the storage, at each commit
+        # (the next update checks that storage still holds them; see BucketWrite.expected)
+        self.stored: bytes | None = None
         # the stored document without `data` (see BucketWrite.index_doc), when known
         self.index_doc: dict[str, Any] | bytes | None = None  # bytes: native, undecoded
         self.uncompressed_size = 0

@@ -62,8 +62,12 @@ class BucketCatalog:
     """Open and archived buckets of every time-series collection (one per server)."""
 
     def __init__(self, params: TimeseriesParameters | None = None, *,
-                 id_seed: int | None = None) -> None:
+                 id_seed: int | None = None, check_versions: bool = False) -> None:
+        """`check_versions`: other processes share the storage, so each update carries
+        the stored document it replaces (`BucketWrite.expected`) and the caller writes
+        before committing (aborting and retrying the batch on a WriteConflict)."""
         self.params = params or TimeseriesParameters()
+        self.check_versions = check_versions
         self._stats = CatalogStats()
         self._registry = BucketRegistry(self._stats)
         self._measurements = MeasurementPreparer()
@@ -92,7 +96,8 @@ class BucketCatalog:
             raise MongoError(ErrorCode.InternalError,
                              "bucket catalog: previous batch neither committed nor aborted")
         ctx = BatchContext(coll, options, source, self._stats.of(coll),
-                           self.params.memory_threshold_bytes())
+                           self.params.memory_threshold_bytes(),
+                           check_versions=self.check_versions)
         prepared, errors = self._measurements.prepare_all(measurements, options, ordered,
                                                           prescanned)
         groups: dict[bytes, list[Measurement]] = {}
@@ -140,6 +145,8 @@ class BucketCatalog:
         commits = inserts = due_to_meta = committed = 0
         for w in result.writes:
             b = registry.open_by_id.get(w.bucket_id)
+            if b is not None and self.check_versions:
+                b.stored = w.document
             if b is None or not w.measurement_indexes:
                 continue
             n = len(w.measurement_indexes)
@@ -195,6 +202,11 @@ class BucketCatalog:
         """`drop`: forget the collection's buckets and statistics."""
         self.clear(coll)
         self._stats.pop(coll, None)
+
+    def reseed_bucket_ids(self) -> None:
+        """A new bucket's _id was taken in storage (by another process): draw the
+        counter of bucket ids afresh, as MongoDB does after a duplicate key."""
+        self._stager.reseed_ids()
 
     def handle_direct_write(self, coll: str, bucket_id: ObjectId) -> None:
         """A bucket was inserted, modified or deleted without the catalog (rawData, user

@@ -165,8 +165,9 @@ def rehydrate(ctx: BatchContext, key: bytes, doc: Mapping[str, Any], raw: bytes 
             compressed = compress_bucket(doc, opts.time_field)
         except (MongoError, BSONColumnError, ValueError, TypeError):
             raise ReopenFailed("bucket could not be compressed") from None
+        stored = raw if raw is not None else encode(doc)
         raw = encode(compressed)
-        ctx.rewrites[oid] = (raw, int(compressed["control"]["count"]))
+        ctx.rewrites[oid] = (raw, int(compressed["control"]["count"]), stored)
         doc = compressed
         parsed = parse_bucket(compressed)
     elif raw is None:
@@ -207,6 +208,7 @@ def rehydrate(ctx: BatchContext, key: bytes, doc: Mapping[str, Any], raw: bytes 
     b.version = VERSION_COMPRESSED_SORTED if b.sorted_by_time else VERSION_COMPRESSED_UNSORTED
     b.reopened = True
     b.committed_write = BucketWrite("update", oid, raw, count, [])
+    b.stored = ctx.rewrites[oid][2] if oid in ctx.rewrites else raw
     if oid not in ctx.rewrites:
         b.index_doc = {k: v for k, v in doc.items() if k != DATA}
     b.uncompressed_size = len(raw)

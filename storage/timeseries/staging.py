@@ -186,6 +186,9 @@ class Stager:
             bucket.rollover_action = action
         return self._allocate(ctx, m)
 
+    def reseed_ids(self) -> None:
+        self._ids.reset()
+
     def _allocate(self, ctx: BatchContext, m: Measurement) -> Bucket:
         registry = self._registry
         registry.expire_idle(ctx.threshold,

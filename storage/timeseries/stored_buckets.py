@@ -62,12 +62,15 @@ class StoredBuckets:
     (a `BucketSource`). `flush` writes the pending writes (the owner's group commit)."""
 
     def __init__(self, buckets: Collection, options: TimeseriesOptions,
-                 pending: DeferredBucketWrites, flush: Callable[[], None]) -> None:
+                 pending: DeferredBucketWrites, flush: Callable[[], None], *,
+                 query_reopening: bool = True) -> None:
+        """`query_reopening=False`: no query-based reopening (buckets are reopened only
+        from the catalog's archived entries), as MongoDB without a supporting index."""
         self.buckets = buckets
         self.options = options
         self.pending = pending
         self.flush = flush
-        self._reopen_index: str | bool | None = False
+        self._reopen_index: str | bool | None = False if query_reopening else None
 
     def fetch_bucket(self, coll: str, bucket_id: ObjectId) -> bytes | None:
         entry = self.buckets.entry

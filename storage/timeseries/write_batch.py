@@ -85,6 +85,10 @@ class BucketWrite:
     _parts: BucketDocumentParts | None = None
     # the bucket's series key (metadata.series_key of its meta); None when not known
     series: bytes | None = None
+    # an update's stored document as the catalog last read or wrote it, when other
+    # processes share the storage: the write checks that storage still holds it (another
+    # process changed the bucket otherwise: WriteConflict, the batch is retried)
+    expected: bytes | None = None
 
     @property
     def document(self) -> bytes:
@@ -175,8 +179,10 @@ class BatchContext:
     threshold: int            # timeseriesIdleBucketExpiryMemoryUsageThreshold, in bytes
     touched: list[Bucket] = field(default_factory=list)
     touched_ids: set[int] = field(default_factory=set)
-    # v1 buckets reopened (compressed to v2): id -> (the v2 bytes, count)
-    rewrites: dict[ObjectId, tuple[bytes, int]] = field(default_factory=dict)
+    # v1 buckets reopened (compressed to v2): id -> (the v2 bytes, count, the stored v1)
+    rewrites: dict[ObjectId, tuple[bytes, int, bytes]] = field(default_factory=dict)
+    # other processes share the storage: updates carry the document they replace
+    check_versions: bool = False
 
 
 def prepare_writes(ctx: BatchContext, registry: BucketRegistry, stats: CatalogStats
@@ -201,10 +207,11 @@ def prepare_writes(ctx: BatchContext, registry: BucketRegistry, stats: CatalogSt
             registry.remove_open(b)
             continue
         writes.append(w)
-    for oid, (raw, count) in ctx.rewrites.items():
+    for oid, (raw, count, stored) in ctx.rewrites.items():
         if oid not in touched_ids:
             # A v1 bucket reopened (and compressed) but then not used.
-            writes.append(BucketWrite("update", oid, raw, count, []))
+            writes.append(BucketWrite("update", oid, raw, count, [],
+                                      expected=stored if ctx.check_versions else None))
     return writes, too_large
 
 
@@ -295,7 +302,8 @@ def _finish_prepare(ctx: BatchContext, b: Bucket, ms: list[Measurement], prev: i
         _previous_index=None if rewritten or not prev else b.index_doc,
         _compressed_delta=delta, _new_fields=new_fields,
         _estimate=b.staged_estimate, _last_time_ms=ms[-1].time_ms,
-        _parts=parts if lazy else None, series=b.key)
+        _parts=parts if lazy else None, series=b.key,
+        expected=b.stored if ctx.check_versions and (prev or rewritten) else None)
 
 
 def _uncompressed_growth(ms: Sequence[Measurement], first_row: int) -> int:
