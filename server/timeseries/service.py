@@ -10,8 +10,8 @@ timer (the one asyncio part, `arm_flush_timer`) fires.
 When other processes write the same storage (`StorageEngine.multi_process`: PostgreSQL),
 there is no group commit across inserts: each insert writes its buckets before the
 catalog commits them, every update checking that its bucket is as this catalog left it,
-and buckets are reopened only from the catalog's own archived entries, never by query,
-so processes do not append to each other's buckets (`writes._stage_shared`).
+and a query reopens only buckets of this process or of processes no longer alive, so
+processes do not append to each other's buckets (`storage.timeseries.shared_insert`).
 """
 
 from __future__ import annotations
@@ -57,7 +57,8 @@ class TimeseriesService:
                 "timeseriesIdleBucketExpiryMemoryUsageThreshold"),
             timeseriesIdleBucketExpiryMaxCountPerAttempt=p.get(
                 "timeseriesIdleBucketExpiryMaxCountPerAttempt"),
-        ), check_versions=storage.catalog.engine.multi_process)
+        ), check_versions=storage.catalog.engine.multi_process,
+            id_tag=storage.catalog.engine.instance_tag)
         self.state = state
         self.storage = storage
         self.deferred = DeferredBucketWrites(on_lost=_log_lost_writes)

@@ -237,10 +237,18 @@ class StorageEngine(ABC):
     #: other processes may write the same stores at the same time (PostgreSQL): writes
     #: check that what they replace is what they read (`RecordStore.update`'s `expected`)
     multi_process: bool = False
+    #: a `multi_process` engine's tag of this process (24 bits), unique among the live
+    #: processes on the storage (`instance_alive`); None for single-process engines
+    instance_tag: int | None = None
 
     def __init__(self) -> None:
         self._scopes: list[_Scope] = []
         self._durable_requested = False
+
+    def instance_alive(self, tag: int) -> bool:
+        """Whether a process with instance tag `tag` is using the storage now (never, on
+        a single-process engine: everything stored is this process's)."""
+        return False
 
     # --- stores ---------------------------------------------------------------------
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import secrets
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any, Final
@@ -74,6 +75,9 @@ SCHEMA_VERSION: Final = 1
 DEFAULT_SCHEMA: Final = "bucketd"
 _SCHEMA_RE: Final = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _LOCK_CLASS: Final = 0x6275636B  # "buck": the advisory lock space of bucketd
+_INSTANCE_CLASS: Final = 0x62756369  # "buci": one lock per live process, its instance tag
+_TAG_LIMIT: Final = 1 << 24
+_ALIVE_CACHE_S: Final = 5.0
 _SCAN_FIRST: Final = 64
 _SCAN_MAX_ROWS: Final = 8192
 _SCAN_TARGET_BYTES: Final = 4 << 20
@@ -395,10 +399,13 @@ class PostgresEngine(StorageEngine):
         # statements nobody reads an answer of: a cursor of their own, so that in a
         # pipeline their results never stand before the rows `_cur` waits for
         self._wcur = self._conn.cursor(binary=True)
+        self._alive: dict[int, float] = {}  # instance tag -> when last seen alive
+        self._dead: set[int] = set()
         try:
             self._lock_schema()
             self._create_schema()
             self._load_stores()
+            self._take_instance_tag()
         except BaseException:
             self._release()
             raise
@@ -427,6 +434,40 @@ class PostgresEngine(StorageEngine):
             raise MongoError(ErrorCode.DBPathInUse,
                              f"Unable to lock the PostgreSQL schema {self.schema} of database "
                              f"{db}: another bucketd instance is already using it")
+
+    def _take_instance_tag(self) -> None:
+        """A tag no live process holds, held by a session advisory lock for the life of
+        the connection (see `instance_alive`)."""
+        for _ in range(64):
+            tag = secrets.randbelow(_TAG_LIMIT - 1) + 1
+            row = self._q1("SELECT pg_try_advisory_lock(%s, %s)", (_INSTANCE_CLASS, tag))
+            if row and row[0]:
+                self.instance_tag = tag
+                return
+        raise MongoError(ErrorCode.InternalError, "no free bucketd instance tag")
+
+    def instance_alive(self, tag: int) -> bool:
+        """Whether the process holding instance tag `tag` is connected: its session lock
+        is in pg_locks. A tag seen dead stays dead (tags are drawn at random from 2**24,
+        so a reused one is unlikely and only costs a write conflict); one seen alive is
+        asked again after a few seconds."""
+        if tag == self.instance_tag:
+            return True
+        if tag in self._dead:
+            return False
+        seen = self._alive.get(tag)
+        now = time.monotonic()
+        if seen is not None and now - seen < _ALIVE_CACHE_S:
+            return True
+        row = self._q1("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+                       "AND classid = %s::int8::oid AND objid = %s::int8::oid "
+                       "AND objsubid = 2 AND granted", (_INSTANCE_CLASS, tag))
+        if row and row[0]:
+            self._alive[tag] = now
+            return True
+        self._alive.pop(tag, None)
+        self._dead.add(tag)
+        return False
 
     def _create_schema(self) -> None:
         """Create (or check, or migrate) the layout, under a transaction-level lock so two

@@ -62,17 +62,20 @@ class BucketCatalog:
     """Open and archived buckets of every time-series collection (one per server)."""
 
     def __init__(self, params: TimeseriesParameters | None = None, *,
-                 id_seed: int | None = None, check_versions: bool = False) -> None:
+                 id_seed: int | None = None, id_tag: int | None = None,
+                 check_versions: bool = False) -> None:
         """`check_versions`: other processes share the storage, so each update carries
         the stored document it replaces (`BucketWrite.expected`) and the caller writes
-        before committing (aborting and retrying the batch on a WriteConflict)."""
+        before committing (aborting and retrying the batch on a WriteConflict); `id_tag`
+        marks this process's bucket ids (`bucket_id.tag_of`)."""
         self.params = params or TimeseriesParameters()
         self.check_versions = check_versions
+        self.id_tag = id_tag
         self._stats = CatalogStats()
         self._registry = BucketRegistry(self._stats)
         self._measurements = MeasurementPreparer()
         self._stager = Stager(self.params, self._registry, self._stats,
-                              BucketIdGenerator(id_seed))
+                              BucketIdGenerator(id_seed, tag=id_tag))
         self._pending: BatchResult | None = None
 
     # -- public: insert protocol -------------------------------------------------------------

@@ -11,10 +11,12 @@ then does the catalog commit the batch. When another process changed a bucket
 bucket it touched, and stages it again, into buckets it opens anew or reopens from
 storage as they are now; mongod retries a batch after a write conflict the same way.
 
-Two processes never append to one bucket by design: the caller turns query-based
-reopening off (`StoredBuckets(query_reopening=False)`), so a process reopens only buckets
-from its own archived entries. Two open buckets for one meta value in two processes are
-allowed: reads see all buckets. What the check catches is every other write of another
+Two processes do not append to one bucket by design: each process's bucket ids carry its
+instance tag (`bucket_id.tag_of`, the engine's `instance_tag`), and query-based
+reopening takes only buckets of this process or of processes no longer alive
+(`StorageEngine.instance_alive`), so after a restart a process goes on filling the
+buckets it left open. Two open buckets for one meta value in two processes are allowed:
+reads see all buckets. What the check catches is every other write of another
 process to a bucket (updates, deletes, TTL, raw writes to the buckets collection). A new
 bucket whose _id another process took (their counters of bucket ids met) is a duplicate
 key: the counter is reseeded and the batch retried, as MongoDB does.
@@ -25,11 +27,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from bson import ObjectId
+
 from storage.engine.base import retry_write_conflicts, write_conflict
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.raw_documents import RawDocuments
 
+from .bucket_id import tag_of
 from .pending_writes import DeferredBucketWrites, write_buckets
 from .stored_buckets import StoredBuckets
 
@@ -54,9 +59,15 @@ def insert_shared(bucket_catalog: BucketCatalog, catalog: Catalog, buckets: Coll
     committed batch. `before_write(result)` sees the writes first."""
     scans = [prescanned]  # the scan of the first attempt; later ones scan again
     no_pending = DeferredBucketWrites()
+    engine = catalog.engine
+    own = bucket_catalog.id_tag
+
+    def reopenable(bucket_id: ObjectId) -> bool:
+        tag = tag_of(bucket_id)
+        return tag == own or not engine.instance_alive(tag)
 
     def attempt() -> BatchResult:
-        source = StoredBuckets(buckets, options, no_pending, _nothing, query_reopening=False)
+        source = StoredBuckets(buckets, options, no_pending, _nothing, reopenable=reopenable)
         result = bucket_catalog.insert_batch(ns, options, measurements, source,
                                              ordered=ordered,
                                              prescanned=scans.pop() if scans else None)

@@ -63,14 +63,16 @@ class StoredBuckets:
 
     def __init__(self, buckets: Collection, options: TimeseriesOptions,
                  pending: DeferredBucketWrites, flush: Callable[[], None], *,
-                 query_reopening: bool = True) -> None:
-        """`query_reopening=False`: no query-based reopening (buckets are reopened only
-        from the catalog's archived entries), as MongoDB without a supporting index."""
+                 reopenable: Callable[[ObjectId], bool] | None = None) -> None:
+        """`reopenable(bucket_id)`: whether query-based reopening may take a stored
+        bucket (when other processes share the storage, not the open buckets of
+        another; see `shared_insert`)."""
         self.buckets = buckets
         self.options = options
         self.pending = pending
         self.flush = flush
-        self._reopen_index: str | bool | None = False if query_reopening else None
+        self.reopenable = reopenable
+        self._reopen_index: str | bool | None = False
 
     def fetch_bucket(self, coll: str, bucket_id: ObjectId) -> bytes | None:
         entry = self.buckets.entry
@@ -104,10 +106,14 @@ class StoredBuckets:
         key's)."""
         matches, stored = self._stored_candidates(index, query)
         best: tuple[dict[str, Any], bytes, tuple[int, int]] | None = None
+        reopenable = self.reopenable
         for rid, raw in stored:
             doc = decode(raw)
             if doc.get("_id") in pending:
                 continue  # its pending version is looked at below
+            if reopenable is not None and not (isinstance(doc.get("_id"), ObjectId)
+                                               and reopenable(doc["_id"])):
+                continue
             if matches(doc) and query.matches(doc, len(raw)):
                 if not series:
                     return doc, raw

@@ -27,8 +27,12 @@ SPEC = BucketSpec("t", "m")
 T0 = 1_700_000_000_000
 
 
-def _storage() -> tuple[Catalog, Collection]:
+def _storage(live: set[int] | None = None) -> tuple[Catalog, Collection]:
+    """The shared storage; the processes whose instance tags are in `live` (default: 1
+    and 2) are alive."""
     cat = Catalog.open(engine="memory", compile_filter=lambda s: compile_filter(s).matches)
+    alive = {1, 2} if live is None else live
+    cat.engine.instance_alive = alive.__contains__  # type: ignore[method-assign]
     with cat.transaction():
         cat.create_collection("db", "system.buckets.c", {})
         buckets = cat.get_collection("db", "system.buckets.c")
@@ -37,11 +41,11 @@ def _storage() -> tuple[Catalog, Collection]:
     return cat, buckets
 
 
-def _process(seed: int, max_count: int = 1000) -> BucketCatalog:
-    """A process's catalog; its bucket id counter starts at `seed` (processes draw
-    theirs at random: tests pick seeds far apart, or close to make them meet)."""
+def _process(tag: int, max_count: int = 1000, seed: int | None = None) -> BucketCatalog:
+    """The catalog of the process with instance tag `tag`; `seed` sets its bucket id
+    counter (to make two processes' ids meet)."""
     return BucketCatalog(TimeseriesParameters(timeseriesBucketMaxCount=max_count),
-                         id_seed=seed, check_versions=True)
+                         id_seed=seed, id_tag=tag, check_versions=True)
 
 
 def _insert(proc: BucketCatalog, cat: Catalog, buckets: Collection,
@@ -85,13 +89,28 @@ def _delete_measurements(buckets: Collection, keep: Any) -> None:
 
 def test_processes_never_append_to_each_others_buckets() -> None:
     cat, buckets = _storage()
-    a, b = _process(1), _process(1 << 40)
+    a, b = _process(1), _process(2)
     _insert(a, cat, buckets, _docs("x", 0, 5))
     _insert(b, cat, buckets, _docs("x", 5, 5))   # would reopen a's bucket by query
     _insert(a, cat, buckets, _docs("x", 10, 5))
     _insert(b, cat, buckets, _docs("x", 15, 5))
     assert buckets.count() == 2
     assert _stored(buckets) == [("x", T0 + i * 1000, i) for i in range(20)]
+
+
+def test_a_restarted_process_reopens_what_a_dead_one_left_open() -> None:
+    live = {1, 2}
+    cat, buckets = _storage(live)
+    a, b = _process(1), _process(2)
+    _insert(a, cat, buckets, _docs("x", 0, 3))
+    _insert(b, cat, buckets, _docs("y", 0, 3))
+    live.discard(1)  # a stops; a2 takes its place
+    a2 = _process(3)
+    live.add(3)
+    _insert(a2, cat, buckets, _docs("x", 3, 3))   # into a's bucket
+    _insert(a2, cat, buckets, _docs("y", 3, 3))   # not into b's: b is alive
+    assert buckets.count() == 3
+    assert _stored(buckets) == sorted(_stored_of("x", 6) + _stored_of("y", 6))
 
 
 def test_a_bucket_changed_by_another_process_is_not_overwritten() -> None:
@@ -104,13 +123,13 @@ def test_a_bucket_changed_by_another_process_is_not_overwritten() -> None:
     _insert(a, cat, buckets, _docs("x", 5, 5))
     # without the check, a would write its bucket back with v == 2 in it
     assert _stored(buckets) == [("x", T0 + i * 1000, i) for i in range(10) if i != 2]
-    assert buckets.count() == 2  # the batch went to a new bucket
+    assert buckets.count() == 1  # the batch went into the bucket as it is now, reopened
     assert a.collection_stats("db.c")["numCommits"] == before + 1
 
 
 def test_a_bucket_id_taken_by_another_process_is_drawn_again() -> None:
     cat, buckets = _storage()
-    a, b = _process(1), _process(1)  # b's first bucket id is a's
+    a, b = _process(1, seed=7), _process(2, seed=7)  # b's first bucket id is a's
     _insert(a, cat, buckets, _docs("x", 0, 2))
     _insert(b, cat, buckets, _docs("y", 0, 2))
     assert buckets.count() == 2
@@ -142,7 +161,7 @@ def test_interleaved_processes_store_each_measurement_once(
     all of them, so whole buckets go): what is stored is exactly what was inserted minus
     what was deleted."""
     cat, buckets = _storage()
-    procs = {"a": _process(1, max_count), "b": _process(1 << 40, max_count)}
+    procs = {"a": _process(1, max_count), "b": _process(2, max_count)}
     expected: list[tuple[Any, int, int]] = []
     clock = 0
     for who, meta, n in steps:
