@@ -33,6 +33,10 @@ layers above use them to keep in-memory caches consistent. With
 (`j: true`); otherwise an engine that `is_durable` may lose at most the last
 `group_commit_ms` of commits on power loss and nothing on a process crash.
 
+A server engine whose database goes away raises `StorageUnavailable` (retryable) from
+the statement that finds out, and from every later one of the same transaction, which
+can then only roll back; the next transaction reconnects.
+
 Threading: an engine and everything it returns belong to the thread that opened it
 (the server's single storage worker thread); none of it is thread-safe.
 """
@@ -60,6 +64,7 @@ __all__ = [
     "FULL_RANGE",
     "check_ident",
     "store_dropped",
+    "StorageUnavailable",
 ]
 
 RecordId = int
@@ -70,6 +75,19 @@ _IDENT_RE: Final = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
 def store_dropped(ident: str) -> MongoError:
     """What a scan raises when its store was dropped under it."""
     return MongoError(ErrorCode.QueryPlanKilled, f"collection dropped (store {ident})")
+
+
+class StorageUnavailable(MongoError):
+    """The engine's database cannot be reached (a server engine whose connection dropped
+    or whose server is away): HostUnreachable (6), a code drivers retry. Nothing of the
+    transaction it ends was committed, unless `in_doubt`: a COMMIT was sent, its answer
+    was lost, and whether it took effect could not be learnt in time."""
+
+    __slots__ = ("in_doubt",)
+
+    def __init__(self, errmsg: str, *, in_doubt: bool = False) -> None:
+        super().__init__(ErrorCode.HostUnreachable, errmsg)
+        self.in_doubt = in_doubt
 
 
 def check_ident(ident: str) -> str:
