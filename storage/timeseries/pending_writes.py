@@ -21,10 +21,18 @@ server flushes the pending writes:
   when the pending documents exceed `_MAX_PENDING_BYTES` (`due`);
 - by a timer one window after the first pending write, and at shutdown.
 
-A flush that fails (disk full, an I/O error) cannot be reported to the clients whose
-writes were acknowledged: the owner is told what was lost (`on_lost`, the server logs
-it), `on_failure` is called for each collection concerned so the bucket catalog forgets
-their open buckets and reopens them from what storage holds, and the error is raised.
+A flush that fails because the database went away (`StorageUnavailable`: a server
+engine lost its connection) wrote nothing: the writes stay pending, as they were, and the
+next flush (after the engine reconnects) writes them; the error is raised (an insert with
+`j: true` reports it as a write concern error, its writes staying acknowledged). When the
+COMMIT's outcome was left in doubt, the next flush writes a pending bucket insert whose
+bucket is found stored as an update of it, so a commit that did happen is not repeated.
+
+A flush that fails otherwise (disk full, an I/O error) cannot be reported to the clients
+whose writes were acknowledged: the owner is told what was lost (`on_lost`, the server
+logs it), `on_failure` is called for each collection concerned so the bucket catalog
+forgets their open buckets and reopens them from what storage holds, and the error is
+raised.
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Final
 from bson import ObjectId
 
 from storage.bsonutil import decode
+from storage.engine.base import StorageUnavailable
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
@@ -73,6 +82,7 @@ class DeferredBucketWrites:
         self._since: float | None = None
         self._bytes = 0
         self._on_lost = on_lost
+        self._in_doubt = False  # the last flush's COMMIT may have happened after all
 
     def __bool__(self) -> bool:
         return bool(self._pending)
@@ -135,6 +145,7 @@ class DeferredBucketWrites:
         buckets_name)` is called for each collection concerned, and the error is raised."""
         if not self._pending:
             return
+        kept = (self._pending, self._series, self._since, self._bytes)
         pending, self._pending = self._pending, {}
         self._series = {}
         self._since = None
@@ -144,7 +155,17 @@ class DeferredBucketWrites:
                 for (db, name), by_id in pending.items():
                     buckets = catalog.get_collection(db, name)
                     if buckets is not None:  # dropped meanwhile: nothing to write
-                        write_buckets(buckets, list(by_id.values()))
+                        writes = list(by_id.values())
+                        if self._in_doubt:
+                            _inserts_already_stored_as_updates(buckets, writes)
+                        write_buckets(buckets, writes)
+            self._in_doubt = False
+        except StorageUnavailable as exc:
+            # nothing was written (or, in doubt, perhaps all): keep everything for the
+            # next flush, which runs once the engine has reconnected
+            self._pending, self._series, self._since, self._bytes = kept
+            self._in_doubt = self._in_doubt or exc.in_doubt
+            raise
         except BaseException as exc:
             for db, name in pending:
                 if on_failure is not None:
@@ -180,6 +201,16 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite]) -> None:
         else:
             new, old = decode(w.document), decode(found[1])
         buckets.update(found[0], new, encoded=w.document, old_doc=old)
+
+
+def _inserts_already_stored_as_updates(buckets: Collection, writes: Sequence[BucketWrite]
+                                       ) -> None:
+    """After a flush whose COMMIT may have happened: a pending insert whose bucket is
+    stored becomes an update of the stored version (its index view read from storage)."""
+    for w in writes:
+        if w.kind == "insert" and buckets.find_id(w.bucket_id) is not None:
+            w.kind = "update"
+            w.previous_index_doc = None
 
 
 def _indexes_read_no_data(entry: CollectionEntry) -> bool:
