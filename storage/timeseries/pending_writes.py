@@ -131,6 +131,11 @@ class DeferredBucketWrites:
         by_id = self._pending.get(k, {})
         return by_id, [by_id[oid] for oid in series_of.get(series, ())]
 
+    def full(self) -> bool:
+        """Too much is pending to take more before a flush has written it (while the
+        database is away, new inserts are refused rather than held without bound)."""
+        return self._bytes > _MAX_PENDING_BYTES
+
     def due(self, interval_ms: int) -> bool:
         """True when the oldest pending write has waited `interval_ms`, or too much is
         pending."""
