@@ -98,7 +98,7 @@ def stage_measurements(req: CommandRequest, target: TimeseriesTarget,
     opts = target.options
     buckets = catalog.get_or_create_collection(target.db, target.buckets_name)
     service.sync_parameters()
-    if service.deferred.full():
+    if service.deferred.flush_first():
         service.flush_deferred()  # while the database is away: refused, nothing staged
     source = StoredBuckets(buckets, opts, service.deferred, service.flush_deferred)
     result = service.catalog.insert_batch(target.ns, opts, measurements, source,

@@ -494,7 +494,12 @@ class PostgresEngine(StorageEngine):
         """Did `e` end the connection (server restart, pg_terminate_backend, network)?"""
         if self._conn.broken or self._conn.closed:
             return True
-        state = getattr(e, "sqlstate", None) or ""
+        state = getattr(e, "sqlstate", None)
+        if state is None:
+            # not the server's answer to SQL (those carry a SQLSTATE) but the connection's
+            # own state failing (e.g. a pipeline left busy by a session the server ended):
+            # it cannot be trusted any more
+            return isinstance(e, psycopg.OperationalError | psycopg.InterfaceError)
         return state.startswith("08") or state in _SESSION_ENDED
 
     def _mark_lost(self, e: BaseException) -> StorageUnavailable:

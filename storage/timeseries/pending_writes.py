@@ -83,6 +83,7 @@ class DeferredBucketWrites:
         self._bytes = 0
         self._on_lost = on_lost
         self._in_doubt = False  # the last flush's COMMIT may have happened after all
+        self._kept = False  # the last flush met the database away: its writes are kept
 
     def __bool__(self) -> bool:
         return bool(self._pending)
@@ -131,10 +132,11 @@ class DeferredBucketWrites:
         by_id = self._pending.get(k, {})
         return by_id, [by_id[oid] for oid in series_of.get(series, ())]
 
-    def full(self) -> bool:
-        """Too much is pending to take more before a flush has written it (while the
-        database is away, new inserts are refused rather than held without bound)."""
-        return self._bytes > _MAX_PENDING_BYTES
+    def flush_first(self) -> bool:
+        """Must a flush write what is pending before more is taken? When too much is
+        pending, or when the last flush met the database away: while it stays away, new
+        inserts are refused (retryably) rather than held in memory without bound."""
+        return self._bytes > _MAX_PENDING_BYTES or self._kept
 
     def due(self, interval_ms: int) -> bool:
         """True when the oldest pending write has waited `interval_ms`, or too much is
@@ -164,12 +166,13 @@ class DeferredBucketWrites:
                         if self._in_doubt:
                             _inserts_already_stored_as_updates(buckets, writes)
                         write_buckets(buckets, writes)
-            self._in_doubt = False
+            self._in_doubt = self._kept = False
         except StorageUnavailable as exc:
             # nothing was written (or, in doubt, perhaps all): keep everything for the
             # next flush, which runs once the engine has reconnected
             self._pending, self._series, self._since, self._bytes = kept
             self._in_doubt = self._in_doubt or exc.in_doubt
+            self._kept = True
             raise
         except BaseException as exc:
             for db, name in pending:
