@@ -33,9 +33,30 @@ WAL to disk with one synchronous empty-xid commit.
 
 One process per schema for now: the engine holds a session advisory lock on it
 (DBPathInUse, 98, for a second one), since record ids and store figures are kept in
-this process. The connection comes from a psycopg_pool pool; the storage thread holds
-one for the engine's life, other threads (metrics) borrow another for read-only
+this process. The storage thread holds one connection of its own (replaced when it
+dies); other threads (metrics) borrow one from a small psycopg_pool pool for read-only
 figures.
+
+When the database goes away (restart, network, ``pg_terminate_backend``): the statement
+that meets the dead connection raises `StorageUnavailable` (HostUnreachable, 6, a code
+drivers retry), the connection is discarded, and every later statement of the same
+transaction raises it at once, so the transaction can only roll back (`abort` runs its
+`on_rollback` hooks: store figures, created or dropped stores; the server ended its
+session and with it the PostgreSQL transaction). A read outside a transaction is asked
+once more on a new connection. The next operation reconnects: an idle connection the
+server ended is noticed before anything is sent (its goodbye is waiting on the socket);
+attempts follow with growing pauses (50 ms doubling to 1 s) for up to `reconnect_wait_s`
+(5 s) after the loss; past that, one attempt per second, the others failing at once. A
+reconnection takes the schema's advisory lock again. `on_connection_event` is told of the
+loss and of the reconnection once each (the server logs them).
+
+A COMMIT sent whose answer was lost: the transaction's xid is asked with its first write
+(queued, no round trip of its own); a new connection asks ``pg_xact_status(xid)``:
+committed is a normal commit for the caller, aborted the retryable error. When that cannot
+be learnt within the wait, `StorageUnavailable.in_doubt` says so and the next reconnection
+settles it: a commit that did happen has its store figures read again (the in-process
+ones were rolled back); catalog entries changed by it are not reloaded (a DDL commit in
+doubt is the one case left open).
 """
 
 from __future__ import annotations
