@@ -178,6 +178,18 @@ class StorageService:
                 continue
         return interrupt.run_for(op, fn, *args)
 
+    def _close_flushed(self) -> None:
+        """At shutdown: the pending writes written if the database lets them be, then
+        storage closed either way."""
+        for hook in self._before_operation:
+            try:
+                hook()
+            except Exception as exc:
+                LOG.error("STORAGE", 22435, "storage",
+                          "Writing pending writes at shutdown failed; they are lost",
+                          error=f"{type(exc).__name__}: {exc}")
+        self.catalog.close()
+
     def on_storage_thread(self) -> bool:
         return threading.current_thread().name == "storage"
 
@@ -185,7 +197,7 @@ class StorageService:
         if self._closed:
             return
         with contextlib.suppress(Exception):
-            await self._thread.run(self._flushed_first, self.catalog.close, ())
+            await self._thread.run(self._close_flushed)
         self._closed = True
         self._thread.stop()
 

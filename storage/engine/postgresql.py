@@ -503,6 +503,7 @@ class PostgresEngine(StorageEngine):
         """A new connection, asking again with growing pauses until `deadline`."""
         pause = _RETRY_FIRST_S
         while True:
+            interrupt.check()  # killOp stops the wait
             try:
                 return self._connect(max(0.0, deadline - time.monotonic()))
             except psycopg.Error:
