@@ -27,6 +27,7 @@ from prometheus_client.core import GaugeMetricFamily
 from query.match import compile_filter
 from storage import interrupt
 from storage.catalog import Catalog
+from storage.engine.base import StorageUnavailable
 from storage.engine.uri import redact_uri
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
@@ -98,6 +99,15 @@ def _deliver_error(fut: asyncio.Future[Any], exc: BaseException) -> None:
         fut.set_exception(exc)
 
 
+def _log_connection_event(kind: str, detail: str) -> None:
+    """The engine lost its database, got it back, or met a COMMIT whose outcome it had to
+    ask about: logged once per event, never per command."""
+    if kind == "restored":
+        LOG.info("STORAGE", 4615611, "storage", detail)
+    else:
+        LOG.warning("STORAGE", 4615610, "storage", detail)
+
+
 class StorageService:
     """The storage catalog and the thread that owns it; `run` is the way in."""
 
@@ -135,6 +145,8 @@ class StorageService:
             thread.stop()
             raise
         service = cls(catalog, thread, dbpath, engine)
+        if hasattr(catalog.engine, "on_connection_event"):
+            catalog.engine.on_connection_event = _log_connection_event
         LOG.info("STORAGE", 22315, "initandlisten", "Opening storage engine",
                  engine=engine, **where,
                  collections=sum(len(catalog.list_collections(db))
@@ -156,9 +168,27 @@ class StorageService:
     def _flushed_first(self, fn: Callable[..., T], args: tuple[Any, ...],
                        op: Operation | None = None) -> T:
         for hook in self._before_operation:
-            with contextlib.suppress(Exception):  # logged; the catalog reopens from storage
+            try:
                 hook()
+            except StorageUnavailable:
+                # acknowledged writes are still pending: the operation must not run
+                # without them (a read would miss them); it fails as they did, retryably
+                raise
+            except Exception:  # logged; the catalog reopens from storage
+                continue
         return interrupt.run_for(op, fn, *args)
+
+    def _close_flushed(self) -> None:
+        """At shutdown: the pending writes written if the database lets them be, then
+        storage closed either way."""
+        for hook in self._before_operation:
+            try:
+                hook()
+            except Exception as exc:
+                LOG.error("STORAGE", 22435, "storage",
+                          "Writing pending writes at shutdown failed; they are lost",
+                          error=f"{type(exc).__name__}: {exc}")
+        self.catalog.close()
 
     def on_storage_thread(self) -> bool:
         return threading.current_thread().name == "storage"
@@ -167,7 +197,7 @@ class StorageService:
         if self._closed:
             return
         with contextlib.suppress(Exception):
-            await self._thread.run(self._flushed_first, self.catalog.close, ())
+            await self._thread.run(self._close_flushed)
         self._closed = True
         self._thread.stop()
 

@@ -15,6 +15,7 @@ from storage.engine.base import (
     RecordId,
     RecordStore,
     StorageEngine,
+    StorageUnavailable,
 )
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "RecordId",
     "RecordStore",
     "StorageEngine",
+    "StorageUnavailable",
     "open_engine",
     "ENGINES",
 ]

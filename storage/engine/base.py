@@ -33,6 +33,10 @@ layers above use them to keep in-memory caches consistent. With
 (`j: true`); otherwise an engine that `is_durable` may lose at most the last
 `group_commit_ms` of commits on power loss and nothing on a process crash.
 
+A server engine whose database goes away raises `StorageUnavailable` (retryable) from
+the statement that finds out, and from every later one of the same transaction, which
+can then only roll back; the next transaction reconnects.
+
 Threading: an engine and everything it returns belong to the thread that opened it
 (the server's single storage worker thread); none of it is thread-safe.
 """
@@ -65,6 +69,7 @@ __all__ = [
     "FULL_RANGE",
     "check_ident",
     "store_dropped",
+    "StorageUnavailable",
 ]
 
 RecordId = int
@@ -97,6 +102,19 @@ def retry_write_conflicts(fn: Callable[[], T], *, attempts: int = 100) -> T:
                 raise
         time.sleep(min(0.0005 * 2 ** attempt, 0.05))
     raise AssertionError("unreachable")
+
+
+class StorageUnavailable(MongoError):
+    """The engine's database cannot be reached (a server engine whose connection dropped
+    or whose server is away): HostUnreachable (6), a code drivers retry. Nothing of the
+    transaction it ends was committed, unless `in_doubt`: a COMMIT was sent, its answer
+    was lost, and whether it took effect could not be learnt in time."""
+
+    __slots__ = ("in_doubt",)
+
+    def __init__(self, errmsg: str, *, in_doubt: bool = False) -> None:
+        super().__init__(ErrorCode.HostUnreachable, errmsg)
+        self.in_doubt = in_doubt
 
 
 def check_ident(ident: str) -> str:

@@ -33,18 +33,41 @@ WAL to disk with one synchronous empty-xid commit.
 
 One process per schema for now: the engine holds a session advisory lock on it
 (DBPathInUse, 98, for a second one), since record ids and store figures are kept in
-this process. The connection comes from a psycopg_pool pool; the storage thread holds
-one for the engine's life, other threads (metrics) borrow another for read-only
+this process. The storage thread holds one connection of its own (replaced when it
+dies); other threads (metrics) borrow one from a small psycopg_pool pool for read-only
 figures.
+
+When the database goes away (restart, network, ``pg_terminate_backend``): the statement
+that meets the dead connection raises `StorageUnavailable` (HostUnreachable, 6, a code
+drivers retry), the connection is discarded, and every later statement of the same
+transaction raises it at once, so the transaction can only roll back (`abort` runs its
+`on_rollback` hooks: store figures, created or dropped stores; the server ended its
+session and with it the PostgreSQL transaction). A read outside a transaction is asked
+once more on a new connection. The next operation reconnects: an idle connection the
+server ended is noticed before anything is sent (its goodbye is waiting on the socket);
+attempts follow with growing pauses (50 ms doubling to 1 s) for up to `reconnect_wait_s`
+(5 s) after the loss; past that, one attempt per second, the others failing at once. A
+reconnection takes the schema's advisory lock again. `on_connection_event` is told of the
+loss and of the reconnection once each (the server logs them).
+
+A COMMIT sent whose answer was lost: the transaction's xid is asked with its first write
+(queued, no round trip of its own); a new connection asks ``pg_xact_status(xid)``:
+committed is a normal commit for the caller, aborted the retryable error. When that cannot
+be learnt within the wait, `StorageUnavailable.in_doubt` says so and the next reconnection
+settles it: a commit that did happen has its store figures read again (the in-process
+ones were rolled back); catalog entries changed by it are not reloaded (a DDL commit in
+doubt is the one case left open).
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import re
 import secrets
+import select
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final
 
 import psycopg
@@ -61,6 +84,7 @@ from storage.engine.base import (
     RecordId,
     RecordStore,
     StorageEngine,
+    StorageUnavailable,
     check_ident,
     store_dropped,
     write_conflict,
@@ -83,6 +107,13 @@ _SCAN_MAX_ROWS: Final = 8192
 _SCAN_TARGET_BYTES: Final = 4 << 20
 _CONNECT_TIMEOUT_S: Final = 15.0
 _LOCK_WAIT_S: Final = 3.0
+_RECONNECT_WAIT_S: Final = 5.0  # how long a command waits for a database that went away
+_RETRY_FIRST_S: Final = 0.05    # first pause between connection attempts, doubling...
+_RETRY_MAX_S: Final = 1.0       # ...up to this
+_FIGURES_WAIT_S: Final = 2.0    # a figure for metrics does not wait long for a connection
+# SQLSTATEs that end the session: admin_shutdown (pg_terminate_backend, fast shutdown),
+# crash_shutdown, cannot_connect_now (starting up / shutting down), idle timeouts
+_SESSION_ENDED: Final = frozenset({"57P01", "57P02", "57P03", "57P05", "25P03"})
 
 
 def _storage_error(e: psycopg.Error, ident: str | None = None) -> MongoError:
@@ -370,7 +401,8 @@ class PostgresEngine(StorageEngine):
     multi_process = True
 
     def __init__(self, uri: str, *, schema: str = DEFAULT_SCHEMA, group_commit_ms: int = 100,
-                 connect_timeout_s: float = _CONNECT_TIMEOUT_S) -> None:
+                 connect_timeout_s: float = _CONNECT_TIMEOUT_S,
+                 reconnect_wait_s: float = _RECONNECT_WAIT_S) -> None:
         super().__init__()
         if not _SCHEMA_RE.match(schema):
             raise ValueError(f"invalid PostgreSQL schema name {schema!r}")
@@ -384,21 +416,25 @@ class PostgresEngine(StorageEngine):
         self._pipe: Any = None  # the psycopg Pipeline of the open transaction
         self._records: dict[str, PostgresRecordStore] = {}
         self._indexes: dict[str, PostgresIndexStore] = {}
-        self._pool = ConnectionPool(uri, min_size=1, max_size=2, open=False,
-                                    name="bucketd-storage", configure=self._configure,
+        self.reconnect_wait_s = reconnect_wait_s
+        #: told ("lost" | "restored" | "in doubt", what happened) once per event; the
+        #: server logs it (this layer does not log)
+        self.on_connection_event: Callable[[str, str], None] | None = None
+        self._broken = False  # the connection is gone; an open transaction can only roll back
+        self._lost_since: float | None = None  # since when no connection works
+        self._retry_at = 0.0  # past the bounded wait: no new attempt before this
+        self._txn_wrote = False
+        self._in_doubt: int | None = None  # xid of a COMMIT whose outcome is not known yet
+        # other threads (metrics) borrow a connection of their own from this pool
+        self._pool = ConnectionPool(uri, min_size=0, max_size=1, open=False,
+                                    name="bucketd-figures", configure=self._configure,
                                     kwargs={"autocommit": True, "application_name": "bucketd"})
         try:
-            self._pool.open(wait=True, timeout=connect_timeout_s)
-            self._conn = self._pool.getconn()
-        except Exception as e:  # PoolTimeout names no cause: ask once more for its words
-            self._pool.close()
+            self._conn = self._connect_within(time.monotonic() + connect_timeout_s)
+        except psycopg.Error as e:
             raise MongoError(ErrorCode.HostUnreachable, "cannot connect to PostgreSQL at "
-                             f"{redact_uri(uri)}: {_why_unreachable(uri, e)}") from None
-        self._conn.prepared_max = 1024
-        self._cur = self._conn.cursor(binary=True)  # statements whose rows are read
-        # statements nobody reads an answer of: a cursor of their own, so that in a
-        # pipeline their results never stand before the rows `_cur` waits for
-        self._wcur = self._conn.cursor(binary=True)
+                             f"{redact_uri(uri)}: {_first_line(e)}") from None
+        self._pool.open(wait=False)
         self._alive: dict[int, float] = {}  # instance tag -> when last seen alive
         self._dead: set[int] = set()
         try:
@@ -445,6 +481,13 @@ class PostgresEngine(StorageEngine):
                 self.instance_tag = tag
                 return
         raise MongoError(ErrorCode.InternalError, "no free bucketd instance tag")
+
+    def _retake_instance_tag(self) -> None:
+        """After a reconnection: the tag's lock went with the old session. Another
+        process that saw this one dead meanwhile may reopen its buckets; their version
+        checks keep that safe."""
+        if self.instance_tag is not None:
+            self._q1("SELECT pg_try_advisory_lock(%s, %s)", (_INSTANCE_CLASS, self.instance_tag))
 
     def instance_alive(self, tag: int) -> bool:
         """Whether the process holding instance tag `tag` is connected: its session lock
@@ -505,10 +548,149 @@ class PostgresEngine(StorageEngine):
                 self._indexes[ident] = PostgresIndexStore(self, ident, self._tbl(f"i{sid}"),
                                                           kind == "u")
 
+    # --- the connection: loss and reconnection ------------------------------------------
+
+    def _connect(self, timeout_s: float) -> psycopg.Connection[Any]:
+        conn = psycopg.Connection.connect(self.uri, autocommit=True, application_name="bucketd",
+                                          connect_timeout=max(2, math.ceil(timeout_s)))
+        try:
+            self._configure(conn)
+        except BaseException:
+            conn.close()
+            raise
+        conn.prepared_max = 1024
+        self._cur = conn.cursor(binary=True)  # statements whose rows are read
+        # statements nobody reads an answer of: a cursor of their own, so that in a
+        # pipeline their results never stand before the rows `_cur` waits for
+        self._wcur = conn.cursor(binary=True)
+        self._xcur = conn.cursor(binary=True)  # the xid asked for beside each COMMIT
+        return conn
+
+    def _connect_within(self, deadline: float) -> psycopg.Connection[Any]:
+        """A new connection, asking again with growing pauses until `deadline`."""
+        pause = _RETRY_FIRST_S
+        while True:
+            interrupt.check()  # killOp stops the wait
+            try:
+                return self._connect(max(0.0, deadline - time.monotonic()))
+            except psycopg.Error:
+                if time.monotonic() + pause >= deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, _RETRY_MAX_S)
+
+    def _lost(self, e: BaseException) -> bool:
+        """Did `e` end the connection (server restart, pg_terminate_backend, network)?"""
+        if self._conn.broken or self._conn.closed:
+            return True
+        state = getattr(e, "sqlstate", None)
+        if state is None:
+            # not the server's answer to SQL (those carry a SQLSTATE) but the connection's
+            # own state failing (e.g. a pipeline left busy by a session the server ended):
+            # it cannot be trusted any more
+            return isinstance(e, psycopg.OperationalError | psycopg.InterfaceError)
+        return state.startswith("08") or state in _SESSION_ENDED
+
+    def _mark_lost(self, e: BaseException) -> StorageUnavailable:
+        """Discard the connection; what the statement that met `e` raises."""
+        self._broken = True
+        self._pipeline = None
+        self._pipe = None
+        with contextlib.suppress(Exception):
+            self._conn.close()
+        why = _first_line(e)
+        if self._lost_since is None:
+            self._lost_since = time.monotonic()
+            self._retry_at = 0.0
+            self._event("lost", f"the connection to PostgreSQL was lost: {why}")
+        return StorageUnavailable(f"connection to PostgreSQL lost: {why}")
+
+    def _event(self, kind: str, detail: str) -> None:
+        if self.on_connection_event is not None:
+            with contextlib.suppress(Exception):
+                self.on_connection_event(kind, detail)
+
+    def _usable(self) -> None:
+        """Before a statement: inside a transaction whose connection broke, fail at once
+        (it can only roll back); outside one, replace a dead connection first."""
+        if self._broken:
+            if self._scopes:
+                raise StorageUnavailable("connection to PostgreSQL lost during the transaction")
+            self._reconnect()
+        elif self._pipeline is None and _hung_up(self._conn):
+            # the server ended this idle session (restart, pg_terminate_backend): its
+            # goodbye is waiting on the socket; a new connection before anything is sent
+            self._mark_lost(psycopg.OperationalError(_goodbye(self._conn)))
+            self._reconnect()
+
+    def _reconnect(self) -> None:
+        """Connect again: within `reconnect_wait_s` of the loss, with growing pauses; past
+        it, one quick attempt per `_RETRY_MAX_S` (the others fail at once), so commands get
+        the retryable error quickly while the database stays away."""
+        now = time.monotonic()
+        since = self._lost_since if self._lost_since is not None else now
+        deadline = since + self.reconnect_wait_s
+        if now >= deadline:
+            if now < self._retry_at:
+                raise StorageUnavailable("PostgreSQL is unreachable (reconnecting)")
+            deadline = now + 0.001  # one attempt
+        try:
+            conn = self._connect_within(deadline)
+        except psycopg.Error as e:
+            self._retry_at = time.monotonic() + _RETRY_MAX_S
+            raise StorageUnavailable(f"PostgreSQL is unreachable: {_first_line(e)}") from None
+        self._conn = conn
+        self._broken = False
+        try:
+            self._lock_schema()
+            self._retake_instance_tag()
+            self._settle_in_doubt()
+        except BaseException:
+            self._broken = True
+            with contextlib.suppress(Exception):
+                conn.close()
+            raise
+        down = time.monotonic() - since
+        self._lost_since = None
+        self._event("restored", f"reconnected to PostgreSQL after {down:.1f} s")
+
+    def _settle_in_doubt(self) -> None:
+        """After a reconnection: if a COMMIT's outcome was left unknown and it did commit,
+        the figures rolled back in this process are read again from the database."""
+        xid, self._in_doubt = self._in_doubt, None
+        if xid is None:
+            return
+        if self._xact_status(xid) == "committed":
+            self._event("in doubt", f"the transaction {xid} whose COMMIT answer was lost "
+                        "did commit; the store figures are read again")
+            self._reload_figures()
+
+    def _xact_status(self, xid: int) -> str | None:
+        """'committed', 'aborted' or None (not known); waits while it is 'in progress'
+        (a terminated session still finishing)."""
+        for _ in range(50):
+            row = self._q1("SELECT pg_xact_status(%s::text::xid8)", (str(xid),))
+            status = row[0] if row else None
+            if status != "in progress":
+                return status
+            time.sleep(0.02)
+        return None
+
+    def _reload_figures(self) -> None:
+        for sid_ident_count_size in self._qall(
+                f"SELECT ident, count, size FROM {self._stores_t} WHERE kind = 'r'"):
+            ident, count, size = sid_ident_count_size
+            rs = self._records.get(ident)
+            if rs is not None:
+                rs._count, rs._size = count, size
+                row = self._q1(f"SELECT max(id) FROM {rs.table}")
+                rs._next_id = max(rs._next_id, (row[0] or 0) + 1 if row else 1)
+
     # --- SQL helpers (every statement goes through these) ----------------------------------
 
     def _exec(self, query: str, params: Sequence[Any] | dict[str, Any] | None = None, *,
               ident: str | None = None) -> None:
+        self._usable()
         try:
             self._wcur.execute(query, params)
         except psycopg.Error as e:
@@ -516,23 +698,33 @@ class PostgresEngine(StorageEngine):
 
     def _q1(self, query: str, params: Sequence[Any] | dict[str, Any] | None = None, *,
             ident: str | None = None) -> Any:
-        try:
-            self._cur.execute(query, params)
-            return self._cur.fetchone()
-        except psycopg.Error as e:
-            raise self._failed(e, ident) from e
+        return self._read(query, params, ident, one=True)
 
     def _qall(self, query: str, params: Sequence[Any] | dict[str, Any] | None = None, *,
               ident: str | None = None) -> list[Any]:
-        try:
-            self._cur.execute(query, params)
-            return self._cur.fetchall()
-        except psycopg.Error as e:
-            raise self._failed(e, ident) from e
+        rows: list[Any] = self._read(query, params, ident, one=False)
+        return rows
+
+    def _read(self, query: str, params: Sequence[Any] | dict[str, Any] | None,
+              ident: str | None, *, one: bool) -> Any:
+        for attempt in (1, 2):
+            self._usable()
+            try:
+                self._cur.execute(query, params)
+                return self._cur.fetchone() if one else self._cur.fetchall()
+            except psycopg.Error as e:
+                # a read outside a transaction is asked again once on a new connection
+                again = attempt == 1 and not self._scopes and self._lost(e)
+                err = self._failed(e, ident)
+                if not again:
+                    raise err from e
+        raise AssertionError("unreachable")
 
     def _failed(self, e: psycopg.Error, ident: str | None) -> MongoError:
         """The MongoError for `e`; in a pipeline, after a sync: libpq skips everything
         queued after an error until one, so the rollback that follows would not run."""
+        if self._lost(e):
+            return self._mark_lost(e)
         if self._pipeline is not None:
             with contextlib.suppress(psycopg.Error):
                 self._pipe.sync()
@@ -640,13 +832,28 @@ class PostgresEngine(StorageEngine):
         # Inside a transaction the connection is in pipeline mode: statements whose
         # result nobody reads (savepoints, index and record writes) are queued and go out
         # with the next one that is read, in one round trip instead of one each.
+        self._usable()  # a new connection now if the last one is gone
+        self._txn_wrote = False
         self._pipeline = contextlib.ExitStack()
         try:
             self._pipe = self._pipeline.enter_context(self._conn.pipeline())
         except psycopg.Error as e:
             self._pipeline = None
-            raise _storage_error(e) from e
+            raise self._failed(e, None) from e
         self._exec("BEGIN")
+
+    def _require_txn(self) -> None:
+        super()._require_txn()
+        if not self._txn_wrote:
+            # The transaction's xid, asked with its first write (no round trip of its own:
+            # the answer comes with the next read): if the connection dies with COMMIT
+            # unanswered, pg_xact_status(xid) tells on a new connection what happened.
+            self._txn_wrote = True
+            self._usable()
+            try:
+                self._xcur.execute("SELECT pg_current_xact_id()::text")
+            except psycopg.Error as e:
+                raise self._failed(e, None) from e
 
     def _txn_commit(self, durable: bool) -> None:
         if self._dirty_stats:
@@ -659,9 +866,48 @@ class PostgresEngine(StorageEngine):
                         [rs._size for rs in stores]))
         if durable and self.group_commit_ms > 0:
             self._exec("SET LOCAL synchronous_commit TO on")
-        self._exec("COMMIT")
-        self._end_pipeline()  # waits for the COMMIT (and raises what a queued write hit)
+        self._usable()  # a transaction whose connection broke never sends COMMIT
+        try:
+            self._exec("COMMIT")
+            self._end_pipeline()  # waits for the COMMIT (and raises what a queued write hit)
+        except StorageUnavailable:
+            if not self._txn_wrote:
+                raise  # nothing to commit, nothing in doubt
+            self._commit_answer_lost(durable)  # returns when it did commit
         self._unsynced = not durable and self.group_commit_ms > 0
+
+    def _commit_answer_lost(self, durable: bool) -> None:
+        """The connection died with COMMIT sent and unanswered: ask a new connection
+        (within the bounded wait) whether the transaction committed. Returns if it did;
+        raises StorageUnavailable if it did not, with `in_doubt` if that cannot be told
+        (then the next reconnection settles it: `_settle_in_doubt`)."""
+        xid: int | None = None
+        with contextlib.suppress(Exception):
+            row = self._xcur.fetchone()
+            xid = int(row[0]) if row else None
+        if xid is None:
+            self._event("in doubt", "the connection to PostgreSQL was lost with a COMMIT "
+                        "unanswered and the transaction's id unknown: whether it committed "
+                        "cannot be told")
+            raise StorageUnavailable("connection to PostgreSQL lost during COMMIT; whether "
+                                     "it took effect is not known", in_doubt=True)
+        try:
+            self._reconnect()
+        except StorageUnavailable:
+            self._in_doubt = xid
+            raise StorageUnavailable("connection to PostgreSQL lost during COMMIT; whether "
+                                     "it took effect is not known yet", in_doubt=True) from None
+        status = self._xact_status(xid)
+        if status == "committed":
+            self._unsynced = not durable
+            if durable:
+                self._flush_wal()
+            return
+        if status is None:
+            raise StorageUnavailable("connection to PostgreSQL lost during COMMIT; whether "
+                                     "it took effect is not known", in_doubt=True)
+        raise StorageUnavailable("connection to PostgreSQL lost during COMMIT; the "
+                                 "transaction did not commit")
 
     def _end_pipeline(self) -> None:
         stack, self._pipeline = self._pipeline, None
@@ -669,14 +915,19 @@ class PostgresEngine(StorageEngine):
             try:
                 stack.close()
             except psycopg.Error as e:
-                raise _storage_error(e) from e
+                raise self._failed(e, None) from e
 
     def _txn_abort(self) -> None:
         self._dirty_stats.clear()
-        with contextlib.suppress(MongoError):  # the error being rolled back, seen again
-            self._end_pipeline()
+        if not self._broken:
+            with contextlib.suppress(MongoError):  # the error being rolled back, seen again
+                self._end_pipeline()
+        self._pipeline = None
+        if self._broken:
+            return  # the server rolled it back when the session ended
         if self._conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-            self._exec("ROLLBACK")
+            with contextlib.suppress(StorageUnavailable):  # then it ended with the session
+                self._exec("ROLLBACK")
 
     def _txn_savepoint(self, level: int) -> None:
         self._exec(f"SAVEPOINT sp{level}")
@@ -695,6 +946,9 @@ class PostgresEngine(StorageEngine):
         commit record, and with it every asynchronous commit before it."""
         if not self._unsynced or self.in_transaction:
             return
+        self._flush_wal()
+
+    def _flush_wal(self) -> None:
         self._exec("BEGIN")
         try:
             self._exec("SET LOCAL synchronous_commit TO on")
@@ -709,7 +963,7 @@ class PostgresEngine(StorageEngine):
     def size_bytes(self) -> int:
         """Bytes of every table of the schema, with indexes and TOAST; callable from any
         thread (it borrows its own connection)."""
-        with self._pool.connection() as conn:
+        with self._pool.connection(timeout=_FIGURES_WAIT_S) as conn:
             row = conn.execute(
                 "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
                 "JOIN pg_namespace n ON n.oid = c.relnamespace "
@@ -718,10 +972,13 @@ class PostgresEngine(StorageEngine):
 
     def stats(self) -> dict[str, object]:
         info = self._conn.info
-        return {"name": self.name, "durable": self.is_durable,
-                "uri": redact_uri(self.uri), "schema": self.schema,
-                "database": info.dbname, "serverVersion": info.server_version,
-                "schemaVersion": SCHEMA_VERSION}
+        out: dict[str, object] = {"name": self.name, "durable": self.is_durable,
+                                  "uri": redact_uri(self.uri), "schema": self.schema,
+                                  "schemaVersion": SCHEMA_VERSION,
+                                  "connected": not self._broken}
+        if not self._broken:
+            out.update(database=info.dbname, serverVersion=info.server_version)
+        return out
 
     def close(self) -> None:
         if self._closed:
@@ -736,13 +993,29 @@ class PostgresEngine(StorageEngine):
 
     def _release(self) -> None:
         with contextlib.suppress(Exception):
-            self._pool.putconn(self._conn)
-        self._pool.close()  # ends the sessions: the advisory lock goes with them
+            self._conn.close()  # ends the session: the advisory lock goes with it
+        self._pool.close()
 
 
-def _why_unreachable(uri: str, e: Exception) -> str:
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def _hung_up(conn: psycopg.Connection[Any]) -> bool:
+    """An idle connection with something to read has been ended by the server (it says
+    goodbye, FATAL 57P01, then closes): nothing else arrives unasked on ours."""
     try:
-        psycopg.connect(uri, connect_timeout=5).close()
-    except Exception as again:
-        return str(again).strip().splitlines()[0] if str(again).strip() else type(again).__name__
-    return str(e) or type(e).__name__
+        return bool(select.select([conn.fileno()], [], [], 0)[0])
+    except (OSError, ValueError, psycopg.Error):
+        return True
+
+
+def _goodbye(conn: psycopg.Connection[Any]) -> str:
+    """The server's last words on a connection `_hung_up` found (or a generic phrase)."""
+    with contextlib.suppress(Exception):
+        conn.pgconn.consume_input()
+        msg = conn.pgconn.error_message.decode(errors="replace").strip()
+        if msg:
+            return msg.splitlines()[0]
+    return "the server closed the connection"

@@ -130,3 +130,77 @@ def test_a_failed_flush_tells_the_owner_what_was_lost(tmp_path) -> None:
     assert what.namespaces == (("db", "system.buckets.c"),)
     assert what.buckets == len(result.writes) == 4
     cat.close()
+
+
+def _unavailable_once(monkeypatch, in_doubt: bool = False) -> list[int]:
+    """The next flush meets a database gone away (StorageUnavailable) in its transaction."""
+    from storage.engine.base import StorageUnavailable
+    from storage.timeseries import pending_writes
+
+    real = pending_writes.write_buckets
+    calls: list[int] = []
+
+    def write(buckets, writes) -> None:
+        calls.append(len(writes))
+        if len(calls) == 1:
+            raise StorageUnavailable("connection to PostgreSQL lost", in_doubt=in_doubt)
+        real(buckets, writes)
+
+    monkeypatch.setattr(pending_writes, "write_buckets", write)
+    return calls
+
+
+def test_a_flush_the_database_was_away_for_keeps_everything(tmp_path, monkeypatch) -> None:
+    from storage.engine.base import StorageUnavailable
+
+    cat = _open(str(tmp_path / "db"))
+    buckets = BucketCatalog(id_seed=5)
+    lost: list[LostWrites] = []
+    failed: list[tuple[str, str]] = []
+    deferred = DeferredBucketWrites(on_lost=lost.append)
+    batches = _batches()
+    result = buckets.insert_batch("db.c", OPTS, batches[0], None)
+    deferred.add("db", "system.buckets.c", result.writes)
+    buckets.commit(result)
+    calls = _unavailable_once(monkeypatch)
+    with pytest.raises(StorageUnavailable):
+        deferred.flush(cat, on_failure=lambda db, name: failed.append((db, name)))
+    assert deferred and deferred.due(0) and deferred.flush_first()  # kept, still due
+    assert not lost and not failed and _stored(cat) == []
+    # more writes join the kept ones (the catalog still has its buckets), then all go out
+    for docs in batches[1:]:
+        result = buckets.insert_batch("db.c", OPTS, docs, None)
+        deferred.add("db", "system.buckets.c", result.writes)
+        buckets.commit(result)
+    deferred.flush(cat)
+    assert len(calls) == 2 and not deferred and not deferred.flush_first()
+    assert _stored(cat) == _run(str(tmp_path / "ref"), False)
+    cat.close()
+
+
+def test_a_flush_in_doubt_is_not_written_twice(tmp_path, monkeypatch) -> None:
+    """The COMMIT's answer was lost and the commit did happen: the next flush writes the
+    kept bucket inserts as updates of what is stored, instead of colliding."""
+    from storage.engine.base import StorageUnavailable
+
+    cat = _open(str(tmp_path / "db"))
+    buckets = BucketCatalog(id_seed=5)
+    deferred = DeferredBucketWrites()
+    batches = _batches()
+    result = buckets.insert_batch("db.c", OPTS, batches[0], None)
+    deferred.add("db", "system.buckets.c", result.writes)
+    buckets.commit(result)
+    _unavailable_once(monkeypatch, in_doubt=True)
+    with pytest.raises(StorageUnavailable):
+        deferred.flush(cat)
+    with cat.transaction():  # what the COMMIT in doubt did write after all
+        write_buckets(cat.get_collection("db", "system.buckets.c"), result.writes)
+    for docs in batches[1:]:
+        result = buckets.insert_batch("db.c", OPTS, docs, None)
+        deferred.add("db", "system.buckets.c", result.writes)
+        buckets.commit(result)
+    deferred.flush(cat)
+    assert _stored(cat) == _run(str(tmp_path / "ref"), False)
+    check = cat.get_collection("db", "system.buckets.c").validate()
+    assert check.valid, check.errors
+    cat.close()
