@@ -348,39 +348,32 @@ def test_database_away_longer_than_the_bounded_wait(bucketd, cluster) -> None:
 
 
 def test_journaled_insert_while_the_database_is_away(bucketd, cluster) -> None:
-    """A `j: true` insert staged while the database is away: applied and acknowledged,
-    but not durable within the bounded wait, so it gets a write concern error (n counts
-    it); its measurement is written once the database is back, exactly once."""
+    """A `j: true` insert while the database is away: on PostgreSQL a time-series insert
+    writes its buckets before the catalog commits them (storage/timeseries/shared_insert),
+    so it fails whole with the retryable HostUnreachable once the bounded wait is over,
+    nothing of it applied; sent again after the database is back, it is stored once."""
     with client(bucketd, retryWrites=False) as c:
         c.ts.create_collection("m", timeseries={"timeField": "t", "metaField": "meta"})
         m = c.ts.get_collection("m", write_concern=WriteConcern(j=True))
         m.insert_one({"_id": 1, "t": T0, "meta": 1, "v": 1})  # its bucket is open
+        doc = {"_id": 2, "t": T0 + datetime.timedelta(seconds=1), "meta": 1, "v": 2}
         cluster.stop()
         try:
             started = time.monotonic()
-            reply = c.ts.command({"insert": "m", "documents": [
-                {"_id": 2, "t": T0 + datetime.timedelta(seconds=1), "meta": 1, "v": 2}],
-                "writeConcern": {"j": True}})
-            waited = time.monotonic() - started
-            # the next insert is refused (retryably): nothing more is taken while the
-            # database is away
             with pytest.raises(OperationFailure) as ei:
-                m.insert_one({"_id": 3, "t": T0, "meta": 1, "v": 3})
+                c.ts.command({"insert": "m", "documents": [doc], "writeConcern": {"j": True}})
+            waited = time.monotonic() - started
             assert ei.value.code == 6
         finally:
             cluster.start()
-        assert reply["ok"] == 1.0 and reply["n"] == 1
-        wce = reply["writeConcernError"]
-        assert wce["code"] == 64 and wce["codeName"] == "WriteConcernTimeout"
-        assert wce["errInfo"]["wtimeout"] is True
-        assert wce["errInfo"]["writeConcern"]["j"] is True
-        assert 4.0 <= waited < 15.0  # the bounded wait (5 s), then the answer
+        assert waited < 15.0  # at most the bounded wait (5 s), then the answer
         deadline = time.monotonic() + 10
         while True:
             try:
-                got = sorted((d["_id"], d["v"]) for d in c.ts.m.find())
+                m.insert_one(doc)
                 break
             except OperationFailure as e:
                 assert e.code == 6 and time.monotonic() < deadline
                 time.sleep(0.2)
+        got = sorted((d["_id"], d["v"]) for d in c.ts.m.find())
         assert got == [(1, 1), (2, 2)]
