@@ -15,7 +15,7 @@ from storage import interrupt
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
-__all__ = ["WriteTally", "run_statements", "write_reply", "journal_wait_failed"]
+__all__ = ["WriteTally", "run_statements", "write_reply"]
 
 
 @dataclass(slots=True)
@@ -56,22 +56,6 @@ def run_statements(statements: list[Any], *, ordered: bool,
             if ordered:
                 break
     return tally
-
-
-def journal_wait_failed(error: MongoError, body: dict[str, Any]) -> dict[str, Any]:
-    """The reply field of a `j: true` write whose writes were applied and acknowledged
-    but could not be made durable in time because the database went away: a write
-    concern error, as mongod reports a write concern it could not satisfy in time
-    (WriteConcernTimeout, 64, `errInfo.wtimeout`). Not a retryable code: the writes
-    stand (they are written once the database is back), so a retry would repeat them."""
-    wc = body.get("writeConcern")
-    given = dict(wc) if isinstance(wc, dict) else {}
-    return {"writeConcernError": {
-        "code": int(ErrorCode.WriteConcernTimeout), "codeName": "WriteConcernTimeout",
-        "errmsg": f"waiting for the journal timed out: {error.errmsg}; the writes are "
-                  "kept and will be written when the database is back",
-        "errInfo": {"wtimeout": True,
-                    "writeConcern": {**given, "provenance": "clientSupplied"}}}}
 
 
 def write_reply(n: int, errors: list[tuple[int, MongoError]], **extra: Any) -> dict[str, Any]:

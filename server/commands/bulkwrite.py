@@ -30,7 +30,6 @@ from ..parsing.collation import collation_arg
 from ..timeseries.service import timeseries_service
 from ..timeseries.writes import delete_statement, stage_measurements, update_statement
 from ..views.definitions import not_a_collection
-from ..write_batches import journal_wait_failed
 from ._args import check_fields, command_variables, get_bool, get_list, require
 from ._write import after_direct_write, check_batch_size, make_validator, parse_write_concern
 
@@ -107,10 +106,10 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
                                 **exc.extra})
                 if ordered:
                     break
-        journal = timeseries_service(req).flush_journaled() if staged and wc.j else None
+        if staged and wc.j:
+            timeseries_service(req).flush_deferred(durable=True)
         return {"cursor": {"id": Int64(0), "firstBatch": results,
-                           "ns": "admin.$cmd.bulkWrite"}, **totals,
-                **(journal_wait_failed(journal, body) if journal is not None else {})}
+                           "ns": "admin.$cmd.bulkWrite"}, **totals}
 
     reply = await req.storage.run(run)
     if req.server.timeseries is not None:
@@ -154,8 +153,8 @@ def _delete_filter(op: dict[str, Any]) -> Any:
 def _insert_measurement(req: CommandRequest, target: TimeseriesTarget,
                         op: dict[str, Any]) -> dict[str, Any]:
     """A time-series insert op: staged in the bucket catalog like an insert command's."""
-    n, errors, _ = stage_measurements(req, target, [_insert_document(op)], ordered=True,
-                                      durable=False)
+    n, errors = stage_measurements(req, target, [_insert_document(op)], ordered=True,
+                                   durable=False)
     if errors:
         raise errors[0][1]
     return {"n": n, "_nInserted": n}

@@ -17,7 +17,6 @@ processes do not append to each other's buckets (`storage.timeseries.shared_inse
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +26,6 @@ from prometheus_client.metrics_core import Metric
 from query.timeseries.read_plan import TimeseriesRead, TimeseriesReadPaths
 from storage.catalog import Catalog
 from storage.collection import Collection
-from storage.engine.base import StorageUnavailable
 from storage.keystring import KS_OID
 from storage.timeseries import BucketCatalog, BucketWrite, TimeseriesParameters
 from storage.timeseries.bucket_id import date_outside_standard_range
@@ -82,29 +80,6 @@ class TimeseriesService:
             self.deferred.flush(self.storage.catalog, durable=durable,
                                 on_failure=self._forget_buckets_of)
 
-    def flush_journaled(self) -> StorageUnavailable | None:
-        """`j: true`: write every pending bucket write durably. A database that went away
-        is waited for (the engine's bounded wait, once more if the transaction in flight
-        died with it); if it stays away, the error: the writes stay pending and are
-        written once it is back."""
-        try:
-            self.flush_deferred(durable=True)
-            return None
-        except StorageUnavailable:
-            pass
-        try:
-            self.flush_deferred(durable=True)
-        except StorageUnavailable as exc:
-            return exc
-        return None
-
-    def flush_if_due(self) -> None:
-        """Write the pending bucket writes when the commit interval has passed; a database
-        that is away leaves them pending (the timer or the next command writes them)."""
-        if self.deferred.due(self.commit_interval_ms()):
-            with contextlib.suppress(StorageUnavailable):
-                self.flush_deferred()
-
     def _forget_buckets_of(self, db: str, buckets: str) -> None:
         self.catalog.clear(f"{db}.{view_name_of(buckets)}")
 
@@ -125,8 +100,6 @@ class TimeseriesService:
             # run() flushes first
             task = asyncio.ensure_future(self.storage.run(lambda: None))
             task.add_done_callback(_ignore_result)
-            # writes kept by a flush that met a database away: try again a window later
-            task.add_done_callback(lambda _t: self.arm_flush_timer())
 
     def sync_parameters(self) -> None:
         self.catalog.params.timeseriesIdleBucketExpiryMemoryUsageThreshold = \

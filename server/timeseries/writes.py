@@ -41,7 +41,7 @@ from storage.vocabulary.raw_documents import RawDocuments
 
 from ..parsing.collation import timeseries_collator
 from ..parsing.write_statements import parse_delete_statement, parse_update_statement
-from ..write_batches import WriteTally, journal_wait_failed, run_statements, write_reply
+from ..write_batches import WriteTally, run_statements, write_reply
 from .service import timeseries_service
 
 if TYPE_CHECKING:
@@ -76,10 +76,8 @@ async def insert_measurements(req: CommandRequest, target: TimeseriesTarget,
         if isinstance(docs, RawDocuments) else None
 
     def run() -> dict[str, Any]:
-        n, errors, journal = stage_measurements(req, target, measurements, ordered=ordered,
-                                                durable=durable, prescanned=prescanned)
-        if journal is not None:
-            return write_reply(n, errors, **journal_wait_failed(journal, req.body))
+        n, errors = stage_measurements(req, target, measurements, ordered=ordered,
+                                       durable=durable, prescanned=prescanned)
         return write_reply(n, errors)
 
     reply = await req.storage.run(run, keep_deferred=True)
@@ -91,12 +89,11 @@ async def insert_measurements(req: CommandRequest, target: TimeseriesTarget,
 def stage_measurements(req: CommandRequest, target: TimeseriesTarget,
                        measurements: list[Any] | RawDocuments, *, ordered: bool,
                        durable: bool, prescanned: Any = None
-                       ) -> tuple[int, list[tuple[int, MongoError]], MongoError | None]:
+                       ) -> tuple[int, list[tuple[int, MongoError]]]:
     """Storage thread: put the measurements into buckets and commit them in the bucket
     catalog; their bucket writes join the group commit's pending writes (written now when
     `durable` or when the commit interval has passed; the caller arms the flush timer).
-    Returns (inserted, errors by index, the error that kept a `durable` flush from
-    writing them: a database away)."""
+    Returns (inserted, errors by index)."""
     service = timeseries_service(req)
     catalog = req.storage.catalog
     opts = target.options
@@ -105,35 +102,29 @@ def stage_measurements(req: CommandRequest, target: TimeseriesTarget,
     if service.catalog.check_versions:
         return _stage_shared(req, target, buckets, measurements, ordered=ordered,
                              durable=durable, prescanned=prescanned)
-    if service.deferred.flush_first():
-        service.flush_deferred()  # while the database is away: refused, nothing staged
     source = StoredBuckets(buckets, opts, service.deferred, service.flush_deferred)
     result = service.catalog.insert_batch(target.ns, opts, measurements, source,
                                           ordered=ordered, prescanned=prescanned)
     service.note_bucket_inserts(buckets, opts.time_field, result.writes)
     service.deferred.add(target.db, target.buckets_name, result.writes)
     service.catalog.commit(result)
-    journal = None
-    if durable:
-        journal = service.flush_journaled()
-    else:
-        service.flush_if_due()
-    return result.num_inserted, list(result.errors), journal
+    if durable or service.deferred.due(service.commit_interval_ms()):
+        service.flush_deferred(durable=durable)
+    return result.num_inserted, list(result.errors)
 
 
 def _stage_shared(req: CommandRequest, target: TimeseriesTarget, buckets: Collection,
                   measurements: list[Any] | RawDocuments, *, ordered: bool, durable: bool,
-                  prescanned: Any) -> tuple[int, list[tuple[int, MongoError]], None]:
+                  prescanned: Any) -> tuple[int, list[tuple[int, MongoError]]]:
     """`stage_measurements` when other processes write the same buckets (PostgreSQL):
-    written before committed, retried on a write conflict (`shared_insert`); nothing
-    waits for a later flush, so no journal error."""
+    written before committed, retried on a write conflict (`shared_insert`)."""
     service = timeseries_service(req)
     result = insert_shared(
         service.catalog, req.storage.catalog, buckets, target.ns, target.options,
         measurements, ordered=ordered, durable=durable, prescanned=prescanned,
         before_write=lambda r: service.note_bucket_inserts(buckets, target.options.time_field,
                                                            r.writes))
-    return result.num_inserted, list(result.errors), None
+    return result.num_inserted, list(result.errors)
 
 
 # --- updates and deletes ----------------------------------------------------------------------

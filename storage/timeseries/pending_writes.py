@@ -21,18 +21,10 @@ server flushes the pending writes:
   when the pending documents exceed `_MAX_PENDING_BYTES` (`due`);
 - by a timer one window after the first pending write, and at shutdown.
 
-A flush that fails because the database went away (`StorageUnavailable`: a server
-engine lost its connection) wrote nothing: the writes stay pending, as they were, and the
-next flush (after the engine reconnects) writes them; the error is raised (an insert with
-`j: true` reports it as a write concern error, its writes staying acknowledged). When the
-COMMIT's outcome was left in doubt, the next flush writes a pending bucket insert whose
-bucket is found stored as an update of it, so a commit that did happen is not repeated.
-
-A flush that fails otherwise (disk full, an I/O error) cannot be reported to the clients
-whose writes were acknowledged: the owner is told what was lost (`on_lost`, the server
-logs it), `on_failure` is called for each collection concerned so the bucket catalog
-forgets their open buckets and reopens them from what storage holds, and the error is
-raised.
+A flush that fails (disk full, an I/O error) cannot be reported to the clients whose
+writes were acknowledged: the owner is told what was lost (`on_lost`, the server logs
+it), `on_failure` is called for each collection concerned so the bucket catalog forgets
+their open buckets and reopens them from what storage holds, and the error is raised.
 """
 
 from __future__ import annotations
@@ -45,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Final
 from bson import ObjectId
 
 from storage.bsonutil import decode
-from storage.engine.base import StorageUnavailable, write_conflict
+from storage.engine.base import write_conflict
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
@@ -82,8 +74,6 @@ class DeferredBucketWrites:
         self._since: float | None = None
         self._bytes = 0
         self._on_lost = on_lost
-        self._in_doubt = False  # the last flush's COMMIT may have happened after all
-        self._kept = False  # the last flush met the database away: its writes are kept
 
     def __bool__(self) -> bool:
         return bool(self._pending)
@@ -132,12 +122,6 @@ class DeferredBucketWrites:
         by_id = self._pending.get(k, {})
         return by_id, [by_id[oid] for oid in series_of.get(series, ())]
 
-    def flush_first(self) -> bool:
-        """Must a flush write what is pending before more is taken? When too much is
-        pending, or when the last flush met the database away: while it stays away, new
-        inserts are refused (retryably) rather than held in memory without bound."""
-        return self._bytes > _MAX_PENDING_BYTES or self._kept
-
     def due(self, interval_ms: int) -> bool:
         """True when the oldest pending write has waited `interval_ms`, or too much is
         pending."""
@@ -152,7 +136,6 @@ class DeferredBucketWrites:
         buckets_name)` is called for each collection concerned, and the error is raised."""
         if not self._pending:
             return
-        kept = (self._pending, self._series, self._since, self._bytes)
         pending, self._pending = self._pending, {}
         self._series = {}
         self._since = None
@@ -162,18 +145,7 @@ class DeferredBucketWrites:
                 for (db, name), by_id in pending.items():
                     buckets = catalog.get_collection(db, name)
                     if buckets is not None:  # dropped meanwhile: nothing to write
-                        writes = list(by_id.values())
-                        if self._in_doubt:
-                            _inserts_already_stored_as_updates(buckets, writes)
-                        write_buckets(buckets, writes)
-            self._in_doubt = self._kept = False
-        except StorageUnavailable as exc:
-            # nothing was written (or, in doubt, perhaps all): keep everything for the
-            # next flush, which runs once the engine has reconnected
-            self._pending, self._series, self._since, self._bytes = kept
-            self._in_doubt = self._in_doubt or exc.in_doubt
-            self._kept = True
-            raise
+                        write_buckets(buckets, list(by_id.values()))
         except BaseException as exc:
             for db, name in pending:
                 if on_failure is not None:
@@ -211,16 +183,6 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite]) -> None:
         else:
             new, old = decode(w.document), decode(found[1])
         buckets.update(found[0], new, encoded=w.document, old_doc=old, expected=w.expected)
-
-
-def _inserts_already_stored_as_updates(buckets: Collection, writes: Sequence[BucketWrite]
-                                       ) -> None:
-    """After a flush whose COMMIT may have happened: a pending insert whose bucket is
-    stored becomes an update of the stored version (its index view read from storage)."""
-    for w in writes:
-        if w.kind == "insert" and buckets.find_id(w.bucket_id) is not None:
-            w.kind = "update"
-            w.previous_index_doc = None
 
 
 def _indexes_read_no_data(entry: CollectionEntry) -> bool:
