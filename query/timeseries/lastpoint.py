@@ -22,6 +22,7 @@ import bson
 from bson.raw_bson import RawBSONDocument
 
 from query.match import compile_filter
+from storage import native
 from storage.bsonutil import CODEC_OPTIONS, decode
 from storage.collection import Collection
 from storage.timeseries import BucketSpec, TimeseriesOptions, bucket_filter, unpack_bucket
@@ -32,6 +33,7 @@ from .scan import BucketScan, ReadStats
 __all__ = ["eligible", "lastpoint_measurements"]
 
 _RAW = CODEC_OPTIONS.with_options(document_class=RawBSONDocument)
+_BATCH = 256  # buckets per call into the native core
 
 
 def lastpoint_measurements(buckets: Collection | None, opts: TimeseriesOptions,
@@ -72,6 +74,8 @@ def lastpoint_measurements(buckets: Collection | None, opts: TimeseriesOptions,
 def _latest_buckets(scan: BucketScan, time_field: str) -> dict[int, Any] | None:
     """{record id: its control.max time} of the buckets holding each series' latest
     time; None if a bucket's control.max time is not a date."""
+    if native.core is not None:
+        return _latest_native(scan, time_field)
     best: dict[bytes, tuple[Any, list[int]]] = {}
     for rid, raw in scan.raw():
         doc = bson.decode(raw, _RAW)
@@ -93,6 +97,50 @@ def _latest_buckets(scan: BucketScan, time_field: str) -> dict[int, Any] | None:
         elif t == cur[0]:
             cur[1].append(rid)
     return {rid: t for t, rids in best.values() for rid in rids}
+
+
+def _heads(scan: BucketScan, time_field: str
+           ) -> Iterator[tuple[int, bytes | None, int | None]]:
+    """(record id, `{"m": meta}` or None, control.max time in ms or None) of each
+    candidate, read by the native core without decoding the buckets' data."""
+    assert native.core is not None
+    heads = native.core.bucket_heads
+    rids: list[int] = []
+    raws: list[bytes] = []
+    for rid, raw in scan.raw():
+        rids.append(rid)
+        raws.append(raw)
+        if len(raws) == _BATCH:
+            for r, (m, t) in zip(rids, heads(raws, time_field)):
+                yield r, m, t
+            rids, raws = [], []
+    if raws:
+        for r, (m, t) in zip(rids, heads(raws, time_field)):
+            yield r, m, t
+
+
+def _latest_native(scan: BucketScan, time_field: str) -> dict[int, Any] | None:
+    best: dict[bytes | None, tuple[int, list[int]]] = {}
+    passes: dict[bytes | None, bool] = {}
+    try:
+        for rid, meta, t in _heads(scan, time_field):
+            if scan.filter is not None:
+                ok = passes.get(meta)
+                if ok is None:
+                    ok = passes[meta] = scan.matches(
+                        {"meta": decode(meta)["m"]} if meta is not None else {})
+                if not ok:
+                    continue
+            if t is None:
+                return None
+            cur = best.get(meta)
+            if cur is None or t > cur[0]:
+                best[meta] = (t, [rid])
+            elif t == cur[0]:
+                cur[1].append(rid)
+    except native.Declined:
+        return None
+    return {rid: bson.DatetimeMS(t) for t, rids in best.values() for rid in rids}
 
 
 def eligible(stages: list[Any], opts: TimeseriesOptions

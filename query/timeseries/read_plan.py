@@ -42,6 +42,7 @@ class TimeseriesReadPaths:
 
     lastpoint: bool = True
     columnar_group: bool = True
+    block_processing: bool = True  # the columnar $group folded by the native core
     row_filter: bool = True
     # Consecutive buckets the row pre-filter may decline before a scan stops trying it
     # (each decline decoded columns the full unpacking decodes again).
@@ -97,7 +98,7 @@ def pipeline_read(read: TimeseriesRead, stages: list[Any], ctx: PipelineContext,
     it = general()
     if read.paths.columnar_group:
         fast = columnar_group(read.buckets, read.options, read.bucket_filter, stages, ctx, it,
-                              stats)
+                              stats, block_processing=read.paths.block_processing)
         if fast is not None:
             return fast
     return it
