@@ -177,7 +177,7 @@ def _block_group(buckets: Collection, bucket_filter: dict[str, Any] | None,
                  variables: dict[str, Any], stats: ReadStats | None
                  ) -> list[dict[str, Any]]:
     mine = ReadStats()  # copied to `stats` only when this path answers
-    docs, (matched, columns, rows) = _fold(
+    docs, (fed, matched, columns, rows) = _fold(
         _batches(BucketScan(buckets, bucket_filter, mine), control, mine), plan, groups,
         variables)
     if stats is not None:
@@ -185,6 +185,7 @@ def _block_group(buckets: Collection, bucket_filter: dict[str, Any] | None,
         stats.buckets_skipped += mine.buckets_skipped
         stats.buckets_matched += matched
         stats.buckets_unpacked += matched
+        stats.buckets_scanned += fed + mine.buckets_skipped
         stats.columns_decoded += columns
         stats.measurements += rows
         stats.path = "blockGroup"
@@ -204,8 +205,9 @@ def group_raw(batches: Iterable[list[bytes]], plan: Any, groups: Any,
 
 
 def _fold(batches: Iterable[list[bytes]], plan: Any, groups: Any, variables: dict[str, Any]
-          ) -> tuple[list[dict[str, Any]], tuple[int, int, int]]:
-    """The documents, and (buckets matched, columns decoded, rows passing the filter)."""
+          ) -> tuple[list[dict[str, Any]], tuple[int, int, int, int]]:
+    """The documents, and (buckets fed, buckets matched, columns decoded, rows passing
+    the filter)."""
     assert native.core is not None
     fold = _core_group(plan)
     classes = _Classes(plan, variables)
@@ -237,8 +239,8 @@ def _fold(batches: Iterable[list[bytes]], plan: Any, groups: Any, variables: dic
         if len(groups.ids) == before:
             raise Decline  # two of the core's groups are one generic group
         _fill(plan, groups.accs[g], states)
-    _, columns, rows = fold.counters()
-    return groups.results(), (matched, columns, rows)
+    fed, columns, rows = fold.counters()
+    return groups.results(), (fed, matched, columns, rows)
 
 
 def _fill(plan: Any, accs: list[Any], states: list[Any]) -> None:

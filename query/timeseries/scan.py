@@ -32,6 +32,7 @@ class ReadStats:
     buckets_matched: int = 0
     buckets_skipped: int = 0  # skipped by control min/max, before decoding
     buckets_unpacked: int = 0
+    buckets_scanned: int = 0  # by block processing: the candidates it read
     columns_decoded: int = 0  # by block processing
     measurements: int = 0
     path: str = "general"
