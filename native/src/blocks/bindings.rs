@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 use rayon::prelude::*;
 
-use super::bucket::{max_time, meta_doc, read_rows, Rows, Val};
+use super::bucket::{max_time, meta_doc, read_rows, rows_at_time, Rows, Val};
 use super::group::{AccOp, Arg, Cmp, Fold, Plan, State};
 use super::Decline;
 use crate::boundary::{guard, Declined};
@@ -255,8 +255,36 @@ fn bucket_heads<'py>(
     })
 }
 
+/// rows_at_time(bucket, time_field, t, keep=None) -> list[list[tuple[str, int, bytes]]]:
+/// the rows of a stored bucket whose time is `t` (ms), each as its present data fields
+/// but the time (restricted to `keep`): (name, BSON type, value bytes) in data order.
+#[pyfunction]
+#[pyo3(name = "rows_at_time", signature = (bucket, time_field, t, keep = None))]
+fn py_rows_at_time<'py>(
+    py: Python<'py>,
+    bucket: &Bound<'py, PyBytes>,
+    time_field: &str,
+    t: i64,
+    keep: Option<Vec<String>>,
+) -> PyResult<Bound<'py, PyList>> {
+    guard("rows_at_time", || {
+        let rows = rows_at_time(bucket.as_bytes(), time_field, t, keep.as_deref())
+            .map_err(|Decline(why)| declined(why))?;
+        let out = PyList::empty(py);
+        for row in rows {
+            let fields = PyList::empty(py);
+            for (name, ty, v) in row {
+                fields.append((name, ty, PyBytes::new(py, &v)))?;
+            }
+            out.append(fields)?;
+        }
+        Ok(out)
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BlockGroup>()?;
     m.add_function(wrap_pyfunction!(bucket_metas, m)?)?;
-    m.add_function(wrap_pyfunction!(bucket_heads, m)?)
+    m.add_function(wrap_pyfunction!(bucket_heads, m)?)?;
+    m.add_function(wrap_pyfunction!(py_rows_at_time, m)?)
 }

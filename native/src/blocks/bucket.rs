@@ -152,6 +152,58 @@ pub fn max_time(raw: &[u8], time_field: &str) -> Result<Option<i64>, Decline> {
     })
 }
 
+/// One row's present data fields: (name, BSON type, value bytes), in data order.
+pub type RowElements = Vec<(String, u8, Vec<u8>)>;
+
+/// The rows of a stored bucket whose time is `t` (ms): each row's data fields but the
+/// time field, restricted to `keep` when given. Declines what `read_rows` declines but
+/// for value types: any scalar type is returned as its bytes; a column holding objects or
+/// arrays (interleaved) is declined.
+pub fn rows_at_time(
+    raw: &[u8],
+    time_field: &str,
+    t: i64,
+    keep: Option<&[String]>,
+) -> Result<Vec<RowElements>, Decline> {
+    let times = read_rows(raw, time_field, &[])?.times;
+    let picked: Vec<usize> = (0..times.len()).filter(|&r| times[r] == t).collect();
+    let mut out: Vec<RowElements> = vec![Vec::new(); picked.len()];
+    if picked.is_empty() {
+        return Ok(out);
+    }
+    let doc = RawDocument::from_bytes(raw).map_err(|_| Decline("a malformed bucket"))?;
+    let Ok(Some(RawBsonRef::Document(data))) = doc.get("data") else {
+        return Err(Decline("a data region that is not a document"));
+    };
+    for element in data.iter() {
+        let (name, value) = element.map_err(|_| Decline("a malformed data region"))?;
+        let name = name.as_str();
+        if name == time_field || keep.is_some_and(|k| !k.iter().any(|f| f == name)) {
+            continue;
+        }
+        let RawBsonRef::Binary(b) = value else {
+            return Err(Decline("a data field that is not a BSONColumn"));
+        };
+        if b.subtype != BinarySubtype::Column {
+            return Err(Decline("a data field that is not a BSONColumn"));
+        }
+        let rows = decode_column(b.bytes, MAX_ROWS)
+            .map_err(|_| Decline("a column not decoded"))?
+            .rows;
+        if rows.len() > times.len() {
+            return Err(Decline("a column longer than the time column"));
+        }
+        for (k, &r) in picked.iter().enumerate() {
+            if r < rows.len() {
+                if let Some((ty, v)) = rows.get(r) {
+                    out[k].push((name.to_string(), ty, v.to_vec()));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,6 +238,21 @@ mod tests {
         );
         assert_eq!(rows.columns[1], vec![Val::Missing; 3]);
         assert_eq!(max_time(raw.as_bytes(), "t"), Ok(Some(7)));
+        let at6 = rows_at_time(raw.as_bytes(), "t", 6, None).unwrap();
+        let two = 2_i64.to_le_bytes().to_vec();
+        let five = 5_i32.to_le_bytes().to_vec();
+        assert_eq!(
+            at6,
+            vec![vec![
+                ("x".into(), T_INT64, two),
+                ("y".into(), T_INT32, five)
+            ]]
+        );
+        let at7 = rows_at_time(raw.as_bytes(), "t", 7, Some(&["x".into()])).unwrap();
+        assert_eq!(at7, vec![vec![]]); // x has no value at row 2, y is not kept
+        assert!(rows_at_time(raw.as_bytes(), "t", 8, None)
+            .unwrap()
+            .is_empty());
         let meta = meta_doc(raw.as_bytes()).unwrap().unwrap();
         assert_eq!(meta, rawdoc! {"m": {"h": "a"}}.into_bytes());
     }
