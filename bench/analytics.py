@@ -109,8 +109,8 @@ def duck_queries(con: Any) -> dict[str, Callable[[], list[tuple[Any, ...]]]]:
             f"SELECT date_trunc('minute', time) AS m, max({F}) FROM cpu WHERE hostname = ? "
             "AND time >= ? AND time < ? GROUP BY m ORDER BY m", HOST, T0, T12),
         "lastpoint": rows(
-            f"SELECT hostname, time, {all_f} FROM (SELECT *, row_number() OVER (PARTITION BY "
-            "hostname ORDER BY time DESC) AS r FROM cpu) WHERE r = 1 ORDER BY hostname"),
+            f"SELECT DISTINCT ON (hostname) hostname, time, {all_f} FROM cpu "
+            "ORDER BY hostname, time DESC"),
         "high-cpu-1": rows(
             f"SELECT time, {all_f} FROM cpu WHERE hostname = ? AND time >= ? AND time < ? "
             f"AND {F} > 90 ORDER BY time", HOST, T0, T12),

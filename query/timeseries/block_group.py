@@ -32,11 +32,11 @@ from storage import native
 from storage.bsonutil import decode
 from storage.collection import Collection
 from storage.errors import MongoError
-from storage.timeseries import ControlFilter, raw_control
+from storage.timeseries import ControlFilter
 from storage.vocabulary.bson_types import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64, T_NULL
 from storage.vocabulary.missing import MISSING
 
-from .scan import BucketScan, ReadStats
+from .scan import BucketScan, ReadStats, stored_control
 
 __all__ = ["Decline", "block_group", "group_raw"]
 
@@ -161,7 +161,7 @@ def _batches(scan: BucketScan, control: ControlFilter | None, stats: ReadStats
              ) -> Iterator[list[bytes]]:
     batch: list[bytes] = []
     for _rid, raw in scan.raw():
-        if control is not None and not control.may_match(raw_control(raw)):
+        if control is not None and not control.may_match(stored_control(raw)):
             stats.buckets_skipped += 1
             continue
         batch.append(raw)

@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 use rayon::prelude::*;
 
-use super::bucket::{max_time, meta_doc, read_rows, rows_at_time, Rows, Val};
+use super::bucket::{head_doc, max_time, meta_doc, read_rows, rows_at_time, Rows, Val};
 use super::group::{AccOp, Arg, Cmp, Fold, Plan, State};
 use super::Decline;
 use crate::boundary::{guard, Declined};
@@ -282,9 +282,19 @@ fn py_rows_at_time<'py>(
     })
 }
 
+/// bucket_head(bucket) -> bytes: the stored bucket without its `data` region (what a
+/// bucket-level filter reads), None when it is malformed.
+#[pyfunction]
+fn bucket_head<'py>(py: Python<'py>, bucket: &Bound<'py, PyBytes>) -> Option<Bound<'py, PyBytes>> {
+    head_doc(bucket.as_bytes())
+        .ok()
+        .map(|h| PyBytes::new(py, &h))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BlockGroup>()?;
     m.add_function(wrap_pyfunction!(bucket_metas, m)?)?;
     m.add_function(wrap_pyfunction!(bucket_heads, m)?)?;
-    m.add_function(wrap_pyfunction!(py_rows_at_time, m)?)
+    m.add_function(wrap_pyfunction!(py_rows_at_time, m)?)?;
+    m.add_function(wrap_pyfunction!(bucket_head, m)?)
 }

@@ -152,6 +152,19 @@ pub fn max_time(raw: &[u8], time_field: &str) -> Result<Option<i64>, Decline> {
     })
 }
 
+/// A stored bucket without its `data` region: every other top-level element, in order.
+pub fn head_doc(raw: &[u8]) -> Result<Vec<u8>, Decline> {
+    let doc = RawDocument::from_bytes(raw).map_err(|_| Decline("a malformed bucket"))?;
+    let mut out = bson::RawDocumentBuf::new();
+    for element in doc.iter() {
+        let (name, value) = element.map_err(|_| Decline("a malformed bucket"))?;
+        if name.as_str() != "data" {
+            out.append(name, value);
+        }
+    }
+    Ok(out.into_bytes())
+}
+
 /// One row's present data fields: (name, BSON type, value bytes), in data order.
 pub type RowElements = Vec<(String, u8, Vec<u8>)>;
 
@@ -238,6 +251,13 @@ mod tests {
         );
         assert_eq!(rows.columns[1], vec![Val::Missing; 3]);
         assert_eq!(max_time(raw.as_bytes(), "t"), Ok(Some(7)));
+        let head = rawdoc! {
+            "_id": 1_i32,
+            "control": {"version": 2_i32, "min": {"t": DateTime::from_millis(5)},
+                        "max": {"t": DateTime::from_millis(7)}, "count": 3_i32},
+            "meta": {"h": "a"},
+        };
+        assert_eq!(head_doc(raw.as_bytes()), Ok(head.into_bytes()));
         let at6 = rows_at_time(raw.as_bytes(), "t", 6, None).unwrap();
         let two = 2_i64.to_le_bytes().to_vec();
         let five = 5_i32.to_le_bytes().to_vec();

@@ -297,27 +297,33 @@ impl Fold {
     pub fn feed(&mut self, bucket: usize, class: i32, rows: &Rows) -> Result<(), Decline> {
         self.buckets += 1;
         self.columns_decoded += 1 + rows.columns.len() as u64;
+        let mut last: Option<(i64, usize)> = None; // (bin, group) of the previous row
         for r in 0..rows.times.len() {
             if !self.row_passes(rows, r)? {
                 continue;
             }
             self.rows_passed += 1;
             let bin = self.bin(rows.times[r])?;
-            let g = match self.index.get(&(class, bin)) {
-                Some(&g) => g,
-                None => {
-                    let g = self.groups.len();
-                    let states = self.new_states();
-                    self.groups.push(Group {
-                        class,
-                        bin_start: bin,
-                        first_bucket: bucket,
-                        states,
-                    });
-                    self.index.insert((class, bin), g);
-                    g
-                }
+            // consecutive rows mostly share a group: no hashing for them
+            let g = match last {
+                Some((b, g)) if b == bin => g,
+                _ => match self.index.get(&(class, bin)) {
+                    Some(&g) => g,
+                    None => {
+                        let g = self.groups.len();
+                        let states = self.new_states();
+                        self.groups.push(Group {
+                            class,
+                            bin_start: bin,
+                            first_bucket: bucket,
+                            states,
+                        });
+                        self.index.insert((class, bin), g);
+                        g
+                    }
+                },
             };
+            last = Some((bin, g));
             let group = &mut self.groups[g];
             for (k, &(op, arg)) in self.plan.accs.iter().enumerate() {
                 let v = match arg {
