@@ -109,8 +109,9 @@ def duck_queries(con: Any) -> dict[str, Callable[[], list[tuple[Any, ...]]]]:
             f"SELECT date_trunc('minute', time) AS m, max({F}) FROM cpu WHERE hostname = ? "
             "AND time >= ? AND time < ? GROUP BY m ORDER BY m", HOST, T0, T12),
         "lastpoint": rows(
-            f"SELECT DISTINCT ON (hostname) hostname, time, {all_f} FROM cpu "
-            "ORDER BY hostname, time DESC"),
+            f"SELECT c.hostname, c.time, {', '.join('c.' + f for f in FIELDS)} FROM cpu c "
+            "JOIN (SELECT hostname, max(time) AS mt FROM cpu GROUP BY hostname) m "
+            "ON c.hostname = m.hostname AND c.time = m.mt ORDER BY c.hostname"),
         "high-cpu-1": rows(
             f"SELECT time, {all_f} FROM cpu WHERE hostname = ? AND time >= ? AND time < ? "
             f"AND {F} > 90 ORDER BY time", HOST, T0, T12),

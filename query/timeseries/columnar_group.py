@@ -12,9 +12,13 @@ its first/last value, its extreme value (the first row holding it) or its intege
 the sequentially compensated double sum, which is what the generic accumulator would have
 reached folding the rows one by one.
 
+Block processing (`block_group`: the same plan folded by the native core from the stored
+bytes) is tried first; this numpy fold answers when it declines or the core is not built.
+
 Supported (anything else falls back to the generic path, silently):
 - a leading `$match` made of `$and`-ed conditions on the meta field (any predicate, tested
-  once per bucket) and `$eq/$gt/$gte/$lt/$lte` on the time field against dates;
+  once per bucket) and `$eq/$gt/$gte/$lt/$lte` on the time field against dates; plus, for
+  block processing only, `$eq/$gt/$gte/$lt/$lte` of top-level fields against numbers;
 - `_id`: constants, meta field paths, `{$dateTrunc: {date: "$<time>", unit, binSize?}}`
   with unit millisecond..day (UTC), and objects of these;
 - `$sum`/`$avg` of a top-level field or a numeric constant, `$min`/`$max`/`$first`/`$last`

@@ -16,7 +16,7 @@ then takes another path.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, Literal, cast
 
 import bson
@@ -69,9 +69,9 @@ def lastpoint_measurements(buckets: Collection | None, opts: TimeseriesOptions,
             t = latest[rid]
             if stats is not None:
                 stats.buckets_unpacked += 1
-            at_t = _at_time(bucket, spec, t) if type(bucket) is bytes else None
-            if at_t is None:
-                at_t = (m for m in unpack_bucket(bucket, spec) if m.get(tf) == t)
+            picked = _at_time(bucket, spec, t) if type(bucket) is bytes else None
+            at_t: Iterable[dict[str, Any]] = picked if picked is not None else (
+                m for m in unpack_bucket(bucket, spec) if m.get(tf) == t)
             for m in at_t:
                 if matcher.matches(m):
                     if stats is not None:
@@ -170,7 +170,7 @@ def _at_time(raw: bytes, spec: BucketSpec, t: Any) -> list[dict[str, Any]] | Non
         return None
     out = []
     keep_meta = spec.keeps_meta and meta_doc is not None
-    meta = decode(meta_doc)["m"] if keep_meta else None
+    meta = decode(meta_doc)["m"] if meta_doc is not None and keep_meta else None
     for row in rows:
         m: dict[str, Any] = {}
         if spec.keeps_time:

@@ -5,8 +5,9 @@ A read of a time-series view takes one of four paths, decided here and nowhere e
 - **last point**: `[$match <meta>]? $sort {meta..., time: -1} $group {$first...}` unpacks
   only the buckets holding each series' latest time (`lastpoint`);
 - **columnar group**: `[$match]? $group ...` with simple keys and accumulators is folded
-  from numpy-decoded columns (`columnar_group`), falling back to the general path when
-  the data turn out unsupported;
+  by the native core from the stored buckets' bytes (`block_group`, block processing),
+  else from numpy-decoded columns (`columnar_group`), falling back to the general path
+  when the data turn out unsupported;
 - **row pre-filter**: a filter of numeric comparisons of measurement fields picks rows
   on the bucket's columns before any document is built (`measurements`);
 - **general**: unpack the needed columns of every candidate bucket and re-apply the

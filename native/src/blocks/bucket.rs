@@ -43,7 +43,7 @@ fn column_bytes<'a>(data: &'a RawDocument, name: &str) -> Result<Option<&'a [u8]
     }
 }
 
-/// The values of a column (at most `rows` of them are kept).
+/// The rows of a column as values (a skipped row is `Missing`).
 pub fn decode_values(column: &[u8]) -> Result<Vec<Val>, Decline> {
     if let Some(u) = decode_uniform(column, MAX_ROWS) {
         let ints = u.values.chunks_exact(8).map(|c| read_u64(c) as i64);
@@ -76,9 +76,8 @@ pub fn decode_values(column: &[u8]) -> Result<Vec<Val>, Decline> {
         .collect()
 }
 
-/// The rows of `raw` (a stored bucket): its times, and `fields`' columns when `need_rows`;
-/// with `need_rows` false only the times are read (None: no time column needed either,
-/// the row count is `control.count`).
+/// The rows of `raw` (a stored bucket): its times, and the columns of `fields`, each as
+/// long as the time column (a field absent from the bucket is all `Missing`).
 pub fn read_rows(raw: &[u8], time_field: &str, fields: &[String]) -> Result<Rows, Decline> {
     let doc = RawDocument::from_bytes(raw).map_err(|_| Decline("a malformed bucket"))?;
     let control = match doc.get("control") {
@@ -226,7 +225,14 @@ mod tests {
     use bson::{Binary, DateTime};
 
     fn column(t: u8, values: &[i64]) -> Binary {
-        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let bytes: Vec<u8> = if t == T_INT32 {
+            values
+                .iter()
+                .flat_map(|&v| (v as i32).to_le_bytes())
+                .collect()
+        } else {
+            values.iter().flat_map(|v| v.to_le_bytes()).collect()
+        };
         Binary {
             subtype: BinarySubtype::Column,
             bytes: encode_uniform(t, &bytes).expect("a uniform column"),

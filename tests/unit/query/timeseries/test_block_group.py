@@ -27,8 +27,16 @@ from storage import native
 from storage.bsonutil import decode, encode
 from storage.timeseries import BucketCatalog
 from storage.timeseries.constants import TimeseriesParameters
-
-from tests.unit.query.timeseries.test_columnar_group import IDS, LIMIT, MATCHES, METAS, OPTS, T0, _to_v1, generic
+from tests.unit.query.timeseries.test_columnar_group import (
+    IDS,
+    LIMIT,
+    MATCHES,
+    METAS,
+    OPTS,
+    T0,
+    _to_v1,
+    generic,
+)
 
 pytestmark = pytest.mark.skipif(not native.AVAILABLE, reason="the native core is not built")
 
