@@ -36,7 +36,7 @@ from storage.timeseries import ControlFilter
 from storage.vocabulary.bson_types import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64, T_NULL
 from storage.vocabulary.missing import MISSING
 
-from .scan import BucketScan, ReadStats, stored_control
+from .scan import BucketScan, MetaGate, ReadStats, stored_control
 
 __all__ = ["Decline", "block_group", "group_raw"]
 
@@ -160,7 +160,11 @@ def block_group(buckets: Collection, bucket_filter: dict[str, Any] | None,
 def _batches(scan: BucketScan, control: ControlFilter | None, stats: ReadStats
              ) -> Iterator[list[bytes]]:
     batch: list[bytes] = []
+    gate = MetaGate(scan.filter)
     for _rid, raw in scan.raw():
+        stats.buckets_scanned += 1
+        if gate.active and not gate.passes(raw):
+            continue
         if control is not None and not control.may_match(stored_control(raw)):
             stats.buckets_skipped += 1
             continue
@@ -177,7 +181,7 @@ def _block_group(buckets: Collection, bucket_filter: dict[str, Any] | None,
                  variables: dict[str, Any], stats: ReadStats | None
                  ) -> list[dict[str, Any]]:
     mine = ReadStats()  # copied to `stats` only when this path answers
-    docs, (fed, matched, columns, rows) = _fold(
+    docs, (_fed, matched, columns, rows) = _fold(
         _batches(BucketScan(buckets, bucket_filter, mine), control, mine), plan, groups,
         variables)
     if stats is not None:
@@ -185,7 +189,7 @@ def _block_group(buckets: Collection, bucket_filter: dict[str, Any] | None,
         stats.buckets_skipped += mine.buckets_skipped
         stats.buckets_matched += matched
         stats.buckets_unpacked += matched
-        stats.buckets_scanned += fed + mine.buckets_skipped
+        stats.buckets_scanned += mine.buckets_scanned
         stats.columns_decoded += columns
         stats.measurements += rows
         stats.path = "blockGroup"

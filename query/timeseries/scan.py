@@ -13,15 +13,16 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from query.executor import FindSpec, PreparedFind, candidates, prepare_find
+from query.match import compile_filter
 from storage import native
 from storage.bsonutil import decode
 from storage.collation import Collator, has_string
 from storage.collection import Collection
 from storage.collection_results import ScanStats
 from storage.timeseries import ControlFilter, raw_control
-from storage.timeseries.constants import CONTROL
+from storage.timeseries.constants import CONTROL, META
 
-__all__ = ["BucketScan", "ReadStats", "stored_control"]
+__all__ = ["BucketScan", "MetaGate", "ReadStats", "stored_control"]
 
 
 @dataclass
@@ -56,6 +57,42 @@ def _reads_no_data(flt: Any) -> bool:
         elif k.startswith("$") or k.split(".", 1)[0] not in _BUCKET_HEAD:
             return False
     return True
+
+
+def _meta_conjuncts(flt: Any, out: list[dict[str, Any]]) -> None:
+    if type(flt) is not dict:
+        return
+    for k, v in flt.items():
+        if k == "$and" and type(v) is list:
+            for c in v:
+                _meta_conjuncts(c, out)
+        elif k == META or k.startswith(META + "."):
+            out.append({k: v})
+
+
+class MetaGate:
+    """The conjuncts of a bucket filter on `meta` alone, tested once per distinct meta
+    value (read natively, without decoding the bucket): a bucket they reject cannot pass
+    the filter."""
+
+    def __init__(self, flt: dict[str, Any] | None) -> None:
+        conjuncts: list[dict[str, Any]] = []
+        _meta_conjuncts(flt, conjuncts)
+        self.matcher = compile_filter({"$and": conjuncts}) if conjuncts else None
+        self.seen: dict[bytes | None, bool] = {}
+
+    @property
+    def active(self) -> bool:
+        return self.matcher is not None and native.core is not None
+
+    def passes(self, raw: bytes) -> bool:
+        assert self.matcher is not None and native.core is not None
+        m = native.core.bucket_metas([raw])[0]
+        ok = self.seen.get(m)
+        if ok is None:
+            ok = self.seen[m] = self.matcher.matches(
+                {META: decode(m)["m"]} if m is not None else {})
+        return ok
 
 
 def stored_control(raw: bytes) -> Mapping[str, Any]:
@@ -108,8 +145,13 @@ class BucketScan:
         # the bucket, and only a bucket passing them is decoded whole
         head = native.core.bucket_head if native.core is not None and (
             control is not None or check) and _reads_no_data(self.filter) else None
+        gate = MetaGate(self.filter) if head is not None else None
+        if gate is not None and not gate.active:
+            gate = None
         for rid, raw in self.raw():
             if only is not None and rid not in only:
+                continue
+            if gate is not None and not gate.passes(raw):
                 continue
             part = head(raw) if head is not None else None
             if part is not None:
