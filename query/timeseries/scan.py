@@ -87,7 +87,10 @@ class MetaGate:
 
     def passes(self, raw: bytes) -> bool:
         assert self.matcher is not None and native.core is not None
-        m = native.core.bucket_metas([raw])[0]
+        try:
+            m = native.core.bucket_metas([raw])[0]
+        except native.Declined:
+            return True  # malformed: the full path reports it
         ok = self.seen.get(m)
         if ok is None:
             ok = self.seen[m] = self.matcher.matches(

@@ -23,6 +23,7 @@ from query.context import PipelineContext
 from query.pipeline import compile_pipeline
 from query.timeseries.block_group import group_raw
 from query.timeseries.columnar_group import _Groups, plan_group
+from query.timeseries.scan import MetaGate
 from storage import native
 from storage.bsonutil import decode, encode
 from storage.timeseries import BucketCatalog
@@ -217,3 +218,15 @@ def test_too_many_groups_declines() -> None:
     assert plan is not None
     assert group_raw([raws], plan, _Groups(plan, {}, 2_000), {}) is None
     assert group_raw([raws], plan, _Groups(plan, {}, LIMIT), {}) is not None
+
+
+def test_meta_gate_rejects_by_the_meta_conditions_alone() -> None:
+    raws = stored(_tsbs(30), max_count=100)
+    by_host = {decode(r)["meta"]["h"]: r for r in raws}
+    gate = MetaGate({"$and": [{"meta.h": {"$in": ["h0", "h2"]}},
+                              {"control.max.time": {"$gte": DatetimeMS(0)}}]})
+    assert gate.active
+    assert [gate.passes(by_host[h]) for h in ("h0", "h1", "h2")] == [True, False, True]
+    assert len(gate.seen) == 3
+    assert gate.passes(b"\x05\x00\x00\x00")  # malformed: left to the full path
+    assert not MetaGate({"control.max.time": {"$gte": DatetimeMS(0)}}).active
