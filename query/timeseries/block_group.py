@@ -160,7 +160,7 @@ def block_group(buckets: Collection, bucket_filter: dict[str, Any] | None,
 def _batches(scan: BucketScan, control: ControlFilter | None, stats: ReadStats
              ) -> Iterator[list[bytes]]:
     batch: list[bytes] = []
-    gate = MetaGate(scan.filter)
+    gate = MetaGate(scan.filter if scan.collator is None else None)
     for _rid, raw in scan.raw():
         stats.buckets_scanned += 1
         if gate.active and not gate.passes(raw):

@@ -123,6 +123,7 @@ class BucketScan:
         # and the buckets collection's (simple) indexes stay usable.
         if not has_string(bucket_filter):
             collator = None
+        self.collator = collator
         self.prepared: PreparedFind = prepare_find(buckets, FindSpec(filter=bucket_filter,
                                                                      collator=collator))
         self.stats = stats
@@ -148,7 +149,8 @@ class BucketScan:
         # the bucket, and only a bucket passing them is decoded whole
         head = native.core.bucket_head if native.core is not None and (
             control is not None or check) and _reads_no_data(self.filter) else None
-        gate = MetaGate(self.filter) if head is not None else None
+        # (the gate compares strings simply)
+        gate = MetaGate(self.filter) if head is not None and self.collator is None else None
         if gate is not None and not gate.active:
             gate = None
         for rid, raw in self.raw():
