@@ -9,7 +9,9 @@ filter as its `eventFilter`). With `executionStats` the pipeline runs to the end
 `$cursor` stage reports the keys and documents examined, every stage its `nReturned`.
 A time-series read answered by a fused path (last point, columnar `$group`) says so in
 `$_internalUnpackBucket.bucketdPath`; the stages the path folded report no count.
-`bucketdBucketsSkipped` counts the buckets skipped by their control.min/max.
+`bucketdBucketsSkipped` counts the buckets skipped by their control.min/max. A `$group`
+folded by the native core's block processing (`bucketdPath: "blockGroup"`) names that
+stage, `block_group`, in `bucketdBlockProcessing` with its counters.
 """
 
 from __future__ import annotations
@@ -209,6 +211,14 @@ def _timeseries(req: CommandRequest, target: TimeseriesTarget, full: list[Any],
                              stats.buckets_unpacked,
                              "bucketdBucketsSkipped": stats.buckets_skipped,
                              "executionTimeMillisEstimate": millis})
+        if stats.path == "blockGroup":
+            unpack_stage["bucketdBlockProcessing"] = {
+                "stage": "block_group",
+                "bucketsScanned": stats.buckets_scanned,
+                "bucketsSkippedByControl": stats.buckets_skipped,
+                "columnsDecoded": stats.columns_decoded,
+                "rowsPassingFilter": stats.measurements,
+            }
     # the read's bucket scan is the cursor's: the buckets the bucket filter passed are
     # the documents it returned
     prepared.scan = stats.scan

@@ -4,4 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --quiet --release --features extension-module --manifest-path native/Cargo.toml
-cp native/target/release/lib_native.so storage/_native.abi3.so
+# a new file renamed over the old one: a running server keeps the mapping it loaded
+cp native/target/release/lib_native.so storage/_native.abi3.so.tmp
+mv storage/_native.abi3.so.tmp storage/_native.abi3.so

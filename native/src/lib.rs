@@ -4,6 +4,7 @@
 //! coarse (one call per batch or per column): bytes in, bytes out, the GIL released for
 //! the work on bytes, and a panic turned into `NativeError` for that call (`boundary`).
 
+pub mod blocks;
 pub mod boundary;
 pub mod bsoncolumn;
 pub mod bucket;
@@ -26,5 +27,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     measurements::bindings::register(m)?;
     control::bindings::register(m)?;
     bucket::register(m)?;
+    blocks::register(m)?;
     Ok(())
 }

@@ -12,9 +12,13 @@ its first/last value, its extreme value (the first row holding it) or its intege
 the sequentially compensated double sum, which is what the generic accumulator would have
 reached folding the rows one by one.
 
+Block processing (`block_group`: the same plan folded by the native core from the stored
+bytes) is tried first; this numpy fold answers when it declines or the core is not built.
+
 Supported (anything else falls back to the generic path, silently):
 - a leading `$match` made of `$and`-ed conditions on the meta field (any predicate, tested
-  once per bucket) and `$eq/$gt/$gte/$lt/$lte` on the time field against dates;
+  once per bucket) and `$eq/$gt/$gte/$lt/$lte` on the time field against dates; plus, for
+  block processing only, `$eq/$gt/$gte/$lt/$lte` of top-level fields against numbers;
 - `_id`: constants, meta field paths, `{$dateTrunc: {date: "$<time>", unit, binSize?}}`
   with unit millisecond..day (UTC), and objects of these;
 - `$sum`/`$avg` of a top-level field or a numeric constant, `$min`/`$max`/`$first`/`$last`
@@ -63,6 +67,8 @@ from storage.vocabulary.bson_types import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_I
 from storage.vocabulary.missing import MISSING
 from storage.vocabulary.time_units import UNIT_MS
 
+from .block_group import Decline as _Decline
+from .block_group import block_group
 from .scan import BucketScan, ReadStats
 
 __all__ = ["STATS", "GroupPlan", "columnar_group", "group_buckets", "plan_group"]
@@ -81,10 +87,6 @@ _GROUP_OVERHEAD: Final = 96 + 16  # the generic $group's charge per group, and a
 _ACC_OVERHEAD: Final = 48
 _VECTOR_STEP_COST: Final = 40  # a vectorized summation step costs ~ this many scalar adds
 _TIME_OPS: Final = frozenset({"$eq", "$gt", "$gte", "$lt", "$lte"})
-
-
-class _Decline(Exception):
-    """The fast path does not apply: use the generic path."""
 
 
 # ---------------------------------------------------------------- the plan
@@ -112,6 +114,9 @@ class GroupPlan:
     accs: list[_Acc]
     rest: list[Any]
     fields: list[str] = field(default_factory=list)  # data columns to decode
+    # (field, op, number): numeric comparisons of measurement fields (block processing
+    # only: the numpy fold declines them)
+    row_preds: list[tuple[str, str, Any]] = field(default_factory=list)
 
 
 def plan_group(stages: list[Any], opts: TimeseriesOptions, ctx: PipelineContext
@@ -139,15 +144,17 @@ def _plan(stages: list[Any], opts: TimeseriesOptions, ctx: PipelineContext) -> G
     tf, mf = opts.time_field, opts.meta_field
     time_preds: list[tuple[str, int]] = []
     meta_conds: list[dict[str, Any]] = []
+    row_preds: list[tuple[str, str, Any]] = []
     if flt:
-        _split_filter(flt, tf, mf, time_preds, meta_conds)
+        _split_filter(flt, tf, mf, time_preds, meta_conds, row_preds)
     meta_matcher = compile_filter({"$and": meta_conds}) if meta_conds else None
     group = GroupStage(spec, ctx)
     uses_meta, bins = _id_shape(spec["_id"], tf, mf)
     accs = [_acc(name, d.op, d.spec, tf, mf) for name, d in group.accs]
-    fields = sorted({a.field for a in accs if a.field is not None and a.field != tf})
+    fields = sorted({a.field for a in accs if a.field is not None and a.field != tf}
+                    | {f for f, _, _ in row_preds})
     return GroupPlan(tf, mf, flt, time_preds, meta_matcher, group, uses_meta,
-                     bins, accs, stages[i + 1:], fields)
+                     bins, accs, stages[i + 1:], fields, row_preds)
 
 
 def _single(stage: Any) -> str | None:
@@ -162,12 +169,20 @@ def _date_ms(v: Any) -> int:
     raise _Decline
 
 
+def _number(v: Any) -> bool:
+    """A constant a numeric row comparison takes (NaN compares specially: declined)."""
+    t = type(v)
+    return (t is int and -(2**63) <= v < 2**63) or t is Int64 or (
+        t is float and not math.isnan(v))
+
+
 def _split_filter(flt: dict[str, Any], tf: str, mf: str | None,
-                  time_preds: list[tuple[str, int]], meta_conds: list[dict[str, Any]]) -> None:
+                  time_preds: list[tuple[str, int]], meta_conds: list[dict[str, Any]],
+                  row_preds: list[tuple[str, str, Any]]) -> None:
     for k, v in flt.items():
         if k == "$and" and type(v) is list and v and all(type(c) is dict for c in v):
             for c in v:
-                _split_filter(c, tf, mf, time_preds, meta_conds)
+                _split_filter(c, tf, mf, time_preds, meta_conds, row_preds)
         elif mf is not None and (k == mf or k.startswith(mf + ".")):
             meta_conds.append({k: v})
         elif k == tf:
@@ -175,6 +190,14 @@ def _split_filter(flt: dict[str, Any], tf: str, mf: str | None,
                 time_preds.extend((op, _date_ms(x)) for op, x in v.items())
             else:
                 time_preds.append(("$eq", _date_ms(v)))
+        elif k and not k.startswith("$") and "." not in k and k != mf:
+            if type(v) is dict and v and all(op in _TIME_OPS and _number(x)
+                                             for op, x in v.items()):
+                row_preds.extend((k, op, x) for op, x in v.items())
+            elif _number(v):
+                row_preds.append((k, "$eq", v))
+            else:
+                raise _Decline
         else:
             raise _Decline
 
@@ -435,6 +458,8 @@ def group_buckets(plan: GroupPlan, buckets: Iterable[Mapping[str, Any]], *,
 
 def _group_buckets(plan: GroupPlan, buckets: Iterable[Mapping[str, Any]],
                    variables: dict[str, Any], memory_limit: int) -> list[dict[str, Any]]:
+    if plan.row_preds:
+        raise _Decline
     spec = BucketSpec(plan.time_field, plan.meta_field)
     groups = _Groups(plan, variables, memory_limit)
     metas: list[tuple[Any, bool]] = []
@@ -728,7 +753,8 @@ def _extreme_rows(col: _Column, starts: np.ndarray, counts: np.ndarray, largest:
 def columnar_group(buckets: Collection | None, opts: TimeseriesOptions,
                    bucket_filter: Callable[[dict[str, Any] | None], dict[str, Any] | None],
                    stages: list[Any], ctx: PipelineContext, generic: Iterator[Any],
-                   stats: ReadStats | None = None) -> Iterator[Any] | None:
+                   stats: ReadStats | None = None, *, block_processing: bool = True
+                   ) -> Iterator[Any] | None:
     """An iterator over the results of `stages` on a time-series collection through the
     columnar `$group`, or None when the pipeline's shape is not supported. It computes on
     first use and runs `generic` instead if the data turn out unsupported."""
@@ -736,14 +762,23 @@ def columnar_group(buckets: Collection | None, opts: TimeseriesOptions,
     if plan is None:
         return None
     return _run(buckets, bucket_filter, plan, ctx, generic, stats,
-                compile_control_filter(plan.flt, opts))
+                compile_control_filter(plan.flt, opts), block_processing)
 
 
 def _run(buckets: Collection | None,
          bucket_filter: Callable[[dict[str, Any] | None], dict[str, Any] | None],
          plan: GroupPlan, ctx: PipelineContext, generic: Iterator[Any],
-         stats: ReadStats | None, control: ControlFilter | None) -> Iterator[Any]:
+         stats: ReadStats | None, control: ControlFilter | None,
+         block_processing: bool) -> Iterator[Any]:
     variables = compile_pipeline([], ctx).base_variables()
+    docs = None
+    if block_processing and buckets is not None:
+        docs = block_group(buckets, bucket_filter(plan.flt), control, plan,
+                           _Groups(plan, variables, ctx.memory_limit_bytes), variables, stats)
+        if docs is not None:
+            STATS["block"] += 1
+            yield from compile_pipeline(plan.rest, ctx).run(docs)
+            return
     scanned: Iterable[Mapping[str, Any]] = () if buckets is None else (
         b for _rid, b in BucketScan(buckets, bucket_filter(plan.flt), stats,
                                     control=control).buckets())

@@ -5,8 +5,9 @@ A read of a time-series view takes one of four paths, decided here and nowhere e
 - **last point**: `[$match <meta>]? $sort {meta..., time: -1} $group {$first...}` unpacks
   only the buckets holding each series' latest time (`lastpoint`);
 - **columnar group**: `[$match]? $group ...` with simple keys and accumulators is folded
-  from numpy-decoded columns (`columnar_group`), falling back to the general path when
-  the data turn out unsupported;
+  by the native core from the stored buckets' bytes (`block_group`, block processing),
+  else from numpy-decoded columns (`columnar_group`), falling back to the general path
+  when the data turn out unsupported;
 - **row pre-filter**: a filter of numeric comparisons of measurement fields picks rows
   on the bucket's columns before any document is built (`measurements`);
 - **general**: unpack the needed columns of every candidate bucket and re-apply the
@@ -42,6 +43,7 @@ class TimeseriesReadPaths:
 
     lastpoint: bool = True
     columnar_group: bool = True
+    block_processing: bool = True  # the columnar $group folded by the native core
     row_filter: bool = True
     # Consecutive buckets the row pre-filter may decline before a scan stops trying it
     # (each decline decoded columns the full unpacking decodes again).
@@ -97,7 +99,7 @@ def pipeline_read(read: TimeseriesRead, stages: list[Any], ctx: PipelineContext,
     it = general()
     if read.paths.columnar_group:
         fast = columnar_group(read.buckets, read.options, read.bucket_filter, stages, ctx, it,
-                              stats)
+                              stats, block_processing=read.paths.block_processing)
         if fast is not None:
             return fast
     return it

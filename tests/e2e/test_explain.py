@@ -15,6 +15,8 @@ from typing import Any
 import pymongo
 import pytest
 
+from storage import native
+
 from .mongosh_util import run_mongosh
 from .node_driver import run_node
 
@@ -158,8 +160,9 @@ def test_time_series_without_a_filter_scans_every_bucket(db: Any) -> None:
     assert stats["totalDocsExamined"] == buckets and stats["totalKeysExamined"] == 0
     assert _stage(cursor["$cursor"]["queryPlanner"]["winningPlan"], "COLLSCAN") is not None
     assert group["$group"]["_id"] == "$host"
-    # the columnar $group folded the unpacking and the $group: it says so
-    assert unpack["$_internalUnpackBucket"]["bucketdPath"] in ("general", "columnarGroup")
+    # the columnar $group (or block processing) folded the unpacking and the $group
+    assert unpack["$_internalUnpackBucket"]["bucketdPath"] in ("general", "columnarGroup",
+                                                               "blockGroup")
     if unpack["$_internalUnpackBucket"]["bucketdPath"] == "general":
         assert unpack["nReturned"] == HOSTS * PER_HOST and group["nReturned"] == HOSTS
 
@@ -171,6 +174,30 @@ def test_buckets_outside_the_range_are_skipped_and_counted(db: Any) -> None:
     assert unpack["bucketdBucketsSkipped"] == buckets
     assert unpack["nBucketsUnpacked"] == 0 and unpack["nReturned"] == 0
     assert cursor["$cursor"]["executionStats"]["totalDocsExamined"] == buckets
+
+
+@pytest.mark.skipif(not native.AVAILABLE, reason="block processing is the native core's")
+def test_block_processing_names_its_stage_and_counts(db: Any) -> None:
+    # a bucket whose control.max.v is below the filter's bound: skipped before decoding
+    db.ts.insert_many([{"t": T0 + dt.timedelta(minutes=i), "host": "low", "v": i}
+                       for i in range(5)])
+    pipeline = [{"$match": {"v": {"$gte": 10}, "t": {"$lt": T0 + dt.timedelta(minutes=45)}}},
+                {"$group": {"_id": "$host", "m": {"$max": "$v"}, "n": {"$count": {}}}},
+                {"$sort": {"_id": 1}}]
+    cursor, unpack, *_rest = _ts_explain(db, pipeline)
+    assert unpack["$_internalUnpackBucket"]["bucketdPath"] == "blockGroup"
+    block = unpack["bucketdBlockProcessing"]
+    buckets = db["system.buckets.ts"].count_documents({})
+    rows = db.ts.count_documents(pipeline[0]["$match"])
+    assert rows == HOSTS * 35
+    assert block == {"stage": "block_group", "bucketsScanned": buckets,
+                     "bucketsSkippedByControl": 1,
+                     "columnsDecoded": 2 * (buckets - 1),  # the time column and v
+                     "rowsPassingFilter": rows}
+    assert unpack["bucketdBucketsSkipped"] == 1
+    assert cursor["$cursor"]["executionStats"]["totalDocsExamined"] == buckets
+    got = list(db.ts.aggregate(pipeline))
+    assert got == [{"_id": f"h{h}", "m": 44, "n": 35} for h in range(HOSTS)]
 
 
 def test_time_series_general_path_counts_every_stage(db: Any) -> None:

@@ -19,7 +19,7 @@ from bson import Int64
 from bson.codec_options import CodecOptions
 from bson.raw_bson import RawBSONDocument
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))  # bench/query.py must not shadow query
 from tsbs import FIELDS, START, measurements
 
 RAW: CodecOptions = CodecOptions(document_class=RawBSONDocument)

@@ -10,6 +10,7 @@ import datetime as dt
 
 import pymongo
 import pytest
+from bson import Int64
 from bson.codec_options import CodecOptions, DatetimeConversion
 
 T0 = dt.datetime(2024, 1, 1)
@@ -94,3 +95,34 @@ def test_which_pipelines_take_the_last_point_path() -> None:
     opts = parse_timeseries_options({"timeField": "t", "metaField": "tags"})
     taken = [eligible(p, opts) is not None for p in PIPELINES]
     assert taken == [True] * 5 + [False] * 4
+
+
+def test_numerically_equal_metas_and_no_index(uri: str) -> None:
+    # without a $match the latest buckets come from the default index's keys, where
+    # {h: 1}, {h: 1.0} and {h: Int64(1)} are one key: the group they all fall in
+    client: pymongo.MongoClient = pymongo.MongoClient(uri)
+    db = client.get_database("ts_lastpoint_eq", codec_options=MS)
+    client.drop_database(db.name)
+    db.create_collection("c", timeseries={"timeField": "t", "metaField": "m"})
+    metas = [{"h": 1}, {"h": 1.0}, {"h": Int64(1)}, {"h": 2}]
+    for k, meta in enumerate(metas):
+        db.c.insert_many([{"t": T0 + dt.timedelta(minutes=i + 7 * k), "m": meta, "v": i + k}
+                          for i in range(30)])
+    pipelines = [
+        [{"$sort": {"m": 1, "t": -1}}, {"$group": {"_id": "$m", "v": {"$first": "$v"},
+                                                  "t": {"$first": "$t"}}},
+         {"$sort": {"_id.h": 1}}],
+        [{"$sort": {"m.h": 1, "t": -1}}, {"$group": {"_id": "$m.h", "last": {"$first": "$$ROOT"}}},
+         {"$sort": {"_id": 1}}],
+    ]
+    try:
+        for dropped in (False, True):
+            if dropped:
+                db["system.buckets.c"].drop_indexes()
+            for pipeline in pipelines:
+                fast = list(db.c.aggregate(pipeline))
+                assert fast == list(db.c.aggregate([{"$skip": 0}, *pipeline]))
+                assert [d.get("v", d.get("last", {}).get("v")) for d in fast] == [29 + 2, 29 + 3]
+    finally:
+        client.drop_database(db.name)
+        client.close()

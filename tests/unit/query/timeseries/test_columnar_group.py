@@ -232,7 +232,9 @@ def test_chunks_fold_like_one_pass(monkeypatch):
     [{"$group": {"_id": "$d", "m": {"$max": "$d"}}}],
     [{"$group": {"_id": None, "m": {"$max": "$tags.dc"}}}],
     [{"$group": {"_id": None, "m": {"$max": {"$add": ["$d", 1]}}}}],
-    [{"$match": {"d": {"$gt": 5}}}, {"$group": {"_id": None, "m": {"$max": "$d"}}}],
+    [{"$match": {"d": {"$gt": "5"}}}, {"$group": {"_id": None, "m": {"$max": "$d"}}}],
+    [{"$match": {"d": {"$gt": math.nan}}}, {"$group": {"_id": None, "m": {"$max": "$d"}}}],
+    [{"$match": {"d": {"$exists": True}}}, {"$group": {"_id": None, "m": {"$max": "$d"}}}],
     [{"$match": {"$or": [{"tags.h": "a"}, {"tags.h": "b"}]}},
      {"$group": {"_id": None, "m": {"$max": "$d"}}}],
     [{"$sort": {"time": 1}}, {"$group": {"_id": None, "m": {"$first": "$d"}}}],
@@ -241,6 +243,14 @@ def test_chunks_fold_like_one_pass(monkeypatch):
 ])
 def test_unsupported_shapes_decline(stages):
     assert plan_group(stages, OPTS, PipelineContext()) is None
+
+
+def test_row_comparisons_are_left_to_block_processing():
+    buckets = build_buckets(5, ["d"], batches=1)
+    stages = [{"$match": {"d": {"$gt": 5}}}, {"$group": {"_id": None, "m": {"$max": "$d"}}}]
+    plan = plan_group(stages, OPTS, PipelineContext())
+    assert plan is not None and plan.row_preds == [("d", "$gt", 5)]
+    assert group_buckets(plan, buckets, variables={}, memory_limit=LIMIT) is None
 
 
 @pytest.mark.parametrize("field", ["s", "big"])

@@ -24,6 +24,7 @@ from server.timeseries.writes import (
     update_measurements,
 )
 from server.ttl import ttl_pass
+from storage import native
 
 from .harness import Harness, open_harness
 
@@ -216,9 +217,13 @@ async def test_the_read_paths_switch_the_fast_paths(h, monkeypatch) -> None:
     await _aggregate(h, "w", last, TimeseriesReadPaths())
     await _aggregate(h, "w", last, OFF)
     assert taken == ["lastpoint"]
-    used = STATS["used"]
+    used, block = STATS["used"], STATS["block"]
     group = [{"$group": {"_id": "$m", "s": {"$sum": "$v"}}}]
     await _aggregate(h, "w", group, TimeseriesReadPaths())
-    assert STATS["used"] == used + 1
+    # block processing where the native core is built, else the numpy fold
+    assert STATS["used"] + STATS["block"] == used + block + 1
+    assert STATS["block"] == block + native.AVAILABLE
+    await _aggregate(h, "w", group, TimeseriesReadPaths(block_processing=False))
+    assert STATS["used"] == used + 1 + (not native.AVAILABLE)
     await _aggregate(h, "w", group, OFF)
-    assert STATS["used"] == used + 1
+    assert STATS["used"] + STATS["block"] == used + block + 2

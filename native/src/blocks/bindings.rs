@@ -1,0 +1,300 @@
+//! PyO3 layer of block processing (Python facade: `query/timeseries/block_group.py`).
+//!
+//! `BlockGroup(time_field, fields, time_preds, row_preds, bin_ms, accs)` holds one
+//! `$group`'s fold; `feed(buckets, classes)` decodes and folds a batch of stored buckets
+//! (raw bytes, in scan order; `classes` the int32 series class of each, -1 to skip it)
+//! with the GIL released, decoding the buckets in parallel and folding them in order;
+//! `groups()` gives the partial states; `counters()` explain's counts. `Declined` means
+//! the Python path must answer the query (the fold is then unusable).
+//! `bucket_metas(buckets)` gives each bucket's meta as the document `{"m": meta}`.
+//!
+//! Values cross as (type byte, int64, float64): 0 missing, 10 null, 16 int32, 18 int64,
+//! 1 double, 8 bool, 9 date.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList};
+use rayon::prelude::*;
+
+use super::bucket::{head_doc, max_time, meta_doc, read_rows, rows_at_time, Rows, Val};
+use super::group::{AccOp, Arg, Cmp, Fold, Plan, State};
+use super::Decline;
+use crate::boundary::{guard, Declined};
+use crate::bsoncolumn::values::*;
+
+type ValueTuple = (u8, i64, f64);
+
+fn val_of((t, i, f): ValueTuple) -> PyResult<Val> {
+    Ok(match t {
+        0 => Val::Missing,
+        T_NULL => Val::Null,
+        T_INT32 => Val::Int32(i32::try_from(i).map_err(|_| declined("an int32 out of range"))?),
+        T_INT64 => Val::Int64(i),
+        T_DOUBLE => Val::Double(f),
+        T_BOOL => Val::Bool(i != 0),
+        T_DATE => Val::Date(i),
+        _ => return Err(declined("a constant of another type")),
+    })
+}
+
+fn tuple_of(v: Val) -> ValueTuple {
+    match v {
+        Val::Missing => (0, 0, 0.0),
+        Val::Null => (T_NULL, 0, 0.0),
+        Val::Int32(i) => (T_INT32, i as i64, 0.0),
+        Val::Int64(i) => (T_INT64, i, 0.0),
+        Val::Double(f) => (T_DOUBLE, 0, f),
+        Val::Bool(b) => (T_BOOL, b as i64, 0.0),
+        Val::Date(ms) => (T_DATE, ms, 0.0),
+    }
+}
+
+fn declined(why: &'static str) -> PyErr {
+    Declined::new_err(why)
+}
+
+fn cmp_of(op: &str) -> PyResult<Cmp> {
+    Cmp::parse(op).ok_or_else(|| declined("an unsupported comparison"))
+}
+
+#[pyclass(module = "storage._native")]
+pub struct BlockGroup {
+    fold: Option<Fold>,
+}
+
+#[pymethods]
+impl BlockGroup {
+    #[new]
+    #[pyo3(signature = (time_field, fields, time_preds, row_preds, bin_ms, accs))]
+    fn py_new(
+        time_field: String,
+        fields: Vec<String>,
+        time_preds: Vec<(String, i64)>,
+        row_preds: Vec<(usize, String, ValueTuple)>,
+        bin_ms: Option<i64>,
+        accs: Vec<(String, i64, ValueTuple)>,
+    ) -> PyResult<Self> {
+        let time_preds = time_preds
+            .iter()
+            .map(|(op, ms)| Ok((cmp_of(op)?, *ms)))
+            .collect::<PyResult<Vec<_>>>()?;
+        let n = fields.len();
+        let row_preds = row_preds
+            .into_iter()
+            .map(|(c, op, v)| {
+                let v = val_of(v)?;
+                if c >= n || !matches!(v, Val::Int32(_) | Val::Int64(_) | Val::Double(_)) {
+                    return Err(declined("a row predicate on another type"));
+                }
+                if matches!(v, Val::Double(d) if d.is_nan()) {
+                    return Err(declined("a NaN constant"));
+                }
+                Ok((c, cmp_of(&op)?, v))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let accs = accs
+            .into_iter()
+            .map(|(op, arg, v)| {
+                let op = match op.as_str() {
+                    "$count" => AccOp::Count,
+                    "$sum" | "$avg" => AccOp::Sum,
+                    "$min" => AccOp::Min,
+                    "$max" => AccOp::Max,
+                    "$first" => AccOp::First,
+                    "$last" => AccOp::Last,
+                    _ => return Err(declined("an unsupported accumulator")),
+                };
+                let arg = match arg {
+                    -1 => Arg::Time,
+                    -2 => Arg::Const(val_of(v)?),
+                    c if c >= 0 && (c as usize) < n => Arg::Field(c as usize),
+                    _ => return Err(declined("an accumulator argument out of range")),
+                };
+                Ok((op, arg))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let plan = Plan {
+            time_field,
+            fields,
+            time_preds,
+            row_preds,
+            bin_ms,
+            accs,
+        };
+        let fold = Fold::new(plan).map_err(|Decline(why)| declined(why))?;
+        Ok(BlockGroup { fold: Some(fold) })
+    }
+
+    /// Decodes and folds `buckets` (scan order) with their int32 series `classes`.
+    fn feed(
+        &mut self,
+        py: Python<'_>,
+        buckets: &Bound<'_, PyList>,
+        classes: &[u8],
+    ) -> PyResult<()> {
+        guard("BlockGroup.feed", || {
+            let mut fold = self
+                .fold
+                .take()
+                .ok_or_else(|| declined("a fold that declined"))?;
+            let objs = buckets
+                .iter()
+                .map(|b| b.cast_into::<PyBytes>().map_err(PyErr::from))
+                .collect::<PyResult<Vec<_>>>()?;
+            let raws: Vec<&[u8]> = objs.iter().map(|b| b.as_bytes()).collect();
+            if classes.len() != 4 * raws.len() {
+                return Err(declined("classes do not match the buckets"));
+            }
+            let classes: Vec<i32> = classes
+                .chunks_exact(4)
+                .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect();
+            let first = fold.buckets;
+            let done = py.detach(|| -> Result<Fold, Decline> {
+                let plan = &fold.plan;
+                let rows: Vec<Result<Option<Rows>, Decline>> = raws
+                    .par_iter()
+                    .zip(classes.par_iter())
+                    .map(|(raw, &class)| {
+                        if class < 0 {
+                            return Ok(None);
+                        }
+                        read_rows(raw, &plan.time_field, &plan.fields).map(Some)
+                    })
+                    .collect();
+                for (k, (r, &class)) in rows.into_iter().zip(classes.iter()).enumerate() {
+                    if let Some(r) = r? {
+                        fold.feed(first + k, class, &r)?;
+                    } else {
+                        fold.buckets += 1;
+                    }
+                }
+                Ok(fold)
+            });
+            match done {
+                Ok(fold) => {
+                    self.fold = Some(fold);
+                    Ok(())
+                }
+                Err(Decline(why)) => Err(declined(why)),
+            }
+        })
+    }
+
+    /// The groups in first-seen order: (class, bin start ms, first bucket, states); a
+    /// state is an int (`$count`), (int sum, int count, saw int64, saw double, double
+    /// sum, compensation, double count) for `$sum`/`$avg`, or (seen, value) otherwise.
+    fn groups<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let fold = self
+            .fold
+            .as_ref()
+            .ok_or_else(|| declined("a fold that declined"))?;
+        let out = PyList::empty(py);
+        for g in &fold.groups {
+            let states = PyList::empty(py);
+            for s in &g.states {
+                match *s {
+                    State::Count(n) => states.append(n)?,
+                    State::Sum(s) => {
+                        states.append((s.ival, s.nint, s.long, s.dbl, s.fsum, s.fcomp, s.ndbl))?
+                    }
+                    State::Pick(v) => states.append((!matches!(v, Val::Missing), tuple_of(v)))?,
+                    State::Seen(v, seen) => states.append((seen, tuple_of(v)))?,
+                }
+            }
+            out.append((g.class, g.bin_start, g.first_bucket, states))?;
+        }
+        Ok(out)
+    }
+
+    /// (buckets fed, columns decoded, rows passing the filter)
+    fn counters(&self) -> (usize, u64, u64) {
+        self.fold
+            .as_ref()
+            .map_or((0, 0, 0), |f| (f.buckets, f.columns_decoded, f.rows_passed))
+    }
+}
+
+/// bucket_metas(buckets) -> list[bytes | None]: each bucket's `{"m": meta}`, None for a
+/// bucket without meta.
+#[pyfunction]
+fn bucket_metas<'py>(
+    py: Python<'py>,
+    buckets: &Bound<'py, PyList>,
+) -> PyResult<Bound<'py, PyList>> {
+    guard("bucket_metas", || {
+        let out = PyList::empty(py);
+        for b in buckets.iter() {
+            let b = b.cast_into::<PyBytes>().map_err(PyErr::from)?;
+            match meta_doc(b.as_bytes()).map_err(|Decline(why)| declined(why))? {
+                Some(m) => out.append(PyBytes::new(py, &m))?,
+                None => out.append(py.None())?,
+            }
+        }
+        Ok(out)
+    })
+}
+
+/// bucket_heads(buckets, time_field) -> list[tuple[bytes | None, int | None]]: each
+/// bucket's `{"m": meta}` (None without meta) and `control.max.<time_field>` in ms (None
+/// when it is not a date), read without decoding the rest of the bucket.
+#[pyfunction]
+fn bucket_heads<'py>(
+    py: Python<'py>,
+    buckets: &Bound<'py, PyList>,
+    time_field: &str,
+) -> PyResult<Bound<'py, PyList>> {
+    guard("bucket_heads", || {
+        let out = PyList::empty(py);
+        for b in buckets.iter() {
+            let b = b.cast_into::<PyBytes>().map_err(PyErr::from)?;
+            let meta = meta_doc(b.as_bytes()).map_err(|Decline(why)| declined(why))?;
+            let t = max_time(b.as_bytes(), time_field).map_err(|Decline(why)| declined(why))?;
+            out.append((meta.map(|m| PyBytes::new(py, &m)), t))?;
+        }
+        Ok(out)
+    })
+}
+
+/// rows_at_time(bucket, time_field, t, keep=None) -> list[list[tuple[str, int, bytes]]]:
+/// the rows of a stored bucket whose time is `t` (ms), each as its present data fields
+/// but the time (restricted to `keep`): (name, BSON type, value bytes) in data order.
+#[pyfunction]
+#[pyo3(name = "rows_at_time", signature = (bucket, time_field, t, keep = None))]
+fn py_rows_at_time<'py>(
+    py: Python<'py>,
+    bucket: &Bound<'py, PyBytes>,
+    time_field: &str,
+    t: i64,
+    keep: Option<Vec<String>>,
+) -> PyResult<Bound<'py, PyList>> {
+    guard("rows_at_time", || {
+        let rows = rows_at_time(bucket.as_bytes(), time_field, t, keep.as_deref())
+            .map_err(|Decline(why)| declined(why))?;
+        let out = PyList::empty(py);
+        for row in rows {
+            let fields = PyList::empty(py);
+            for (name, ty, v) in row {
+                fields.append((name, ty, PyBytes::new(py, &v)))?;
+            }
+            out.append(fields)?;
+        }
+        Ok(out)
+    })
+}
+
+/// bucket_head(bucket) -> bytes: the stored bucket without its `data` region (what a
+/// bucket-level filter reads), None when it is malformed.
+#[pyfunction]
+fn bucket_head<'py>(py: Python<'py>, bucket: &Bound<'py, PyBytes>) -> Option<Bound<'py, PyBytes>> {
+    head_doc(bucket.as_bytes())
+        .ok()
+        .map(|h| PyBytes::new(py, &h))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<BlockGroup>()?;
+    m.add_function(wrap_pyfunction!(bucket_metas, m)?)?;
+    m.add_function(wrap_pyfunction!(bucket_heads, m)?)?;
+    m.add_function(wrap_pyfunction!(py_rows_at_time, m)?)?;
+    m.add_function(wrap_pyfunction!(bucket_head, m)?)
+}

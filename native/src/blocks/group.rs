@@ -1,0 +1,524 @@
+//! The fold: rows of buckets filtered, keyed and accumulated per group.
+//!
+//! Python reference: `SumState.add` (`query/expressions/reducers.py`: exact integer sums,
+//! MongoDB's compensated double sum), `MinMaxAcc` (BSON order, the first row holding the
+//! extreme wins), `FirstAcc`/`LastAcc`, `CountAcc` (`query/accumulators.py`), and
+//! `$dateTrunc`'s UTC bins from 2000-01-01 (`columnar_group._row_groups`).
+//!
+//! A group is a (series class, time bin) pair; groups are numbered in the order their
+//! first row is seen, which is the order the generic `$group` makes them in.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+use super::bucket::{Rows, Val};
+use super::Decline;
+
+pub const REF_UTC_MS: i64 = 946_684_800_000; // $dateTrunc's reference point, 2000-01-01
+const SAFE_TIME: i64 = 1 << 60;
+const DAY_MS: i64 = 86_400_000;
+const DAY_RANGE: (i64, i64) = (-62_135_596_800_000, 253_402_300_799_999); // years 1..9999
+
+/// A comparison of a value with a constant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cmp {
+    Eq,
+    Gt,
+    Gte,
+    Lt,
+    Lte,
+}
+
+impl Cmp {
+    pub fn parse(op: &str) -> Option<Cmp> {
+        Some(match op {
+            "$eq" => Cmp::Eq,
+            "$gt" => Cmp::Gt,
+            "$gte" => Cmp::Gte,
+            "$lt" => Cmp::Lt,
+            "$lte" => Cmp::Lte,
+            _ => return None,
+        })
+    }
+
+    fn holds(self, o: Ordering) -> bool {
+        match self {
+            Cmp::Eq => o == Ordering::Equal,
+            Cmp::Gt => o == Ordering::Greater,
+            Cmp::Gte => o != Ordering::Less,
+            Cmp::Lt => o == Ordering::Less,
+            Cmp::Lte => o != Ordering::Greater,
+        }
+    }
+}
+
+/// What an accumulator folds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Arg {
+    /// column `i` of the requested fields
+    Field(usize),
+    /// the time field
+    Time,
+    /// a constant (of `$sum`/`$avg`)
+    Const(Val),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccOp {
+    Count,
+    Sum,
+    Min,
+    Max,
+    First,
+    Last,
+}
+
+/// The shape of a supported `[$match] $group`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub time_field: String,
+    pub fields: Vec<String>,
+    pub time_preds: Vec<(Cmp, i64)>,
+    /// (column, comparison, numeric constant): the row passes when the value is a number
+    /// that compares so with the constant (type bracketing); a NaN value declines
+    pub row_preds: Vec<(usize, Cmp, Val)>,
+    /// the `$dateTrunc` bin size in ms, when the `_id` has one
+    pub bin_ms: Option<i64>,
+    pub accs: Vec<(AccOp, Arg)>,
+}
+
+/// A partial `SumState` (`$sum`/`$avg`): integers exactly, doubles compensated.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Sum {
+    pub ival: i128,
+    pub nint: i64,
+    pub long: bool,
+    pub dbl: bool,
+    pub fsum: f64,
+    pub fcomp: f64,
+    pub ndbl: i64,
+}
+
+impl Sum {
+    fn add(&mut self, v: Val) -> Result<(), Decline> {
+        match v {
+            Val::Int32(i) => {
+                self.ival += i as i128;
+                self.nint += 1;
+            }
+            Val::Int64(i) => {
+                self.ival += i as i128;
+                self.nint += 1;
+                self.long = true;
+            }
+            Val::Double(v) => {
+                self.dbl = true;
+                let s = self.fsum;
+                let x = s + v;
+                if x.is_finite() {
+                    if s.abs() >= v.abs() {
+                        self.fcomp += (s - x) + v;
+                    } else {
+                        self.fcomp += (v - x) + s;
+                    }
+                }
+                self.fsum = x;
+                self.ndbl += 1;
+            }
+            _ => {}
+        }
+        if self.ival.unsigned_abs() > (1u128 << 120) {
+            return Err(Decline("an integer sum beyond 120 bits"));
+        }
+        Ok(())
+    }
+}
+
+/// A partial accumulator state.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum State {
+    Count(i64),
+    Sum(Sum),
+    /// min/max: the value kept (Missing: none yet)
+    Pick(Val),
+    /// first/last: the value kept, and whether a row was seen
+    Seen(Val, bool),
+}
+
+/// A group: its series class, its bin start (ms; 0 without a bin), the bucket whose row
+/// made it (for its `_id`'s meta), and its states.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    pub class: i32,
+    pub bin_start: i64,
+    pub first_bucket: usize,
+    pub states: Vec<State>,
+}
+
+/// The fold over buckets, fed in scan order.
+#[derive(Debug)]
+pub struct Fold {
+    pub plan: Plan,
+    pub groups: Vec<Group>,
+    index: HashMap<(i32, i64), usize>,
+    pub rows_passed: u64,
+    pub columns_decoded: u64,
+    pub buckets: usize,
+}
+
+/// BSON order of two numbers: NaN below every number and equal to itself, int and double
+/// compared exactly.
+pub fn cmp_num(a: Val, b: Val) -> Option<Ordering> {
+    let i = |v: Val| match v {
+        Val::Int32(x) => Some(x as i64),
+        Val::Int64(x) => Some(x),
+        _ => None,
+    };
+    Some(match (a, b) {
+        (Val::Double(x), Val::Double(y)) => match (x.is_nan(), y.is_nan()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => Ordering::Less,
+            (false, true) => Ordering::Greater,
+            _ => x.partial_cmp(&y)?,
+        },
+        (Val::Double(x), _) => cmp_int_double(i(b)?, x)?.reverse(),
+        (_, Val::Double(y)) => cmp_int_double(i(a)?, y)?,
+        _ => i(a)?.cmp(&i(b)?),
+    })
+}
+
+fn cmp_int_double(i: i64, d: f64) -> Option<Ordering> {
+    if d.is_nan() {
+        return Some(Ordering::Greater);
+    }
+    if d >= 9_223_372_036_854_775_808.0 {
+        return Some(Ordering::Less);
+    }
+    if d < -9_223_372_036_854_775_808.0 {
+        return Some(Ordering::Greater);
+    }
+    let t = d.trunc();
+    let ti = t as i64; // exact: |t| < 2^63
+    Some(match i.cmp(&ti) {
+        Ordering::Equal => 0.0f64.partial_cmp(&(d - t))?,
+        o => o,
+    })
+}
+
+/// BSON canonical class of a value kept by `$min`/`$max` (numbers < bool < date).
+fn class_of(v: Val) -> u8 {
+    match v {
+        Val::Int32(_) | Val::Int64(_) | Val::Double(_) => 1,
+        Val::Bool(_) => 2,
+        Val::Date(_) => 3,
+        Val::Missing | Val::Null => 0,
+    }
+}
+
+/// The order of two present values of `$min`/`$max`.
+fn cmp_bson(a: Val, b: Val) -> Ordering {
+    let (ca, cb) = (class_of(a), class_of(b));
+    if ca != cb {
+        return ca.cmp(&cb);
+    }
+    match (a, b) {
+        (Val::Bool(x), Val::Bool(y)) => x.cmp(&y),
+        (Val::Date(x), Val::Date(y)) => x.cmp(&y),
+        _ => cmp_num(a, b).unwrap_or(Ordering::Equal),
+    }
+}
+
+impl Fold {
+    pub fn new(plan: Plan) -> Result<Fold, Decline> {
+        if let Some(size) = plan.bin_ms {
+            if size <= 0 || size >= SAFE_TIME {
+                return Err(Decline("a bin size out of range"));
+            }
+        }
+        Ok(Fold {
+            plan,
+            groups: Vec::new(),
+            index: HashMap::new(),
+            rows_passed: 0,
+            columns_decoded: 0,
+            buckets: 0,
+        })
+    }
+
+    fn new_states(&self) -> Vec<State> {
+        self.plan
+            .accs
+            .iter()
+            .map(|(op, _)| match op {
+                AccOp::Count => State::Count(0),
+                AccOp::Sum => State::Sum(Sum::default()),
+                AccOp::Min | AccOp::Max => State::Pick(Val::Missing),
+                AccOp::First | AccOp::Last => State::Seen(Val::Missing, false),
+            })
+            .collect()
+    }
+
+    fn bin(&self, t: i64) -> Result<i64, Decline> {
+        let Some(size) = self.plan.bin_ms else {
+            return Ok(0);
+        };
+        if !(-SAFE_TIME..=SAFE_TIME).contains(&t)
+            || (size % DAY_MS == 0 && !(DAY_RANGE.0..=DAY_RANGE.1).contains(&t))
+        {
+            return Err(Decline("a time out of the bin range"));
+        }
+        Ok(REF_UTC_MS + (t - REF_UTC_MS).div_euclid(size) * size)
+    }
+
+    fn row_passes(&self, rows: &Rows, r: usize) -> Result<bool, Decline> {
+        let t = rows.times[r];
+        for &(op, ms) in &self.plan.time_preds {
+            if !op.holds(t.cmp(&ms)) {
+                return Ok(false);
+            }
+        }
+        for &(c, op, k) in &self.plan.row_preds {
+            let v = rows.columns[c][r];
+            match v {
+                Val::Double(d) if d.is_nan() => return Err(Decline("NaN in a filtered field")),
+                Val::Int32(_) | Val::Int64(_) | Val::Double(_) => {
+                    let o = cmp_num(v, k).ok_or(Decline("an uncomparable constant"))?;
+                    if !op.holds(o) {
+                        return Ok(false);
+                    }
+                }
+                _ => return Ok(false),
+            }
+        }
+        Ok(true)
+    }
+
+    /// Folds the rows of bucket `bucket` (its number in scan order) of series class `class`.
+    pub fn feed(&mut self, bucket: usize, class: i32, rows: &Rows) -> Result<(), Decline> {
+        self.buckets += 1;
+        self.columns_decoded += 1 + rows.columns.len() as u64;
+        let mut last: Option<(i64, usize)> = None; // (bin, group) of the previous row
+        for r in 0..rows.times.len() {
+            if !self.row_passes(rows, r)? {
+                continue;
+            }
+            self.rows_passed += 1;
+            let bin = self.bin(rows.times[r])?;
+            // consecutive rows mostly share a group: no hashing for them
+            let g = match last {
+                Some((b, g)) if b == bin => g,
+                _ => match self.index.get(&(class, bin)) {
+                    Some(&g) => g,
+                    None => {
+                        let g = self.groups.len();
+                        let states = self.new_states();
+                        self.groups.push(Group {
+                            class,
+                            bin_start: bin,
+                            first_bucket: bucket,
+                            states,
+                        });
+                        self.index.insert((class, bin), g);
+                        g
+                    }
+                },
+            };
+            last = Some((bin, g));
+            let group = &mut self.groups[g];
+            for (k, &(op, arg)) in self.plan.accs.iter().enumerate() {
+                let v = match arg {
+                    Arg::Field(c) => rows.columns[c][r],
+                    Arg::Time => Val::Date(rows.times[r]),
+                    Arg::Const(v) => v,
+                };
+                match (&mut group.states[k], op) {
+                    (State::Count(n), _) => *n += 1,
+                    (State::Sum(s), _) => s.add(v)?,
+                    (State::Pick(kept), AccOp::Min | AccOp::Max) => {
+                        if class_of(v) == 0 {
+                            continue;
+                        }
+                        let better = match *kept {
+                            Val::Missing => true,
+                            k => {
+                                let o = cmp_bson(v, k);
+                                if op == AccOp::Max {
+                                    o == Ordering::Greater
+                                } else {
+                                    o == Ordering::Less
+                                }
+                            }
+                        };
+                        if better {
+                            *kept = v;
+                        }
+                    }
+                    (State::Seen(kept, seen), AccOp::First) => {
+                        if !*seen {
+                            *kept = v;
+                            *seen = true;
+                        }
+                    }
+                    (State::Seen(kept, seen), _) => {
+                        *kept = v;
+                        *seen = true;
+                    }
+                    (State::Pick(_), _) => unreachable!("a pick state is min or max"),
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(accs: Vec<(AccOp, Arg)>, bin_ms: Option<i64>) -> Plan {
+        Plan {
+            time_field: "t".into(),
+            fields: vec!["x".into()],
+            time_preds: vec![],
+            row_preds: vec![],
+            bin_ms,
+            accs,
+        }
+    }
+
+    fn rows(times: Vec<i64>, x: Vec<Val>) -> Rows {
+        Rows {
+            times,
+            columns: vec![x],
+        }
+    }
+
+    #[test]
+    fn numbers_compare_exactly() {
+        use Val::*;
+        assert_eq!(
+            cmp_num(Int64(1 << 53 | 1), Double(9007199254740992.0)),
+            Some(Ordering::Greater)
+        );
+        assert_eq!(cmp_num(Int32(2), Double(2.5)), Some(Ordering::Less));
+        assert_eq!(cmp_num(Int32(-3), Double(-2.5)), Some(Ordering::Less));
+        assert_eq!(cmp_num(Double(f64::NAN), Int32(-5)), Some(Ordering::Less));
+        assert_eq!(
+            cmp_num(Double(f64::NAN), Double(f64::NAN)),
+            Some(Ordering::Equal)
+        );
+        assert_eq!(
+            cmp_num(Int64(i64::MAX), Double(9.3e18)),
+            Some(Ordering::Less)
+        );
+        assert_eq!(cmp_num(Int32(3), Double(3.0)), Some(Ordering::Equal));
+        assert_eq!(cmp_num(Bool(true), Int32(1)), None);
+    }
+
+    #[test]
+    fn max_keeps_the_first_row_of_the_extreme_and_orders_types() {
+        use Val::*;
+        let mut f = Fold::new(plan(
+            vec![(AccOp::Max, Arg::Field(0)), (AccOp::Min, Arg::Field(0))],
+            None,
+        ))
+        .unwrap();
+        f.feed(
+            0,
+            0,
+            &rows(
+                vec![1, 2, 3, 4, 5],
+                vec![Int32(3), Double(3.0), Null, Double(f64::NAN), Missing],
+            ),
+        )
+        .unwrap();
+        assert_eq!(f.groups.len(), 1);
+        assert_eq!(f.groups[0].states[0], State::Pick(Int32(3)));
+        assert!(matches!(f.groups[0].states[1], State::Pick(Double(d)) if d.is_nan()));
+        f.feed(1, 0, &rows(vec![6, 7], vec![Bool(false), Date(-1)]))
+            .unwrap();
+        assert_eq!(f.groups[0].states[0], State::Pick(Date(-1)));
+    }
+
+    #[test]
+    fn sums_are_exact_and_compensated() {
+        use Val::*;
+        let mut f = Fold::new(plan(
+            vec![(AccOp::Sum, Arg::Field(0)), (AccOp::Count, Arg::Time)],
+            None,
+        ))
+        .unwrap();
+        f.feed(
+            0,
+            0,
+            &rows(
+                vec![0, 0, 0, 0, 0],
+                vec![
+                    Int64(i64::MAX),
+                    Int64(i64::MAX),
+                    Double(0.1),
+                    Double(1e100),
+                    Bool(true),
+                ],
+            ),
+        )
+        .unwrap();
+        let State::Sum(s) = f.groups[0].states[0] else {
+            panic!()
+        };
+        assert_eq!(s.ival, 2 * i64::MAX as i128);
+        assert_eq!((s.nint, s.ndbl, s.long, s.dbl), (2, 2, true, true));
+        assert_eq!(s.fsum, 0.1 + 1e100);
+        assert_eq!(s.fcomp, (1e100 - (0.1 + 1e100)) + 0.1);
+        assert_eq!(f.groups[0].states[1], State::Count(5));
+    }
+
+    #[test]
+    fn groups_by_class_and_bin_in_first_seen_order() {
+        use Val::*;
+        let mut p = plan(
+            vec![(AccOp::First, Arg::Field(0)), (AccOp::Last, Arg::Time)],
+            Some(60_000),
+        );
+        p.time_preds = vec![(Cmp::Gte, REF_UTC_MS)];
+        p.row_preds = vec![(0, Cmp::Gt, Int32(1))];
+        let mut f = Fold::new(p).unwrap();
+        let t = REF_UTC_MS;
+        f.feed(
+            0,
+            5,
+            &rows(
+                vec![t + 61_000, t - 1, t + 1, t + 2],
+                vec![Int32(2), Int32(9), Double(1.5), Int64(7)],
+            ),
+        )
+        .unwrap();
+        f.feed(1, 2, &rows(vec![t], vec![Int32(1)])).unwrap();
+        f.feed(2, 2, &rows(vec![t + 5], vec![Double(2.0)])).unwrap();
+        let got: Vec<_> = f
+            .groups
+            .iter()
+            .map(|g| (g.class, g.bin_start - t, g.first_bucket))
+            .collect();
+        assert_eq!(got, vec![(5, 60_000, 0), (5, 0, 0), (2, 0, 2)]);
+        assert_eq!(f.groups[1].states[0], State::Seen(Double(1.5), true));
+        assert_eq!(f.groups[1].states[1], State::Seen(Date(t + 2), true));
+        assert_eq!(f.rows_passed, 4);
+    }
+
+    #[test]
+    fn declines_nan_in_a_filter_and_bins_out_of_range() {
+        use Val::*;
+        let mut p = plan(vec![(AccOp::Count, Arg::Time)], None);
+        p.row_preds = vec![(0, Cmp::Lt, Int32(1))];
+        let mut f = Fold::new(p).unwrap();
+        assert!(f
+            .feed(0, 0, &rows(vec![0], vec![Double(f64::NAN)]))
+            .is_err());
+        let mut f = Fold::new(plan(vec![(AccOp::Count, Arg::Time)], Some(DAY_MS))).unwrap();
+        assert!(f
+            .feed(0, 0, &rows(vec![DAY_RANGE.1 + 1], vec![Null]))
+            .is_err());
+        assert_eq!(f.bin(REF_UTC_MS - 1), Ok(REF_UTC_MS - DAY_MS));
+    }
+}

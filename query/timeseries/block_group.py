@@ -1,0 +1,269 @@
+"""Block processing: the columnar `$group` folded by the native core over stored buckets.
+
+The first try of the columnar `$group` path (`columnar_group`): the candidate buckets come
+from the bucket scan as the bytes the storage returns (never decoded into Python); the
+native core (`storage._native.BlockGroup`, native/src/blocks/) decodes only the time
+column and the needed `data.<field>` columns into typed arrays, applies the per-row filter
+(time range, numeric comparisons of fields) and folds each group's accumulators. Python
+sees one object per distinct meta value and one per group: each distinct meta is given a
+series class (the `_id`'s meta part, under the `$match`'s meta conditions) before the
+fold, and each group's partial state is fed into the generic accumulator objects, which
+make the result documents. So the result is the generic `$group`'s, value and type.
+
+The core declines (`Declined`) anything it does not reproduce exactly — v1 buckets, types
+other than int32/int64/double/bool/date/null in a needed column, NaN in a filtered
+field, times outside the bins' range — and `block_group` then returns None: the numpy
+path, else the general path, answers.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Iterable, Iterator
+from typing import Any, Final
+
+from bson import Int64
+from bson.datetime_ms import DatetimeMS
+
+from query.expressions.values import K_DOUBLE, K_LONG
+from query.stages.group import group_key
+from storage import native
+from storage.bsonutil import decode
+from storage.collection import Collection
+from storage.errors import MongoError
+from storage.timeseries import ControlFilter
+from storage.vocabulary.bson_types import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64, T_NULL
+from storage.vocabulary.missing import MISSING
+
+from .scan import BucketScan, MetaGate, ReadStats, stored_control
+
+__all__ = ["Decline", "block_group", "group_raw"]
+
+_BATCH: Final = 256  # buckets per call into the core
+_TIME: Final = -1
+_CONST: Final = -2
+
+
+class Decline(Exception):
+    """A columnar path does not apply: the next path answers (raised by both columnar
+    folds, and by the groups they share)."""
+
+
+def _value_tuple(v: Any) -> tuple[int, int, float]:
+    """A constant as the core reads it (see native/src/blocks/bindings.rs)."""
+    t = type(v)
+    if t is int:
+        if -(2**31) <= v < 2**31:
+            return T_INT32, v, 0.0
+        if -(2**63) <= v < 2**63:
+            return T_INT64, v, 0.0
+        raise Decline
+    if t is Int64:
+        return T_INT64, int(v), 0.0
+    if t is float:
+        return T_DOUBLE, 0, v
+    if t is bool:
+        return T_BOOL, int(v), 0.0
+    if v is None:
+        return T_NULL, 0, 0.0
+    if t is str:
+        return 0, 0, 0.0  # $sum of a string constant adds nothing, as missing does
+    raise Decline
+
+
+def _py_value(t: int, i: int, f: float) -> Any:
+    """A value from the core as the generic unpacking gives it."""
+    if t == T_DOUBLE:
+        return f
+    if t == T_INT32:
+        return i
+    if t == T_INT64:
+        return Int64(i)
+    if t == T_BOOL:
+        return bool(i)
+    if t == T_DATE:
+        return DatetimeMS(i)
+    if t == T_NULL:
+        return None
+    return MISSING
+
+
+def _core_group(plan: Any) -> Any:
+    assert native.core is not None
+    fields: list[str] = plan.fields
+    col = {f: k for k, f in enumerate(fields)}
+    accs = []
+    for a in plan.accs:
+        if a.field is None:
+            arg = _CONST if a.op != "$count" else _TIME
+            accs.append((a.op, arg, _value_tuple(a.const) if arg == _CONST else (0, 0, 0.0)))
+        else:
+            accs.append((a.op, _TIME if a.field == plan.time_field else col[a.field],
+                         (0, 0, 0.0)))
+    preds = []
+    for f, op, v in plan.row_preds:
+        c = _value_tuple(v)
+        if c[0] not in (T_INT32, T_INT64, T_DOUBLE) or (type(v) is float and math.isnan(v)):
+            raise Decline
+        preds.append((col[f], op, c))
+    return native.core.BlockGroup(plan.time_field, fields, plan.time_preds, preds,
+                                  plan.bin_ms, accs)
+
+
+class _Classes:
+    """The series class of each distinct meta value: buckets whose rows may share a
+    group share a class; -1 for a meta the `$match` excludes."""
+
+    def __init__(self, plan: Any, variables: dict[str, Any]) -> None:
+        self.plan = plan
+        self.variables = variables
+        self.of_meta: dict[bytes | None, tuple[int, Any, bool]] = {}
+        self.keys: dict[Any, int] = {}
+
+    def of(self, meta_doc: bytes | None) -> tuple[int, Any, bool]:
+        got = self.of_meta.get(meta_doc)
+        if got is None:
+            got = self.of_meta[meta_doc] = self._class(meta_doc)
+        return got
+
+    def _class(self, meta_doc: bytes | None) -> tuple[int, Any, bool]:
+        plan = self.plan
+        has_meta = meta_doc is not None
+        meta = decode(meta_doc)["m"] if meta_doc is not None else None
+        doc = {plan.meta_field: meta} if has_meta else {}
+        if plan.meta_matcher is not None and not plan.meta_matcher.matches(doc):
+            return -1, meta, has_meta
+        if not plan.id_uses_meta:
+            return 0, meta, has_meta
+        # the _id with a fixed time: equal for two metas exactly when their rows of one
+        # bin share a group in the generic $group
+        gid = plan.group.id_fn({**doc, plan.time_field: DatetimeMS(0)}, self.variables)
+        key = gid if type(gid) in (str, int) else group_key(gid)
+        return self.keys.setdefault(key, len(self.keys)), meta, has_meta
+
+
+def block_group(buckets: Collection, bucket_filter: dict[str, Any] | None,
+                control: ControlFilter | None, plan: Any, groups: Any,
+                variables: dict[str, Any], stats: ReadStats | None
+                ) -> list[dict[str, Any]] | None:
+    """The `$group` output of `plan` over the buckets, folded into `groups` (the columnar
+    path's `_Groups`, empty), or None when block processing declines."""
+    if native.core is None:
+        return None
+    try:
+        return _block_group(buckets, bucket_filter, control, plan, groups, variables, stats)
+    except (Decline, native.Declined, native.core.NativeError):
+        return None
+
+
+def _batches(scan: BucketScan, control: ControlFilter | None, stats: ReadStats
+             ) -> Iterator[list[bytes]]:
+    batch: list[bytes] = []
+    gate = MetaGate(scan.filter if scan.collator is None else None)
+    for _rid, raw in scan.raw():
+        stats.buckets_scanned += 1
+        if gate.active and not gate.passes(raw):
+            continue
+        if control is not None and not control.may_match(stored_control(raw)):
+            stats.buckets_skipped += 1
+            continue
+        batch.append(raw)
+        if len(batch) == _BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _block_group(buckets: Collection, bucket_filter: dict[str, Any] | None,
+                 control: ControlFilter | None, plan: Any, groups: Any,
+                 variables: dict[str, Any], stats: ReadStats | None
+                 ) -> list[dict[str, Any]]:
+    mine = ReadStats()  # copied to `stats` only when this path answers
+    docs, (_fed, matched, columns, rows) = _fold(
+        _batches(BucketScan(buckets, bucket_filter, mine), control, mine), plan, groups,
+        variables)
+    if stats is not None:
+        stats.scan = mine.scan
+        stats.buckets_skipped += mine.buckets_skipped
+        stats.buckets_matched += matched
+        stats.buckets_unpacked += matched
+        stats.buckets_scanned += mine.buckets_scanned
+        stats.columns_decoded += columns
+        stats.measurements += rows
+        stats.path = "blockGroup"
+    return docs
+
+
+def group_raw(batches: Iterable[list[bytes]], plan: Any, groups: Any,
+              variables: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The `$group` output of `plan` over stored buckets given as bytes, in batches (scan
+    order), or None when block processing declines."""
+    if native.core is None:
+        return None
+    try:
+        return _fold(batches, plan, groups, variables)[0]
+    except (Decline, native.Declined, native.core.NativeError):
+        return None
+
+
+def _fold(batches: Iterable[list[bytes]], plan: Any, groups: Any, variables: dict[str, Any]
+          ) -> tuple[list[dict[str, Any]], tuple[int, int, int, int]]:
+    """The documents, and (buckets fed, buckets matched, columns decoded, rows passing
+    the filter)."""
+    assert native.core is not None
+    fold = _core_group(plan)
+    classes = _Classes(plan, variables)
+    metas: list[tuple[Any, bool]] = []  # of each bucket fed, for the groups' _id
+    bucket_metas = native.core.bucket_metas
+    matched = 0
+    for batch in batches:
+        cls = array("i")
+        for m in bucket_metas(batch):
+            c, meta, has_meta = classes.of(m)
+            cls.append(c)
+            metas.append((meta, has_meta))
+            matched += c >= 0
+        fold.feed(batch, cls.tobytes())
+    tf, mf = plan.time_field, plan.meta_field
+    for _cls, bin_start, first, states in fold.groups():
+        doc: dict[str, Any] = {}
+        if plan.bin_ms is not None:
+            doc[tf] = DatetimeMS(bin_start)
+        if plan.id_uses_meta:
+            meta, has_meta = metas[first]
+            if has_meta:
+                doc[mf] = meta
+        before = len(groups.ids)
+        try:
+            g = groups.group_of(doc)
+        except MongoError:
+            raise Decline from None
+        if len(groups.ids) == before:
+            raise Decline  # two of the core's groups are one generic group
+        _fill(plan, groups.accs[g], states)
+    fed, columns, rows = fold.counters()
+    return groups.results(), (fed, matched, columns, rows)
+
+
+def _fill(plan: Any, accs: list[Any], states: list[Any]) -> None:
+    """Feed one group's partial states into its (fresh) generic accumulators."""
+    for a, acc, st in zip(plan.accs, accs, states):
+        if a.op == "$count":
+            acc.n += st
+        elif a.op in ("$sum", "$avg"):
+            ival, nint, saw_long, saw_double, fsum, fcomp, ndbl = st
+            s = acc.s
+            s.ival += ival
+            s.count += nint + ndbl
+            if saw_long and s.kind < K_LONG:
+                s.kind = K_LONG
+            if saw_double:
+                if s.kind < K_DOUBLE:
+                    s.kind = K_DOUBLE
+                s.fsum, s.fcomp = fsum, fcomp
+        else:
+            seen, v = st
+            if seen:
+                acc.process(_py_value(*v))
