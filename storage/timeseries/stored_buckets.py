@@ -28,7 +28,7 @@ a bucket has several keys in the index, the pending writes are flushed first (by
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from bson import Binary, ObjectId, Timestamp
@@ -36,8 +36,11 @@ from bson.datetime_ms import DatetimeMS
 
 from storage.bounds import Interval
 from storage.bsonutil import decode
+from storage.engine.base import KeyRange
+from storage.keystring import encode_value, invert, prefix_successor
 from storage.vocabulary.missing import MISSING
 
+from .absent_series import absent_series
 from .constants import CONTROL, CONTROL_MIN, META
 from .index_schema import supports_reopening_query
 from .metadata import series_key
@@ -88,9 +91,15 @@ class StoredBuckets:
         if index is None:
             return None
         entry = self.buckets.entry
-        pending = self.pending.series_writes(
-            entry.db, entry.name, series_key(query.meta)) if _identity_meta(query.meta) else None
+        identity = _identity_meta(query.meta)
+        key = series_key(query.meta) if identity else b""
+        pending = self.pending.series_writes(entry.db, entry.name, key) if identity else None
         if pending is not None:
+            if not pending[1] and type(query.meta) is not list and self.reopenable is None:
+                # a series storage holds no bucket of, and none pending: nothing to find
+                absent = absent_series(self.buckets)
+                if absent is not None and absent.holds_none_of(self.buckets, key):
+                    return None
             found = self._first_match(index, query, *pending)
             if found is not _UNORDERED:
                 return found  # type: ignore[return-value]
@@ -153,16 +162,24 @@ class StoredBuckets:
         """The stored buckets the query can match, in index order, and what besides
         `query.matches` they must pass. The index bounds are the query's: the meta value
         (every meta key for an array, see the module docstring) and the range of
-        `control.min.<time>`."""
+        `control.min.<time>`; for a meta value that is not an array, one key range built
+        directly (`_reopening_range`)."""
+        ix = self.buckets.entry.index(index)
+        assert ix is not None
+        fields = ix.spec.fields
+        if type(query.meta) is not list:
+            rng = _reopening_range(query, fields, ix.spec.directions)
+            if rng is not None:
+                found = self.buckets.index_scan_range(index, rng)
+                if found is not None:
+                    return _always, found
         min_path = f"{CONTROL}.{CONTROL_MIN}.{query.time_field}"
         if type(query.meta) is list:
             meta = Interval.all()
         else:
             meta = Interval.point(None if query.meta is MISSING else query.meta)
-        ix = self.buckets.entry.index(index)
-        assert ix is not None
         bounds = []
-        for name in ix.spec.fields:
+        for name in fields:
             if name == META:
                 bounds.append([meta])
             elif name == min_path:
@@ -190,6 +207,33 @@ _UNORDERED: Final = object()
 
 def _always(doc: Any) -> bool:
     return True
+
+
+def _reopening_range(query: ReopeningQuery, fields: Sequence[str],
+                     directions: Sequence[int]) -> KeyRange | None:
+    """The one key range of the reopening index that `plan_ranges` gives for the query's
+    bounds (a point meta value, then `control.min.<time>` in (t - span, t], every later
+    field unbounded), built from the meta value's keystring and the two dates; None when
+    the index is not {meta, control.min.<time>, ...} (without metaField:
+    {control.min.<time>, ...})."""
+    prefix = b""
+    i = 0
+    if fields and fields[0] == META:
+        enc = encode_value(None if query.meta is MISSING else query.meta)
+        prefix = enc if directions[0] >= 0 else invert(enc)
+        i = 1
+    if len(fields) <= i or fields[i] != f"{CONTROL}.{CONTROL_MIN}.{query.time_field}":
+        return None
+    lo = encode_value(DatetimeMS(query.min_time_gt_ms))  # exclusive
+    hi = encode_value(DatetimeMS(query.time_ms))         # inclusive
+    if lo >= hi:
+        return None  # an empty range: left to the planner
+    if directions[i] >= 0:
+        start, end = prefix_successor(prefix + lo), prefix_successor(prefix + hi)
+        if start is None:
+            return None
+        return KeyRange(start, True, end, False)
+    return KeyRange(prefix + invert(hi), True, prefix + invert(lo), False)
 
 
 def _identity_meta(meta: Any) -> bool:
