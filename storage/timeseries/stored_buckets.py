@@ -92,7 +92,8 @@ class StoredBuckets:
             return None
         entry = self.buckets.entry
         identity = _identity_meta(query.meta)
-        key = series_key(query.meta) if identity else b""
+        key = (series_key(query.meta) if query.series is None else query.series) \
+            if identity else b""
         pending = self.pending.series_writes(entry.db, entry.name, key) if identity else None
         if pending is not None:
             if not pending[1] and type(query.meta) is not list and self.reopenable is None:
