@@ -121,9 +121,14 @@ class StoredBuckets:
         best: tuple[dict[str, Any], bytes, tuple[int, int]] | None = None
         reopenable = self.reopenable
         for rid, raw in stored:
+            # a raw look first: what it rules out needs no decoding
+            oid = _leading_oid(raw)
+            if oid is not None and (oid in pending or len(raw) >= query.max_size or (
+                    reopenable is not None and not reopenable(oid))):
+                continue  # pending: its pending version is looked at below
             doc = decode(raw)
             if doc.get("_id") in pending:
-                continue  # its pending version is looked at below
+                continue
             if reopenable is not None and not (isinstance(doc.get("_id"), ObjectId)
                                                and reopenable(doc["_id"])):
                 continue
@@ -207,6 +212,14 @@ class StoredBuckets:
 
 
 _UNORDERED: Final = object()
+
+
+def _leading_oid(raw: bytes) -> ObjectId | None:
+    """The `_id` of a bucket document whose first field is an ObjectId `_id` (as the
+    catalog writes them), read from the bytes; None otherwise."""
+    if len(raw) >= 21 and raw[4:9] == b"\x07_id\x00":
+        return ObjectId(raw[9:21])
+    return None
 
 
 def _always(doc: Any) -> bool:

@@ -297,3 +297,31 @@ def test_a_collection_holding_buckets_is_queried(monkeypatch: pytest.MonkeyPatch
     assert len(scans) == 2
     assert stats["numBucketsReopened"] == 1
     cat.close()
+
+
+def test_the_raw_look_reads_a_leading_object_id_only() -> None:
+    import bson
+    from bson import ObjectId
+
+    oid = ObjectId()
+    assert stored_buckets._leading_oid(bson.encode({"_id": oid, "control": {}})) == oid
+    # (top-level bson.encode moves _id first: the document built as an embedded one)
+    later = bson.encode({"": {"control": {}, "_id": oid}})[6:-1]
+    assert stored_buckets._leading_oid(later) is None
+    assert stored_buckets._leading_oid(bson.encode({"_id": "x"})) is None
+
+
+def test_candidates_ruled_out_by_size_are_not_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    cat, _buckets, catalog, service, source = _catalog_and_source()
+    _insert(catalog, service, source, [_doc(i, "a", 60 + i) for i in range(3)])
+    catalog.clear("db.c")  # forgotten: only a query finds the bucket again
+    decoded: list[bytes] = []
+    real = stored_buckets.decode
+    monkeypatch.setattr(stored_buckets, "decode", lambda raw: decoded.append(raw) or real(raw))
+    q = ReopeningQuery("t", "a", T0 + 62 * 60_000, 3600, 1000, 100)  # max size 100 bytes
+    assert source.find_reopening_candidate("db.c", q) is None
+    assert decoded == []
+    q = ReopeningQuery("t", "a", T0 + 62 * 60_000, 3600, 1000, 1 << 20)
+    found = source.find_reopening_candidate("db.c", q)
+    assert found is not None and found[0]["control"]["count"] == 3 and len(decoded) == 1
+    cat.close()
