@@ -70,6 +70,9 @@ if TYPE_CHECKING:
 __all__ = ["Collection"]
 
 _BUILD_CHUNK: Final = 10_000
+# the source of `Collection.write_stamp`: one sequence for all handles, so a new handle's
+# stamp never equals one an old handle had
+_STAMPS: Final = itertools.count(1)
 _EMPTY_KEYS: Final = KeySet([], ())
 
 
@@ -88,6 +91,17 @@ class Collection:
     def __init__(self, catalog: Catalog, uuid: bytes) -> None:
         self._catalog = catalog
         self._uuid = uuid
+        self._write_stamp = next(_STAMPS)
+
+    @property
+    def write_stamp(self) -> int:
+        """Changes (to a value never seen before) when a write through this handle begins
+        (insert, update, delete, truncate), committed or not: a reader that saw the same
+        stamp twice knows no such write happened in between."""
+        return self._write_stamp
+
+    def _stamp(self) -> None:
+        self._write_stamp = next(_STAMPS)
 
     # --- identity -----------------------------------------------------------------------
 
@@ -255,6 +269,18 @@ class Collection:
         if batch:
             yield from self._fetch(rs, batch, stats)
 
+    def index_scan_range(self, name: str, rng: KeyRange
+                         ) -> Iterator[tuple[RecordId, bytes]] | None:
+        """(RecordId, document bytes) in index order of the keys in `rng`, a range the
+        caller built (as `plan_ranges` would); None when the index is multikey (a
+        document may have several keys there: use `index_scan`)."""
+        ix = self._require_index(name)
+        if ix.multikey:
+            return None
+        store = self._catalog._index_runtime(ix).store
+        return ((rid, raw) for _key, rid, raw in
+                self._catalog.engine.scan_with_records(store, self._rs(), rng))
+
     @staticmethod
     def _fetch(rs: RecordStore, rids: list[RecordId], stats: ScanStats | None
                ) -> Iterator[tuple[RecordId, bytes]]:
@@ -370,6 +396,7 @@ class Collection:
                      durable: bool, *, optimistic: bool = True,
                      shards: Sequence[int] | None = None) -> list[RecordId]:
         """Write documents `accepted` and their keys in one transaction (scope)."""
+        self._stamp()
         with self._catalog.engine.transaction(durable=durable):
             rids = self._rs().insert([raws[i] for i in accepted], shards=None if shards is None
                                      else [shards[i] for i in accepted])
@@ -442,6 +469,7 @@ class Collection:
         `old_doc`, when the caller has it decoded, saves a read; `expected` is the stored
         bytes it was decoded from: WriteConflict when another process changed them since
         (see `RecordStore.update`)."""
+        self._stamp()
         entry = self.entry
         rs = self._rs()
         if old_doc is None:
@@ -484,6 +512,7 @@ class Collection:
                expected: bytes | None = None, durable: bool = False) -> bool:
         """Remove the document at `rid` and its index entries; False if none. `old_doc`
         and `expected` as for `update`."""
+        self._stamp()
         entry = self.entry
         rs = self._rs()
         if old_doc is None:
@@ -502,6 +531,7 @@ class Collection:
 
     def truncate(self, *, durable: bool = False) -> int:
         """Remove every document (indexes and their specs stay); returns how many."""
+        self._stamp()
         entry = self.entry
         rs = self._rs()
         n = rs.count()

@@ -62,9 +62,16 @@ def size_change(bucket: Bucket, m: Measurement, large_threshold: int) -> SizeCha
         sc.verified += 4 + m.meta_value_size  # "meta" + type byte + value
     digits = num_digits(bucket.num_measurements)
     committed = bucket.field_names
-    if committed.issuperset(m.names) and m.max_value_len + digits + 2 <= large_threshold:
+    small = m.max_value_len + digits + 2 <= large_threshold
+    if small and committed.issuperset(m.names):
         return sc  # the common case: known fields, small values
     uncommitted = bucket.uncommitted_field_names
+    if small and not committed and not uncommitted:
+        # a new bucket's first measurement: every field new, no estimate; the loop below
+        # summed from the names and the values' total
+        sc.new_fields = list(m.names)
+        sc.verified += _names_overhead(m.names) + 2 * m.value_bytes
+        return sc
     for name, value_len in _value_lens(m):
         name_len = len(name) if name.isascii() else len(name.encode("utf-8"))
         if name not in committed:
@@ -76,6 +83,21 @@ def size_change(bucket: Bucket, m: Measurement, large_threshold: int) -> SizeCha
         if element_size > large_threshold:
             sc.estimate += element_size
     return sc
+
+
+_NAMES_OVERHEAD: dict[tuple[str, ...], int] = {}
+
+
+def _names_overhead(names: tuple[str, ...]) -> int:
+    """What new fields `names` add to a bucket's size besides twice their values:
+    12 + len(name) + 2 * (2 + len(name)) each."""
+    n = _NAMES_OVERHEAD.get(names)
+    if n is None:
+        if len(_NAMES_OVERHEAD) >= 4096:
+            _NAMES_OVERHEAD.clear()
+        n = _NAMES_OVERHEAD[names] = sum(16 + 3 * len(name.encode("utf-8", "surrogatepass"))
+                                         for name in names)
+    return n
 
 
 def _value_lens(m: Measurement) -> list[tuple[str, int]]:

@@ -101,8 +101,11 @@ class BucketCatalog:
         ctx = BatchContext(coll, options, source, self._stats.of(coll),
                            self.params.memory_threshold_bytes(),
                            check_versions=self.check_versions)
+        if self._registry.memory > ctx.threshold:
+            self._measurements.clear_caches()  # what expiry cannot reach goes first
         prepared, errors = self._measurements.prepare_all(measurements, options, ordered,
                                                           prescanned)
+        self._registry.set_cache_bytes(self._measurements.cache_bytes)
         groups: dict[bytes, list[Measurement]] = {}
         for pm in prepared:
             g = groups.get(pm.key)

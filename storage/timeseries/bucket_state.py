@@ -23,6 +23,7 @@ the buckets of a batch in parallel; `fold_control`, `fold_columns` and
 
 from __future__ import annotations
 
+import struct
 from array import array
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -44,6 +45,9 @@ from .native_control import new as new_native_control
 if TYPE_CHECKING:
     from .bucket import Bucket
 
+_INT32 = struct.Struct("<i")
+_INT64 = struct.Struct("<q")
+
 __all__ = ["AnyColumnChange", "Folded", "control_documents", "fold_all", "fold_columns", "fold_control", "make_native", "native_documents",
            "reference_columns", "schema_compatible", "schema_learn", "set_time_bound"]
 
@@ -63,11 +67,12 @@ def make_native(b: Bucket) -> None:
 
 def set_time_bound(b: Bucket, time_field: str, rounded_ms: int) -> None:
     """A new bucket's control.min/max start with its rounded time."""
-    bound = {time_field: DatetimeMS(rounded_ms)}
     if b.control is not None:
-        b.control.update_doc(bound)
+        # {time_field: Date(rounded_ms)} as BSON, without encoding a dict
+        body = b"\x09" + time_field.encode() + b"\x00" + _INT64.pack(rounded_ms)
+        b.control.update_doc(_INT32.pack(len(body) + 5) + body + b"\x00")
     else:
-        b.minmax.update(bound)
+        b.minmax.update({time_field: DatetimeMS(rounded_ms)})
 
 
 def schema_compatible(b: Bucket, m: Measurement, meta_field: str | None) -> bool:

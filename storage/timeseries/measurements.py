@@ -57,6 +57,17 @@ __all__ = ["Measurement", "MeasurementPreparer", "ScannedDocuments", "Shape", "d
 _SHAPE_TYPES: Final = frozenset((Int64, float, DatetimeMS, ObjectId, bool, type(None)))
 _SHAPES_MAX: Final = 4096
 _META_CACHE_MAX: Final = 65536
+# The meta caches are also bounded by what they hold, estimated per entry from the
+# series key (an entry holds the key, the normalized meta value and a map slot; a TSBS
+# tag object of a 200-byte key takes about 1.4 kB, measured with tracemalloc) and
+# counted in the catalog's memory (`MeasurementPreparer.cache_bytes`).
+_META_CACHE_MAX_BYTES: Final = 16 * 1024 * 1024
+_CACHE_ENTRY_OVERHEAD: Final = 150
+_CACHE_PER_KEY_BYTE: Final = 6.4
+
+
+def _cache_entry_bytes(key: bytes) -> int:
+    return _CACHE_ENTRY_OVERHEAD + int(_CACHE_PER_KEY_BYTE * len(key))
 _UNKNOWN: Final = object()
 
 
@@ -143,8 +154,21 @@ class MeasurementPreparer:
         # shaped path off (tests compare both paths)
         self.shapes: dict[tuple[str, str | None], dict[tuple, Shape]] | None = {}
         self._key_metas: dict[bytes, Any] = {}   # series key -> normalized meta
+        self._key_metas_bytes = 0
+        self._meta_cache_bytes = 0
         # document sequences go through the native scan (tests compare both paths)
         self.scan = native_scan.AVAILABLE
+
+    def clear_caches(self) -> None:
+        """Forget the meta caches (memory pressure)."""
+        self._key_metas.clear()
+        self._meta_cache.clear()
+        self._key_metas_bytes = self._meta_cache_bytes = 0
+
+    @property
+    def cache_bytes(self) -> int:
+        """What the meta caches hold (estimated)."""
+        return self._key_metas_bytes + self._meta_cache_bytes
 
     def prepare_all(self, measurements: Sequence[Mapping[str, Any] | bytes] | RawDocuments,
                     options: TimeseriesOptions, ordered: bool,
@@ -233,9 +257,12 @@ class MeasurementPreparer:
         for j, key in enumerate(keys):
             meta = cache.get(key, _UNKNOWN)
             if meta is _UNKNOWN:
-                if len(cache) >= _META_CACHE_MAX:
+                if len(cache) >= _META_CACHE_MAX or \
+                        self._key_metas_bytes >= _META_CACHE_MAX_BYTES:
                     cache.clear()
+                    self._key_metas_bytes = 0
                 meta = cache[key] = native_scan.series_meta(batch, j)
+                self._key_metas_bytes += _cache_entry_bytes(key)
             out.append(meta)
         return out
 
@@ -361,9 +388,13 @@ class MeasurementPreparer:
             meta = normalize_meta(meta_v)
             cached = (series_key(meta), meta, 1 + len(to_element(meta_v)[1]))
             if ck is not None:
-                if len(self._meta_cache) >= _META_CACHE_MAX:
+                if len(self._meta_cache) >= _META_CACHE_MAX or \
+                        self._meta_cache_bytes >= _META_CACHE_MAX_BYTES:
                     self._meta_cache.clear()
+                    self._meta_cache_bytes = 0
                 self._meta_cache[ck] = cached
+                # the value as given and normalized, the key
+                self._meta_cache_bytes += 2 * _cache_entry_bytes(cached[0])
         return cached
 
 

@@ -43,6 +43,8 @@ from storage.engine.base import write_conflict
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
+from .absent_series import note_written
+
 if TYPE_CHECKING:
     from storage.catalog import Catalog, CollectionEntry
     from storage.collection import Collection
@@ -162,7 +164,9 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite]) -> None:
     """Perform bucket writes on the buckets collection (inside the caller's transaction).
 
     When no index of the collection reads `data`, index maintenance uses the catalog's
-    data-less view of each bucket instead of decoding bucket documents."""
+    data-less view of each bucket instead of decoding bucket documents. The collection's
+    memo of absent series (`absent_series`) learns the series written."""
+    stamp = buckets.write_stamp
     light = _indexes_read_no_data(buckets.entry)
     inserts = [w for w in writes if w.kind == "insert"]
     if inserts:
@@ -186,6 +190,7 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite]) -> None:
         else:
             new, old = decode(w.document), decode(found[1])
         buckets.update(found[0], new, encoded=w.document, old_doc=old, expected=w.expected)
+    note_written(buckets, stamp, [w.series for w in writes])
 
 
 def meta_shard(bucket: Mapping[str, Any]) -> int:

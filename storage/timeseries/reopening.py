@@ -72,6 +72,8 @@ class ReopeningQuery:
     bucket_max_span_seconds: int
     max_count: int
     max_size: int
+    # metadata.series_key of `meta`, when the caller has it (the source computes it else)
+    series: bytes | None = None
 
     @property
     def min_time_gt_ms(self) -> int:

@@ -231,7 +231,7 @@ class Stager:
             effective, _ = cache_derived_max_size(self.params, registry.num_active)
             query = ReopeningQuery(opts.time_field, m.meta, m.time_ms,
                                    opts.bucket_max_span_seconds,
-                                   self.params.timeseriesBucketMaxCount, effective)
+                                   self.params.timeseriesBucketMaxCount, effective, m.key)
             doc = ctx.source.find_reopening_candidate(ctx.coll, query)
             stats.inc(ctx.stats, "numBucketsQueried" if doc is not None
                       else "numBucketQueriesFailed")

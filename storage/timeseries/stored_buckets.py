@@ -10,7 +10,10 @@ live one reopens a bucket by query on nearly every batch, and flushing for each 
 undo the group commit.
 
 The stored buckets are found by a direct scan of the reopening index with the query's
-bounds: the meta value and the range of `control.min.<time>`. An array meta value is
+bounds: the meta value and the range of `control.min.<time>`, one key range built from
+the meta value's keystring and the two dates (what the bounds planner would give). A
+series the collection holds no bucket of and has no pending write of (`absent_series`)
+is answered without a scan. An array meta value is
 equal to arrays and to arrays holding it, and has one index key per element, so its scan
 takes every meta key within the time range; a bucket's keys all share its
 `control.min.<time>`, so the buckets `ReopeningQuery.matches` keeps come in the order
@@ -28,7 +31,7 @@ a bucket has several keys in the index, the pending writes are flushed first (by
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from bson import Binary, ObjectId, Timestamp
@@ -36,8 +39,11 @@ from bson.datetime_ms import DatetimeMS
 
 from storage.bounds import Interval
 from storage.bsonutil import decode
+from storage.engine.base import KeyRange
+from storage.keystring import encode_value, invert, prefix_successor
 from storage.vocabulary.missing import MISSING
 
+from .absent_series import absent_series
 from .constants import CONTROL, CONTROL_MIN, META
 from .index_schema import supports_reopening_query
 from .metadata import series_key
@@ -88,9 +94,16 @@ class StoredBuckets:
         if index is None:
             return None
         entry = self.buckets.entry
-        pending = self.pending.series_writes(
-            entry.db, entry.name, series_key(query.meta)) if _identity_meta(query.meta) else None
+        identity = _identity_meta(query.meta)
+        key = (series_key(query.meta) if query.series is None else query.series) \
+            if identity else b""
+        pending = self.pending.series_writes(entry.db, entry.name, key) if identity else None
         if pending is not None:
+            if not pending[1] and type(query.meta) is not list and self.reopenable is None:
+                # a series storage holds no bucket of, and none pending: nothing to find
+                absent = absent_series(self.buckets)
+                if absent is not None and absent.holds_none_of(self.buckets, key):
+                    return None
             found = self._first_match(index, query, *pending)
             if found is not _UNORDERED:
                 return found  # type: ignore[return-value]
@@ -108,9 +121,14 @@ class StoredBuckets:
         best: tuple[dict[str, Any], bytes, tuple[int, int]] | None = None
         reopenable = self.reopenable
         for rid, raw in stored:
+            # a raw look first: what it rules out needs no decoding
+            oid = _leading_oid(raw)
+            if oid is not None and (oid in pending or len(raw) >= query.max_size or (
+                    reopenable is not None and not reopenable(oid))):
+                continue  # pending: its pending version is looked at below
             doc = decode(raw)
             if doc.get("_id") in pending:
-                continue  # its pending version is looked at below
+                continue
             if reopenable is not None and not (isinstance(doc.get("_id"), ObjectId)
                                                and reopenable(doc["_id"])):
                 continue
@@ -153,16 +171,24 @@ class StoredBuckets:
         """The stored buckets the query can match, in index order, and what besides
         `query.matches` they must pass. The index bounds are the query's: the meta value
         (every meta key for an array, see the module docstring) and the range of
-        `control.min.<time>`."""
+        `control.min.<time>`; for a meta value that is not an array, one key range built
+        directly (`_reopening_range`)."""
+        ix = self.buckets.entry.index(index)
+        assert ix is not None
+        fields = ix.spec.fields
+        if type(query.meta) is not list:
+            rng = _reopening_range(query, fields, ix.spec.directions)
+            if rng is not None:
+                found = self.buckets.index_scan_range(index, rng)
+                if found is not None:
+                    return _always, found
         min_path = f"{CONTROL}.{CONTROL_MIN}.{query.time_field}"
         if type(query.meta) is list:
             meta = Interval.all()
         else:
             meta = Interval.point(None if query.meta is MISSING else query.meta)
-        ix = self.buckets.entry.index(index)
-        assert ix is not None
         bounds = []
-        for name in ix.spec.fields:
+        for name in fields:
             if name == META:
                 bounds.append([meta])
             elif name == min_path:
@@ -188,8 +214,43 @@ class StoredBuckets:
 _UNORDERED: Final = object()
 
 
+def _leading_oid(raw: bytes) -> ObjectId | None:
+    """The `_id` of a bucket document whose first field is an ObjectId `_id` (as the
+    catalog writes them), read from the bytes; None otherwise."""
+    if len(raw) >= 21 and raw[4:9] == b"\x07_id\x00":
+        return ObjectId(raw[9:21])
+    return None
+
+
 def _always(doc: Any) -> bool:
     return True
+
+
+def _reopening_range(query: ReopeningQuery, fields: Sequence[str],
+                     directions: Sequence[int]) -> KeyRange | None:
+    """The one key range of the reopening index that `plan_ranges` gives for the query's
+    bounds (a point meta value, then `control.min.<time>` in (t - span, t], every later
+    field unbounded), built from the meta value's keystring and the two dates; None when
+    the index is not {meta, control.min.<time>, ...} (without metaField:
+    {control.min.<time>, ...})."""
+    prefix = b""
+    i = 0
+    if fields and fields[0] == META:
+        enc = encode_value(None if query.meta is MISSING else query.meta)
+        prefix = enc if directions[0] >= 0 else invert(enc)
+        i = 1
+    if len(fields) <= i or fields[i] != f"{CONTROL}.{CONTROL_MIN}.{query.time_field}":
+        return None
+    lo = encode_value(DatetimeMS(query.min_time_gt_ms))  # exclusive
+    hi = encode_value(DatetimeMS(query.time_ms))         # inclusive
+    if lo >= hi:
+        return None  # an empty range: left to the planner
+    if directions[i] >= 0:
+        start, end = prefix_successor(prefix + lo), prefix_successor(prefix + hi)
+        if start is None:
+            return None
+        return KeyRange(start, True, end, False)
+    return KeyRange(prefix + invert(hi), True, prefix + invert(lo), False)
 
 
 def _identity_meta(meta: Any) -> bool:

@@ -8,7 +8,11 @@ from bson.datetime_ms import DatetimeMS
 
 from storage.timeseries.bucket import Bucket
 from storage.timeseries.bucket_catalog import BucketCatalog
-from storage.timeseries.bucket_registry import BucketRegistry
+from storage.timeseries.bucket_registry import (
+    _ARCHIVED_OVERHEAD,
+    _ARCHIVED_SERIES_OVERHEAD,
+    BucketRegistry,
+)
 from storage.timeseries.constants import TimeseriesParameters
 from storage.timeseries.options import parse_timeseries_options
 from storage.timeseries.rollover import RolloverAction
@@ -59,11 +63,14 @@ def test_every_way_out_of_the_archive_keeps_the_accounting() -> None:
         registry.add_open(b)
         registry.archive(b)
     assert registry.num_archived == 12
-    per_entry = registry.memory // 12
+    # per entry, and per series its map entry and key
+    per_entry, per_series = _ARCHIVED_OVERHEAD, _ARCHIVED_SERIES_OVERHEAD + 2
+    assert registry.memory == 12 * per_entry + 4 * per_series
     registry.forget_bucket("c", buckets[1].bucket_id)
-    assert registry.num_archived == 11 and registry.memory == 11 * per_entry
+    assert registry.num_archived == 11
+    assert registry.memory == 11 * per_entry + 4 * per_series
     registry.clear("c")
-    assert registry.num_archived == 6 and registry.memory == 6 * per_entry
+    assert registry.num_archived == 6 and registry.memory == 6 * per_entry + 2 * per_series
     assert {kb[0] for kb in registry.archived} == {"d"}
     registry.expire_idle(0, 100)
     assert (registry.archived, registry.num_archived, registry.memory) == ({}, 0, 0)

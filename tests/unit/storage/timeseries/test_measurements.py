@@ -17,6 +17,7 @@ from storage.timeseries.bucket_catalog import BucketCatalog
 from storage.timeseries.options import parse_timeseries_options
 
 from .helpers import FakeStore
+from .strategies import measurement as measurement_of
 
 T0 = 1_700_000_000_000
 OPTS = {
@@ -126,3 +127,26 @@ def test_value_sizes_from_the_shape_are_the_elements_sizes(docs) -> None:
         [m], _ = cat._measurements.prepare_all([{"_id": i, **d}], OPTS["m"], True)
         got = bucket._value_lens(m)
         assert got == [(name, len(v)) for name, _t, v in measurements.elements(m)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(measurement_of(["a", {"x": 1, "y": "b"}]), min_size=1, max_size=8),
+       st.booleans())
+def test_a_new_buckets_first_size_is_the_fields_sizes(docs, scanned) -> None:
+    """`size_change` of a new bucket's first measurement from the names and the values'
+    total equals the field-by-field sum (scanned and decoded measurements)."""
+    from storage.timeseries.bucket import Bucket, size_change
+    from storage.timeseries.native_scan import AVAILABLE
+
+    from .helpers import sequence
+
+    cat = BucketCatalog(id_seed=1)
+    batch = sequence(docs) if scanned and AVAILABLE else docs
+    prepared, _ = cat._measurements.prepare_all(batch, OPTS["m"], False)
+    for m in prepared:
+        fresh = Bucket(ObjectId(), "c", m.key, m.meta, "t", 0)
+        slow = Bucket(ObjectId(), "c", m.key, m.meta, "t", 0)
+        slow.uncommitted_field_names.add("\x00 not a field")  # no shortcut
+        got, want = size_change(fresh, m, 32), size_change(slow, m, 32)
+        assert (got.verified, got.estimate, got.new_fields) == \
+            (want.verified, want.estimate, want.new_fields)

@@ -13,6 +13,7 @@ import gc
 import random
 import sys
 import tracemalloc
+from typing import Any
 
 import pytest
 from bson import Int64, ObjectId
@@ -20,9 +21,11 @@ from bson.datetime_ms import DatetimeMS
 
 from storage.bsoncolumn import BSONColumnBuilder
 from storage.timeseries.bucket_catalog import BucketCatalog
+from storage.timeseries.constants import TimeseriesParameters
 from storage.timeseries.native_columns import NativeColumns
 from storage.timeseries.native_scan import AVAILABLE as NATIVE
 from storage.timeseries.options import TimeseriesOptions
+from storage.timeseries.rollover import RolloverAction
 
 from .helpers import sequence
 
@@ -83,5 +86,79 @@ def test_counted_memory_follows_the_measured_footprint(buckets: int, per_bucket:
     assert len(cat.open_buckets()) == buckets
     assert all((b.control is not None) == raw for b in cat.open_buckets())
     measured = traced + _native_heap(cat)
+    ratio = cat.memory_usage / measured
+    assert 0.75 <= ratio <= 1.35, (cat.memory_usage, measured)
+
+
+def _tag_batches(metas: int) -> list[Any]:
+    """Document sequences of `metas` distinct TSBS-like tag objects, one measurement each."""
+    out = []
+    for start in range(0, metas, 1000):
+        out.append(sequence([
+            {"_id": ObjectId(), "t": DatetimeMS(1_700_000_000_000),
+             "m": {"hostname": f"host_{h}", "region": f"region_{h % 3}", "rack": str(h % 10),
+                   "os": "Ubuntu16.10", "service": str(h % 20), "team": "SF"},
+             **{f"f{f}": Int64((h + f) % 100) for f in range(10)}}
+            for h in range(start, min(metas, start + 1000))]))
+    return out
+
+
+def _warm_heap(cat: BucketCatalog) -> int:
+    return sum(sys.getsizeof(w.columns.native) for w in cat._registry.warm.values()
+               if isinstance(w.columns, NativeColumns))
+
+
+@pytest.mark.skipif(not NATIVE, reason="native core not built")
+def test_archived_entries_warm_builders_and_meta_caches_are_counted() -> None:
+    """Every bucket archived: what stays (the archived entries, the warm builders, the
+    preparer's meta caches) is what the catalog counts."""
+    inputs = _tag_batches(5000)
+    cat = BucketCatalog()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for batch in inputs:
+            result = cat.insert_batch("db.c", OPTIONS, batch, None, ordered=False)
+            cat.commit(result)
+        del result, batch
+        for b in cat.open_buckets():
+            cat._registry.retire(b, RolloverAction.kArchive)
+        gc.collect()
+        traced = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert not cat.open_buckets() and len(cat.archived_buckets()) == 5000
+    assert cat._registry.warm and cat._measurements.cache_bytes
+    measured = traced + _warm_heap(cat)
+    ratio = cat.memory_usage / measured
+    assert 0.75 <= ratio <= 1.35, (cat.memory_usage, measured)
+
+
+@pytest.mark.skipif(not NATIVE, reason="native core not built")
+def test_the_threshold_bounds_the_measured_footprint() -> None:
+    """20,000 distinct meta values under a 4 MB threshold: the catalog's figure stays
+    near the threshold, and so does what it really holds."""
+    threshold = 4 << 20
+    inputs = _tag_batches(20_000)
+    cat = BucketCatalog(TimeseriesParameters(
+        timeseriesIdleBucketExpiryMemoryUsageThreshold=threshold))
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for batch in inputs:
+            result = cat.insert_batch("db.c", OPTIONS, batch, None, ordered=False)
+            cat.commit(result)
+            del result
+        gc.collect()
+        traced = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    measured = traced + _native_heap(cat) + _warm_heap(cat)
+    stats = cat.execution_stats("db.c")
+    assert stats.numBucketsArchivedDueToMemoryThreshold > 0
+    # a batch of 1000 new buckets is over the threshold until the next allocations
+    # expire its idle ones: the bound is the threshold plus a batch's buckets
+    assert cat.memory_usage <= threshold + 1000 * 20_000
+    assert measured <= 1.35 * (threshold + 1000 * 20_000), measured
     ratio = cat.memory_usage / measured
     assert 0.75 <= ratio <= 1.35, (cat.memory_usage, measured)

@@ -177,3 +177,151 @@ def test_same_buckets_as_querying_after_a_flush(batches: list[list[tuple[int, in
     expected, expected_stats, _ = _run(docs, flush_after, False, max_count)
     assert stored == expected
     assert stats == expected_stats
+
+
+# --- the reopening query's key range, built directly -------------------------------------
+
+@pytest.mark.parametrize("meta", ["a", "", {"x": "a", "y": True}, {"b": {"c": [1, "x"]}},
+                                  Int64(5), 2.5, None, "MISSING", DatetimeMS(-5), True])
+@pytest.mark.parametrize("directions", [(1, 1, 1), (-1, 1, 1), (1, -1, 1), (-1, -1, -1)])
+@pytest.mark.parametrize("time_ms", [T0, 0, -(2**63) + 3600_000, 2**63 - 1, -1])
+def test_direct_range_is_the_planned_range(meta: Any, directions: tuple[int, ...],
+                                           time_ms: int) -> None:
+    from storage.bounds import Interval, plan_ranges
+    from storage.vocabulary.missing import MISSING
+
+    q = ReopeningQuery("t", MISSING if meta == "MISSING" else meta, time_ms, 3600, 1000,
+                       1 << 20)
+    fields = ["meta", "control.min.t", "control.max.t"]
+    got = stored_buckets._reopening_range(q, fields, directions)
+    planned, flt = plan_ranges(
+        [[Interval.point(None if meta == "MISSING" else meta)],
+         [Interval(DatetimeMS(q.min_time_gt_ms), False, DatetimeMS(time_ms), True)],
+         [Interval.all()]], directions)
+    assert flt is None
+    if got is None:  # left to the planner: only where it finds nothing to scan
+        assert time_ms - 3600_000 < -(2**63) or planned == []
+    else:
+        assert [got] == planned
+
+
+def test_direct_range_without_meta_field_and_other_indexes() -> None:
+    q = ReopeningQuery("t", "a", T0, 3600, 1000, 1 << 20)
+    assert stored_buckets._reopening_range(q, ["control.min.t"], [1]) is not None
+    assert stored_buckets._reopening_range(q, ["meta", "control.max.t"], [1, 1]) is None
+
+
+# --- series storage holds no bucket of: no query --------------------------------------------
+
+def _scans(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    from storage.collection import Collection
+
+    calls: list[int] = []
+    real = Collection.index_scan_range
+
+    def counted(self: Collection, name: str, rng: Any) -> Any:
+        calls.append(1)
+        return real(self, name, rng)
+
+    monkeypatch.setattr(Collection, "index_scan_range", counted)
+    return calls
+
+
+def test_new_series_of_a_fresh_collection_are_not_queried(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    scans = _scans(monkeypatch)
+    # 50 series, each first seen in its own batch after earlier ones were flushed, then
+    # each written back in time (queried: storage holds its bucket, of a later time)
+    batches = [[_doc(i, f"s{i}", 60)] for i in range(50)] + [
+        [_doc(100 + i, f"s{i}", 30) for i in range(50)]]
+    stored, stats, _ = _run(batches, set(range(0, 50, 7)), True, 1000)
+    assert (stored, stats) == _run(batches, set(range(0, 50, 7)), False, 1000)[:2]
+    # counted as failed queries all the same, but the 50 first measurements asked
+    # nothing of storage; the 50 backward ones did
+    assert stats["numBucketQueriesFailed"] == 100
+    assert len(scans) == 50
+
+
+def _catalog_and_source() -> tuple[Catalog, Any, BucketCatalog, _Service, StoredBuckets]:
+    from query.match import compile_filter
+
+    cat = Catalog.open(engine="memory", compile_filter=lambda s: compile_filter(s).matches)
+    with cat.transaction():
+        cat.create_collection("db", "system.buckets.c", {})
+        buckets = cat.get_collection("db", "system.buckets.c")
+        buckets.create_indexes([default_index_spec(OPTS)])
+    service = _Service(cat)
+    return (cat, buckets, BucketCatalog(id_seed=7), service,
+            StoredBuckets(buckets, OPTS, service.deferred, service.flush_deferred))
+
+
+def _insert(catalog: BucketCatalog, service: _Service, source: StoredBuckets,
+            docs: list[dict[str, Any]]) -> dict[str, Any]:
+    result = catalog.insert_batch("db.c", OPTS, docs, source, ordered=False)
+    service.deferred.add("db", "system.buckets.c", result.writes)
+    catalog.commit(result)
+    service.flush_deferred()
+    return catalog.collection_stats("db.c")
+
+
+def test_a_write_beside_the_catalog_ends_the_memo(monkeypatch: pytest.MonkeyPatch) -> None:
+    scans = _scans(monkeypatch)
+    cat, buckets, catalog, service, source = _catalog_and_source()
+    _insert(catalog, service, source, [_doc(1, "a", 60)])
+    assert len(scans) == 0
+    # a bucket of series "b" written beside the catalog (as a raw write would), then a
+    # measurement of "b" for its time: the query runs and reopens it
+    other = BucketCatalog(id_seed=99)
+    result = other.insert_batch("db.c", OPTS, [_doc(2, "b", 60)], None)
+    with cat.transaction():
+        for w in result.writes:
+            doc = decode(w.document)
+            buckets.insert_many([doc], encoded=[w.document])
+    stats = _insert(catalog, service, source, [_doc(3, "b", 61)])
+    assert len(scans) == 1
+    assert stats["numBucketsReopened"] == 1
+    cat.close()
+
+
+def test_a_collection_holding_buckets_is_queried(monkeypatch: pytest.MonkeyPatch) -> None:
+    cat, buckets, catalog, service, source = _catalog_and_source()
+    _insert(catalog, service, source, [_doc(1, "a", 60)])
+    # a new catalog (a restart) on the same storage: every new series is queried
+    scans = _scans(monkeypatch)
+    catalog2 = BucketCatalog(id_seed=8)
+    source2 = StoredBuckets(buckets, OPTS, service.deferred, service.flush_deferred)
+    from storage.timeseries import absent_series
+
+    absent_series._MEMOS.clear()
+    stats = _insert(catalog2, service, source2, [_doc(2, "a", 61), _doc(3, "z", 61)])
+    assert len(scans) == 2
+    assert stats["numBucketsReopened"] == 1
+    cat.close()
+
+
+def test_the_raw_look_reads_a_leading_object_id_only() -> None:
+    import bson
+    from bson import ObjectId
+
+    oid = ObjectId()
+    assert stored_buckets._leading_oid(bson.encode({"_id": oid, "control": {}})) == oid
+    # (top-level bson.encode moves _id first: the document built as an embedded one)
+    later = bson.encode({"": {"control": {}, "_id": oid}})[6:-1]
+    assert stored_buckets._leading_oid(later) is None
+    assert stored_buckets._leading_oid(bson.encode({"_id": "x"})) is None
+
+
+def test_candidates_ruled_out_by_size_are_not_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    cat, _buckets, catalog, service, source = _catalog_and_source()
+    _insert(catalog, service, source, [_doc(i, "a", 60 + i) for i in range(3)])
+    catalog.clear("db.c")  # forgotten: only a query finds the bucket again
+    decoded: list[bytes] = []
+    real = stored_buckets.decode
+    monkeypatch.setattr(stored_buckets, "decode", lambda raw: decoded.append(raw) or real(raw))
+    q = ReopeningQuery("t", "a", T0 + 62 * 60_000, 3600, 1000, 100)  # max size 100 bytes
+    assert source.find_reopening_candidate("db.c", q) is None
+    assert decoded == []
+    q = ReopeningQuery("t", "a", T0 + 62 * 60_000, 3600, 1000, 1 << 20)
+    found = source.find_reopening_candidate("db.c", q)
+    assert found is not None and found[0]["control"]["count"] == 3 and len(decoded) == 1
+    cat.close()
