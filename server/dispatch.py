@@ -95,6 +95,8 @@ async def execute(server: ServerState, conn: ConnectionState, body: dict[str, An
             raise MongoError(40571, "OP_MSG requests require a $db argument")
         if type(db) is not str or not db or "." in db or "\x00" in db or " " in db:
             raise MongoError(ErrorCode.InvalidNamespace, f"Invalid database name: '{db}'")
+        if server.storage is not None and server.storage.shared:
+            await server.storage.sync_catalog()  # other processes' DDL, before it is read
         if server.config.auth:
             await check_authenticated(server, conn, cmd, db)
         if cmd.admin_only and db != "admin":
