@@ -76,3 +76,15 @@ async def test_other_errors_are_not_retried(storage) -> None:
     with pytest.raises(MongoError):
         await storage.run(bad)
     assert len(calls) == 1
+
+
+async def test_the_time_series_insert_path_is_not_run_again(storage) -> None:
+    calls: list[int] = []
+
+    def insert() -> None:
+        calls.append(1)
+        raise _conflict()
+
+    with pytest.raises(MongoError):
+        await storage.run(insert, keep_deferred=True)
+    assert len(calls) == 1
