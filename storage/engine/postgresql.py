@@ -485,7 +485,14 @@ class PostgresEngine(StorageEngine):
 
     def _migrate_1_to_2(self) -> None:
         """Version 1 kept record ids and figures in its one process: give each record table
-        a sequence past its highest id and a shard column, and add the catalog version."""
+        a sequence past its highest id and a shard column, and add the catalog version.
+        A bucketd of layout 1 still serving the schema holds its session lock: refused."""
+        row = self._q1("SELECT pg_try_advisory_xact_lock(%s, hashtext(%s))",
+                       (_LOCK_CLASS, self.schema))
+        if not row or not row[0]:
+            raise MongoError(ErrorCode.DBPathInUse,
+                             f"the PostgreSQL schema {self.schema} has layout version 1 and an "
+                             "older bucketd is still using it: stop it before upgrading")
         self._create_catalog_version()
         for (sid,) in self._qall(f"SELECT id FROM {self._stores_t} WHERE kind = 'r' "
                                  "ORDER BY id"):
