@@ -62,10 +62,10 @@ def postgres_pids(uri: str) -> list[int]:
     pids = [postmaster]
     for entry in os.listdir("/proc"):
         if entry.isdigit():
-            with contextlib.suppress(OSError):
-                with open(f"/proc/{entry}/stat", encoding="ascii") as f:
-                    if int(f.read().rpartition(")")[2].split()[1]) == postmaster:
-                        pids.append(int(entry))
+            with contextlib.suppress(OSError), \
+                    open(f"/proc/{entry}/stat", encoding="ascii") as f:
+                if int(f.read().rpartition(")")[2].split()[1]) == postmaster:
+                    pids.append(int(entry))
     return pids
 
 
