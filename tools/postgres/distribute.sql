@@ -7,10 +7,10 @@
 -- the same table discovery as partition.sql, which is tested on plain PostgreSQL. See
 -- docs/postgresql.md for what bucketd asks of the tables and what to check first.
 --
--- Every record table of schema :schema (default bucketd) that has a `shard` column (the
--- buckets of time-series collections, layout version 2: a hash of the bucket's meta value)
--- and is not distributed yet becomes a hash-distributed table on `shard`, co-located with
--- the others (same column type, citus.shard_count shards). Citus requires unique keys to
+-- Every bucket table of schema :schema (default bucketd) not distributed yet (record
+-- tables `r<n>` whose `shard` column, layout version 2: a hash of the bucket's meta value,
+-- 0 in every other record table, is not 0 throughout) becomes a hash-distributed table on
+-- `shard`, co-located with the others (same column type, citus.shard_count shards). Citus requires unique keys to
 -- contain the distribution column: the primary key (id) becomes (id, shard) first (UNIQUE
 -- (id, shard) if shard may be NULL); bucketd allocates record ids, so they stay unique.
 -- Every other table of the schema (the catalog bucketd_*, ordinary collections' records,
@@ -32,6 +32,7 @@ DECLARE
   t    record;
   key  text;
   done int := 0;
+  skip boolean;
 BEGIN
   FOR t IN
     SELECT c.oid::regclass AS tbl, c.relname AS name, NOT a.attnotnull AS nullable
@@ -42,6 +43,9 @@ BEGIN
        AND NOT EXISTS (SELECT 1 FROM pg_dist_partition p WHERE p.logicalrelid = c.oid)
      ORDER BY c.relname
   LOOP
+    -- bucket tables only: every other record table has shard 0 throughout
+    EXECUTE format('SELECT NOT EXISTS (SELECT 1 FROM %s WHERE shard <> 0)', t.tbl) INTO skip;
+    CONTINUE WHEN skip;
     key := CASE WHEN t.nullable THEN 'UNIQUE (id, shard)' ELSE 'PRIMARY KEY (id, shard)' END;
     EXECUTE format('ALTER TABLE %s DROP CONSTRAINT IF EXISTS %I', t.tbl, t.name || '_pkey');
     EXECUTE format('ALTER TABLE %s ADD %s', t.tbl, key);

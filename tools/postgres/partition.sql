@@ -2,11 +2,13 @@
 --
 --   psql "$URI" -v ON_ERROR_STOP=1 -v schema=bucketd -v partitions=8 -f tools/postgres/partition.sql
 --
--- Every record table of schema :schema (default bucketd) that has a `shard` column (the
--- buckets of time-series collections: a hash of the bucket's meta value, layout version 2)
--- and is not partitioned yet becomes a table PARTITION BY HASH (shard) with :partitions
--- partitions (default 8), named <table>_p<n>, holding the same rows. Run it again after
--- creating new time-series collections: tables done before are left alone. Each table is
+-- Every bucket table of schema :schema (default bucketd) not partitioned yet becomes a
+-- table PARTITION BY HASH (shard) with :partitions partitions (default 8), named
+-- <table>_p<n>, holding the same rows. Bucket tables are the record tables `r<n>` whose
+-- `shard` column (layout version 2: a hash of the bucket's meta value; 0 in every other
+-- record table) is not 0 throughout: time-series collections without data yet are left
+-- for a later run. Run it again after creating new time-series collections: tables done
+-- before are left alone. The record-id sequence a table owns moves to the new table. Each table is
 -- converted in a transaction of its own under an ACCESS EXCLUSIVE lock: bucketd processes
 -- running meanwhile wait for it, and go on with the partitioned table afterwards (tested);
 -- a large table is copied once, so prefer a quiet moment.
@@ -35,6 +37,7 @@ DECLARE
   nullable boolean;
   key  text;
   i int;
+  seq record;
 BEGIN
   SELECT n.nspname, c.relname INTO sch, name
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = tbl;
@@ -55,6 +58,17 @@ BEGIN
   END LOOP;
   EXECUTE format('INSERT INTO %I.%I OVERRIDING SYSTEM VALUE SELECT * FROM %I.%I',
                  sch, name, sch, old);
+  -- sequences owned by the old table's columns (bucketd's record-id sequence) move to the
+  -- new one, or they would go with the old table
+  FOR seq IN
+    SELECT d.objid::regclass AS s, a.attname AS col FROM pg_depend d
+      JOIN pg_class c ON c.oid = d.objid AND c.relkind = 'S'
+      JOIN pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
+     WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
+       AND d.refobjid = tbl AND d.deptype = 'a'
+  LOOP
+    EXECUTE format('ALTER SEQUENCE %s OWNED BY %I.%I.%I', seq.s, sch, name, seq.col);
+  END LOOP;
   EXECUTE format('DROP TABLE %I.%I', sch, old);
   RAISE NOTICE 'bucketd: %.% is partitioned by hash (shard) into % partitions', sch, name, parts;
 END $$;
@@ -65,6 +79,7 @@ DECLARE
   parts int  := current_setting('bucketd.partitions')::int;
   t     regclass;
   done  int := 0;
+  skip  boolean;
 BEGIN
   IF parts < 1 THEN
     RAISE EXCEPTION 'partitions must be at least 1, not %', parts;
@@ -77,6 +92,9 @@ BEGIN
        AND NOT c.relispartition
      ORDER BY c.relname
   LOOP
+    -- bucket tables only: every other record table has shard 0 throughout
+    EXECUTE format('SELECT NOT EXISTS (SELECT 1 FROM %s WHERE shard <> 0)', t) INTO skip;
+    CONTINUE WHEN skip;
     CALL pg_temp.bucketd_partition_table(t, parts);
     COMMIT;  -- one table at a time: its lock is held for its copy only
     done := done + 1;
