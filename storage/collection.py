@@ -267,14 +267,15 @@ class Collection:
     # --- writes --------------------------------------------------------------------------------
 
     def insert_many(self, docs: Sequence[Mapping[str, Any]], *, ordered: bool = True,
-                    encoded: Sequence[bytes] | None = None, durable: bool = False
-                    ) -> InsertResult:
+                    encoded: Sequence[bytes] | None = None, durable: bool = False,
+                    shards: Sequence[int] | None = None) -> InsertResult:
         """Insert a batch in one transaction, maintaining every index.
 
         `encoded` (optional) are the documents' BSON bytes, to save re-encoding. The
         caller has already put ``_id`` first (generating it when missing). A document
         that fails (too large, duplicate key, unindexable) is reported in `errors`;
-        ordered inserts stop there, unordered ones skip it."""
+        ordered inserts stop there, unordered ones skip it. `shards` (optional), per
+        document, is the value a distributing engine places it by."""
         entry = self.entry
         n = len(docs)
         result = InsertResult([None] * n)
@@ -314,7 +315,8 @@ class Collection:
             # Optimistic path: write everything; a unique index store refuses a
             # duplicate, which rolls this attempt back and takes the careful path.
             try:
-                rids = self._write_batch(entry, runtimes, keys, list(range(n)), raws, durable)
+                rids = self._write_batch(entry, runtimes, keys, list(range(n)), raws, durable,
+                                         shards=shards)
             except _DuplicateSeen:
                 pass
             else:
@@ -358,17 +360,19 @@ class Collection:
         if not accepted:
             return result
         rids = self._write_batch(entry, runtimes, keys, accepted, raws, durable,
-                                 optimistic=False)
+                                 optimistic=False, shards=shards)
         for i, rid in zip(accepted, rids):
             result.record_ids[i] = rid
         return result
 
     def _write_batch(self, entry: CollectionEntry, runtimes: list[_IndexRuntime],
                      keys: list[list[KeySet]], accepted: list[int], raws: list[bytes],
-                     durable: bool, *, optimistic: bool = True) -> list[RecordId]:
+                     durable: bool, *, optimistic: bool = True,
+                     shards: Sequence[int] | None = None) -> list[RecordId]:
         """Write documents `accepted` and their keys in one transaction (scope)."""
         with self._catalog.engine.transaction(durable=durable):
-            rids = self._rs().insert([raws[i] for i in accepted])
+            rids = self._rs().insert([raws[i] for i in accepted], shards=None if shards is None
+                                     else [shards[i] for i in accepted])
             for j, rt in enumerate(runtimes):
                 col = keys[j]
                 entries = [(kb, rid) for i, rid in zip(accepted, rids) for kb, _ in col[i].entries]

@@ -116,8 +116,11 @@ class RecordStore(ABC):
     ident: str
 
     @abstractmethod
-    def insert(self, datas: Sequence[bytes]) -> list[RecordId]:
-        """Store each record under a new RecordId (increasing) and return the ids."""
+    def insert(self, datas: Sequence[bytes], *, shards: Sequence[int] | None = None
+               ) -> list[RecordId]:
+        """Store each record under a new RecordId (increasing) and return the ids.
+        `shards`: per record, the value a distributed engine may place it by (a hash of a
+        bucket's meta value); engines that do not distribute ignore it."""
 
     @abstractmethod
     def update(self, rid: RecordId, data: bytes) -> None:
@@ -208,6 +211,12 @@ class StorageEngine(ABC):
     def __init__(self) -> None:
         self._scopes: list[_Scope] = []
         self._durable_requested = False
+        #: outermost transactions committed so far (an operation that failed before its
+        #: first commit may be run again)
+        self.commits = 0
+        #: the catalog version the catalog above was last loaded at (engines shared by
+        #: several processes; see `catalog_version`)
+        self.catalog_seen: int | None = None
 
     # --- stores ---------------------------------------------------------------------
 
@@ -234,6 +243,22 @@ class StorageEngine(ABC):
     @abstractmethod
     def list_idents(self) -> list[str]:
         """Idents of every record and index store."""
+
+    # --- several processes on one database (engines that allow it) -----------------------
+
+    def catalog_version(self) -> int | None:
+        """A number that moves whenever any process commits a change to the catalog's
+        records or creates or drops a store; None where only this process writes."""
+        return None
+
+    def note_catalog_change(self) -> None:  # noqa: B027 - optional hook
+        """The open transaction changes the catalog (called before the change): a shared
+        engine serialises such transactions and raises WriteConflict when another
+        process changed the catalog since `catalog_seen`."""
+
+    def reload_stores(self) -> None:  # noqa: B027 - optional hook
+        """Read the list of stores again (outside a transaction), keeping the objects of
+        stores that are still there."""
 
     def has_record_store(self, ident: str) -> bool:
         try:
@@ -333,6 +358,7 @@ class StorageEngine(ABC):
             self.abort()
             raise
         scope = self._scopes.pop()
+        self.commits += 1
         for fn in scope.commits:
             fn()
 

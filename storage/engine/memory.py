@@ -41,7 +41,8 @@ class MemoryRecordStore(RecordStore):
         self._size = 0
         self.dropped = False
 
-    def insert(self, datas: Sequence[bytes]) -> list[RecordId]:
+    def insert(self, datas: Sequence[bytes], *, shards: Sequence[int] | None = None
+               ) -> list[RecordId]:
         self._engine._require_txn()
         first = self._next_id
         rids = list(range(first, first + len(datas)))

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-import time
 from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
@@ -69,7 +68,7 @@ from storage.vocabulary.error_codes import ErrorCode
 
 __all__ = ["PostgresEngine", "SCHEMA_VERSION", "DEFAULT_SCHEMA"]
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 DEFAULT_SCHEMA: Final = "bucketd"
 _SCHEMA_RE: Final = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _LOCK_CLASS: Final = 0x6275636B  # "buck": the advisory lock space of bucketd
@@ -77,13 +76,18 @@ _SCAN_FIRST: Final = 64
 _SCAN_MAX_ROWS: Final = 8192
 _SCAN_TARGET_BYTES: Final = 4 << 20
 _CONNECT_TIMEOUT_S: Final = 15.0
-_LOCK_WAIT_S: Final = 3.0
+#: record ids a process reserves from a record table's sequence at a time
+_ID_BLOCK: Final = 256
+_SQL_RESERVE: Final = "SELECT nextval(%s::regclass) FROM generate_series(1, %s)"
 
 
 def _storage_error(e: psycopg.Error, ident: str | None = None) -> MongoError:
     msg = str(e).strip()
     if isinstance(e, pg_errors.UndefinedTable) and ident is not None:
         return store_dropped(ident)
+    if isinstance(e, pg_errors.SerializationFailure | pg_errors.DeadlockDetected):
+        # another process's transaction won: the operation is retried (StorageService)
+        return MongoError(ErrorCode.WriteConflict, f"storage engine: {msg}")
     if isinstance(e, pg_errors.DiskFull):
         return MongoError(ErrorCode.OutOfDiskSpace, f"storage engine: {msg}")
     if isinstance(e, pg_errors.DataCorrupted | pg_errors.IndexCorrupted):
@@ -92,48 +96,78 @@ def _storage_error(e: psycopg.Error, ident: str | None = None) -> MongoError:
 
 
 class PostgresRecordStore(RecordStore):
-    def __init__(self, engine: PostgresEngine, ident: str, table: str, count: int,
-                 size: int) -> None:
+    def __init__(self, engine: PostgresEngine, ident: str, sid: int, table: str,
+                 sequence: str) -> None:
         self.ident = ident
+        self.sid = sid
         self._engine = engine
-        self._count = count
-        self._size = size
         self.table = table
+        self._sequence = sequence
+        # ids reserved for this process: [_ids_next, _ids_end)
+        self._ids_next = self._ids_end = 0
+        # this transaction's changes to the shared figures (applied at commit)
+        self._dcount = 0
+        self._dsize = 0
         t = table
-        self._sql_insert = f"INSERT INTO {t}(id, data) SELECT * FROM unnest(%s::int8[], %s::bytea[])"
+        self._sql_insert = (f"INSERT INTO {t}(id, data, shard) SELECT * FROM "
+                            "unnest(%s::int8[], %s::bytea[], %s::int8[])")
+        self._sql_insert_noshard = (f"INSERT INTO {t}(id, data) SELECT * FROM "
+                                    "unnest(%s::int8[], %s::bytea[])")
         # the self-join's row is the version before the update: its length is the old size
         self._sql_update = (f"UPDATE {t} SET data = %s FROM {t} AS o WHERE {t}.id = %s "
                             f"AND o.id = {t}.id RETURNING octet_length(o.data)")
         self._sql_delete = f"DELETE FROM {t} WHERE id = %s RETURNING octet_length(data)"
         self._sql_get = f"SELECT data FROM {t} WHERE id = %s"
         self._sql_get_many = f"SELECT id, data FROM {t} WHERE id = ANY(%s::int8[])"
-        row = engine._q1(f"SELECT max(id) FROM {t}", ident=ident)
-        self._next_id = (row[0] or 0) + 1 if row else 1
 
     def _live(self) -> None:
         if self._engine._records.get(self.ident) is not self:
             raise store_dropped(self.ident)
 
-    def _stats_changed(self, old_count: int, old_size: int) -> None:
+    def _stats_changed(self, dcount: int, dsize: int) -> None:
         eng = self._engine
         eng._dirty_stats.add(self)
+        self._dcount += dcount
+        self._dsize += dsize
+        serial = eng._txn_serial
 
-        def undo() -> None:
-            self._count, self._size = old_count, old_size
+        def undo() -> None:  # a savepoint rolled back (an abort has zeroed them already)
+            if eng._txn_serial == serial:
+                self._dcount -= dcount
+                self._dsize -= dsize
 
         eng.on_rollback(undo)
 
-    def insert(self, datas: Sequence[bytes]) -> list[RecordId]:
+    def _new_ids(self, n: int) -> list[RecordId]:
+        """`n` increasing ids from this process's reserved block, reserving more blocks
+        from the table's sequence (one round trip) when it runs out."""
+        have = self._ids_end - self._ids_next
+        if have < n:
+            blocks = -(-(n - have) // _ID_BLOCK)
+            rows = self._engine._qall(_SQL_RESERVE, (self._sequence, blocks), ident=self.ident)
+            starts = sorted(r[0] for r in rows)
+            ids = list(range(self._ids_next, self._ids_end))
+            for start in starts[:-1]:
+                ids.extend(range(start, start + _ID_BLOCK))
+            self._ids_next, self._ids_end = starts[-1], starts[-1] + _ID_BLOCK
+            take = n - len(ids)
+            ids.extend(range(self._ids_next, self._ids_next + take))
+            self._ids_next += take
+            return ids
+        first = self._ids_next
+        self._ids_next += n
+        return list(range(first, first + n))
+
+    def insert(self, datas: Sequence[bytes], *, shards: Sequence[int] | None = None
+               ) -> list[RecordId]:
         eng = self._engine
         eng._require_txn()
-        first = self._next_id
-        rids = list(range(first, first + len(datas)))
-        eng._exec(self._sql_insert, (rids, list(datas)), ident=self.ident)
-        self._next_id = first + len(datas)
-        old = (self._count, self._size)
-        self._count += len(datas)
-        self._size += sum(map(len, datas))
-        self._stats_changed(*old)
+        rids = self._new_ids(len(datas))
+        if shards is None:
+            eng._exec(self._sql_insert_noshard, (rids, list(datas)), ident=self.ident)
+        else:
+            eng._exec(self._sql_insert, (rids, list(datas), list(shards)), ident=self.ident)
+        self._stats_changed(len(datas), sum(map(len, datas)))
         return rids
 
     def update(self, rid: RecordId, data: bytes) -> None:
@@ -142,9 +176,7 @@ class PostgresRecordStore(RecordStore):
         row = eng._q1(self._sql_update, (data, rid), ident=self.ident)
         if row is None:
             raise KeyError(rid)
-        old = (self._count, self._size)
-        self._size += len(data) - row[0]
-        self._stats_changed(*old)
+        self._stats_changed(0, len(data) - row[0])
 
     def delete(self, rid: RecordId) -> None:
         eng = self._engine
@@ -152,10 +184,7 @@ class PostgresRecordStore(RecordStore):
         row = eng._q1(self._sql_delete, (rid,), ident=self.ident)
         if row is None:
             raise KeyError(rid)
-        old = (self._count, self._size)
-        self._count -= 1
-        self._size -= row[0]
-        self._stats_changed(*old)
+        self._stats_changed(-1, -row[0])
 
     def get(self, rid: RecordId) -> bytes | None:
         self._live()
@@ -200,11 +229,19 @@ class PostgresRecordStore(RecordStore):
             avg = max(1, sum(len(r[1]) for r in rows) // len(rows))
             n = max(16, min(n * 4, _SCAN_MAX_ROWS, _SCAN_TARGET_BYTES // avg))
 
+    def _figures(self) -> tuple[int, int]:
+        """The committed count and size plus this transaction's changes."""
+        self._live()
+        row = self._engine._q1(self._engine._sql_figures, (self.sid,), ident=self.ident)
+        if row is None:
+            raise store_dropped(self.ident)
+        return int(row[0]) + self._dcount, int(row[1]) + self._dsize
+
     def count(self) -> int:
-        return self._count
+        return self._figures()[0]
 
     def data_size(self) -> int:
-        return self._size
+        return self._figures()[1]
 
     def storage_size(self) -> int:
         return self._engine._relation_bytes(self.table, "pg_table_size")
@@ -212,10 +249,10 @@ class PostgresRecordStore(RecordStore):
     def truncate(self) -> None:
         eng = self._engine
         eng._require_txn()
-        eng._exec(f"DELETE FROM {self.table}", ident=self.ident)
-        old = (self._count, self._size)
-        self._count = self._size = 0
-        self._stats_changed(*old)
+        # the rows this transaction sees go; the figures drop by as much
+        row = eng._q1(f"WITH d AS (DELETE FROM {self.table} RETURNING octet_length(data) AS n) "
+                      "SELECT count(*), coalesce(sum(n), 0) FROM d", ident=self.ident)
+        self._stats_changed(-int(row[0]), -int(row[1]))
 
 
 class PostgresIndexStore(IndexStore):
@@ -361,6 +398,9 @@ class PostgresEngine(StorageEngine):
         self._pipe: Any = None  # the psycopg Pipeline of the open transaction
         self._records: dict[str, PostgresRecordStore] = {}
         self._indexes: dict[str, PostgresIndexStore] = {}
+        self._catalog_locked: int | None = None  # the version this transaction locked
+        self._catalog_dirty = False
+        self._txn_serial = 0  # moves at every begin and abort
         self._pool = ConnectionPool(uri, min_size=1, max_size=2, open=False,
                                     name="bucketd-storage", configure=self._configure,
                                     kwargs={"autocommit": True, "application_name": "bucketd"})
@@ -377,9 +417,8 @@ class PostgresEngine(StorageEngine):
         # pipeline their results never stand before the rows `_cur` waits for
         self._wcur = self._conn.cursor(binary=True)
         try:
-            self._lock_schema()
             self._create_schema()
-            self._load_stores()
+            self.reload_stores()
         except BaseException:
             self._release()
             raise
@@ -393,27 +432,14 @@ class PostgresEngine(StorageEngine):
     def _tbl(self, name: str) -> str:
         return sql.Identifier(self.schema, name).as_string(self._conn)
 
-    def _lock_schema(self) -> None:
-        # A process killed a moment ago may still hold it until PostgreSQL notices that
-        # its connection is gone: ask again for a little while before refusing.
-        deadline = time.monotonic() + _LOCK_WAIT_S
-        while True:
-            row = self._q1("SELECT pg_try_advisory_lock(%s, hashtext(%s))",
-                           (_LOCK_CLASS, self.schema))
-            if (row and row[0]) or time.monotonic() >= deadline:
-                break
-            time.sleep(0.1)
-        if not row or not row[0]:
-            db = self._conn.info.dbname
-            raise MongoError(ErrorCode.DBPathInUse,
-                             f"Unable to lock the PostgreSQL schema {self.schema} of database "
-                             f"{db}: another bucketd instance is already using it")
-
     def _create_schema(self) -> None:
         """Create (or check, or migrate) the layout, under a transaction-level lock so two
         processes starting at once do it one after the other."""
         schema = sql.Identifier(self.schema).as_string(self._conn)
         version_t, stores_t = self._tbl("bucketd_version"), self._tbl("bucketd_stores")
+        self._stores_t = stores_t
+        self._catver_t = self._tbl("bucketd_catalog_version")
+        self._sql_figures = f"SELECT count, size FROM {stores_t} WHERE id = %s"
         with self.transaction(durable=True):
             self._exec("SELECT pg_advisory_xact_lock(%s, 0)", (_LOCK_CLASS,))
             self._exec(f"CREATE SCHEMA IF NOT EXISTS {schema}")
@@ -425,25 +451,80 @@ class PostgresEngine(StorageEngine):
             row = self._q1(f"SELECT max(version) FROM {version_t}")
             version = row[0] if row else None
             if version is None:
+                self._create_catalog_version()
                 self._exec(f"INSERT INTO {version_t}(version) VALUES (%s)", (SCHEMA_VERSION,))
             elif version > SCHEMA_VERSION:
                 raise MongoError(ErrorCode.UnsupportedFormat,
                                  f"the PostgreSQL schema {self.schema} has layout version "
                                  f"{version}; this bucketd knows versions up to "
                                  f"{SCHEMA_VERSION}: use a newer bucketd")
-            # version < SCHEMA_VERSION: migrations go here, one version at a time
-        self._stores_t = stores_t
+            elif version < SCHEMA_VERSION:
+                self._migrate_1_to_2()
+                self._exec(f"UPDATE {version_t} SET version = %s", (SCHEMA_VERSION,))
 
-    def _load_stores(self) -> None:
-        rows = self._qall(f"SELECT id, ident, kind, count, size FROM {self._stores_t}")
-        for sid, ident, kind, count, size in rows:
+    def _create_catalog_version(self) -> None:
+        self._exec(f"CREATE TABLE {self._catver_t}(version bigint NOT NULL)")
+        self._exec(f"INSERT INTO {self._catver_t}(version) VALUES (1)")
+
+    def _migrate_1_to_2(self) -> None:
+        """Version 1 kept record ids and figures in its one process: give each record table
+        a sequence past its highest id and a shard column, and add the catalog version."""
+        self._create_catalog_version()
+        for (sid,) in self._qall(f"SELECT id FROM {self._stores_t} WHERE kind = 'r' "
+                                 "ORDER BY id"):
+            table, seq = self._tbl(f"r{sid}"), self._tbl(f"r{sid}_ids")
+            self._exec(f"ALTER TABLE {table} ADD COLUMN shard bigint NOT NULL DEFAULT 0")
+            self._exec(f"CREATE SEQUENCE {seq} INCREMENT BY {_ID_BLOCK} MINVALUE 1 "
+                       f"OWNED BY {table}.id")
+            self._exec(f"SELECT setval(%s::regclass, max(id) + 1, false) FROM {table} "
+                       "HAVING max(id) IS NOT NULL", (seq,))
+
+    def reload_stores(self) -> None:
+        """Read the store list again (another process may have created or dropped
+        stores); objects of stores that are still there are kept."""
+        if self.in_transaction:
+            raise RuntimeError("reload_stores inside a transaction")
+        records: dict[str, PostgresRecordStore] = {}
+        indexes: dict[str, PostgresIndexStore] = {}
+        for sid, ident, kind in self._qall(f"SELECT id, ident, kind FROM {self._stores_t}"):
             kind = kind.decode() if isinstance(kind, bytes) else kind
             if kind == "r":
-                self._records[ident] = PostgresRecordStore(self, ident, self._tbl(f"r{sid}"),
-                                                           count, size)
+                rs = self._records.get(ident)
+                if rs is None or rs.sid != sid:
+                    rs = self._record_store_of(ident, sid)
+                records[ident] = rs
             else:
-                self._indexes[ident] = PostgresIndexStore(self, ident, self._tbl(f"i{sid}"),
-                                                          kind == "u")
+                ix = self._indexes.get(ident)
+                if ix is None or ix.table != self._tbl(f"i{sid}"):
+                    ix = PostgresIndexStore(self, ident, self._tbl(f"i{sid}"), kind == "u")
+                indexes[ident] = ix
+        self._records, self._indexes = records, indexes
+
+    def _record_store_of(self, ident: str, sid: int) -> PostgresRecordStore:
+        return PostgresRecordStore(self, ident, sid, self._tbl(f"r{sid}"),
+                                   self._tbl(f"r{sid}_ids"))
+
+    # --- the catalog version: DDL of one process seen by the others ------------------------
+
+    def catalog_version(self) -> int | None:
+        row = self._q1(f"SELECT version FROM {self._catver_t}")
+        return int(row[0]) if row else None
+
+    def note_catalog_change(self) -> None:
+        """Lock the catalog version row for this transaction (DDL of several processes
+        goes one at a time) and check that this process's catalog is the latest: if
+        another process changed it since, WriteConflict (the operation is retried after
+        a refresh)."""
+        self._require_txn()
+        self._catalog_dirty = True
+        if self._catalog_locked is not None:
+            return
+        row = self._q1(f"SELECT version FROM {self._catver_t} FOR UPDATE")
+        version = int(row[0])
+        if self.catalog_seen is not None and version != self.catalog_seen:
+            raise MongoError(ErrorCode.WriteConflict,
+                             "the catalog was changed by another bucketd process")
+        self._catalog_locked = version
 
     # --- SQL helpers (every statement goes through these) ----------------------------------
 
@@ -489,15 +570,18 @@ class PostgresEngine(StorageEngine):
         check_ident(ident)
         if ident in self._records or ident in self._indexes:
             raise ValueError(f"ident {ident} exists")
+        self.note_catalog_change()
         row = self._q1(f"INSERT INTO {self._stores_t}(ident, kind) VALUES (%s, %s) RETURNING id",
                        (ident, kind))
         return int(row[0])
 
     def create_record_store(self, ident: str) -> RecordStore:
         sid = self._new_store(ident, "r")
-        table = self._tbl(f"r{sid}")
-        self._exec(f"CREATE TABLE {table}(id bigint PRIMARY KEY, data bytea NOT NULL)")
-        rs = PostgresRecordStore(self, ident, table, 0, 0)
+        rs = self._record_store_of(ident, sid)
+        self._exec(f"CREATE TABLE {rs.table}(id bigint PRIMARY KEY, data bytea NOT NULL, "
+                   "shard bigint NOT NULL DEFAULT 0)")
+        self._exec(f"CREATE SEQUENCE {rs._sequence} INCREMENT BY {_ID_BLOCK} MINVALUE 1 "
+                   f"OWNED BY {rs.table}.id")
         self._records[ident] = rs
         self.on_rollback(lambda: self._records.pop(ident, None))
         return rs
@@ -505,7 +589,8 @@ class PostgresEngine(StorageEngine):
     def drop_record_store(self, ident: str) -> None:
         self._require_txn()
         rs = self._records[ident]
-        self._exec(f"DROP TABLE {rs.table}")
+        self.note_catalog_change()
+        self._exec(f"DROP TABLE {rs.table}")  # its sequence goes with it (OWNED BY)
         self._exec(f"DELETE FROM {self._stores_t} WHERE ident = %s", (ident,))
         del self._records[ident]
         self._dirty_stats.discard(rs)
@@ -528,6 +613,7 @@ class PostgresEngine(StorageEngine):
     def drop_index_store(self, ident: str) -> None:
         self._require_txn()
         ix = self._indexes[ident]
+        self.note_catalog_change()
         self._exec(f"DROP TABLE {ix.table}")
         self._exec(f"DELETE FROM {self._stores_t} WHERE ident = %s", (ident,))
         del self._indexes[ident]
@@ -580,6 +666,7 @@ class PostgresEngine(StorageEngine):
         # Inside a transaction the connection is in pipeline mode: statements whose
         # result nobody reads (savepoints, index and record writes) are queued and go out
         # with the next one that is read, in one round trip instead of one each.
+        self._txn_serial += 1
         self._pipeline = contextlib.ExitStack()
         try:
             self._pipe = self._pipeline.enter_context(self._conn.pipeline())
@@ -590,18 +677,36 @@ class PostgresEngine(StorageEngine):
 
     def _txn_commit(self, durable: bool) -> None:
         if self._dirty_stats:
-            stores = list(self._dirty_stats)
+            stores = sorted((rs for rs in self._dirty_stats if rs._dcount or rs._dsize),
+                            key=lambda rs: rs.sid)
             self._dirty_stats.clear()
-            self._exec(f"UPDATE {self._stores_t} AS s SET count = u.count, size = u.size "
-                       "FROM unnest(%s::text[], %s::int8[], %s::int8[]) AS u(ident, count, size) "
-                       "WHERE s.ident = u.ident",
-                       ([rs.ident for rs in stores], [rs._count for rs in stores],
-                        [rs._size for rs in stores]))
+            if stores:
+                # deltas, so that every process's changes add up; the rows are locked in
+                # id order first, so two commits never wait for each other in a cycle
+                sids = [rs.sid for rs in stores]
+                self._exec(f"SELECT 1 FROM {self._stores_t} WHERE id = ANY(%s::int8[]) "
+                           "ORDER BY id FOR UPDATE", (sids,))
+                self._exec(f"UPDATE {self._stores_t} AS s SET count = s.count + u.dc, "
+                           "size = s.size + u.ds FROM unnest(%s::int8[], %s::int8[], "
+                           "%s::int8[]) AS u(id, dc, ds) WHERE s.id = u.id",
+                           (sids, [rs._dcount for rs in stores], [rs._dsize for rs in stores]))
+                for rs in stores:
+                    rs._dcount = rs._dsize = 0
+        bumped = None
+        if self._catalog_dirty:
+            row = self._q1(f"UPDATE {self._catver_t} SET version = version + 1 "
+                           "RETURNING version")
+            bumped = int(row[0])
+        locked = self._catalog_locked
+        self._catalog_locked, self._catalog_dirty = None, False
         if durable and self.group_commit_ms > 0:
             self._exec("SET LOCAL synchronous_commit TO on")
         self._exec("COMMIT")
         self._end_pipeline()  # waits for the COMMIT (and raises what a queued write hit)
         self._unsynced = not durable and self.group_commit_ms > 0
+        if bumped is not None and locked is not None and bumped == locked + 1 \
+                and self.catalog_seen == locked:
+            self.catalog_seen = bumped  # nobody else changed it: no refresh needed
 
     def _end_pipeline(self) -> None:
         stack, self._pipeline = self._pipeline, None
@@ -612,7 +717,11 @@ class PostgresEngine(StorageEngine):
                 raise _storage_error(e) from e
 
     def _txn_abort(self) -> None:
+        self._txn_serial += 1
+        for rs in self._dirty_stats:
+            rs._dcount = rs._dsize = 0
         self._dirty_stats.clear()
+        self._catalog_locked, self._catalog_dirty = None, False
         with contextlib.suppress(MongoError):  # the error being rolled back, seen again
             self._end_pipeline()
         if self._conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:

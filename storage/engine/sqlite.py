@@ -102,7 +102,8 @@ class SQLiteRecordStore(RecordStore):
 
         eng.on_rollback(undo)
 
-    def insert(self, datas: Sequence[bytes]) -> list[RecordId]:
+    def insert(self, datas: Sequence[bytes], *, shards: Sequence[int] | None = None
+               ) -> list[RecordId]:
         eng = self._engine
         eng._require_txn()
         first = self._next_id

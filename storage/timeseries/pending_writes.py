@@ -29,13 +29,15 @@ their open buckets and reopens them from what storage holds, and the error is ra
 
 from __future__ import annotations
 
+import hashlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from bson import ObjectId
 
+from storage import bsonutil
 from storage.bsonutil import decode
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
@@ -165,7 +167,8 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite]) -> None:
     if inserts:
         docs = [w.index_doc if light and w.index_doc is not None else decode(w.document)
                 for w in inserts]
-        res = buckets.insert_many(docs, encoded=[w.document for w in inserts])
+        res = buckets.insert_many(docs, encoded=[w.document for w in inserts],
+                                  shards=[meta_shard(d) for d in docs])
         if res.errors:
             raise res.errors[0][1]
     for w in writes:
@@ -180,6 +183,16 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite]) -> None:
         else:
             new, old = decode(w.document), decode(found[1])
         buckets.update(found[0], new, encoded=w.document, old_doc=old)
+
+
+def meta_shard(bucket: Mapping[str, Any]) -> int:
+    """A stable signed 64-bit hash of a bucket's meta value (its BSON bytes): the value
+    a distributing engine places the bucket by, so one series' buckets stay together.
+    0 without a meta value."""
+    if "meta" not in bucket:
+        return 0
+    raw = bsonutil.encode({"": bucket["meta"]})
+    return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big", signed=True)
 
 
 def _indexes_read_no_data(entry: CollectionEntry) -> bool:

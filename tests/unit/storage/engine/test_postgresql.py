@@ -1,5 +1,5 @@
-"""What only the PostgreSQL engine has: its schema layout and version, its lock, reopening
-the same schema, durable commits. Runs when BUCKETD_TEST_POSTGRES_URI names a server
+"""What only the PostgreSQL engine has: its schema layout, version and migration, several
+engines (processes) on one schema, reopening the same schema, durable commits. Runs when BUCKETD_TEST_POSTGRES_URI names a server
 (tests/engines.py); the contract itself is test_engines.py's."""
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def test_tables_are_named_by_generated_ids(place):
                                 (schema,))}
     stores = dict(sql(uri, f'SELECT ident, id FROM "{schema}".bucketd_stores'))
     assert set(stores) == {"coll-1.x", "coll-1.x_ix"}
-    assert tables == {"bucketd_version", "bucketd_stores",
+    assert tables == {"bucketd_version", "bucketd_stores", "bucketd_catalog_version",
                       f"r{stores['coll-1.x']}", f"i{stores['coll-1.x_ix']}"}
     assert sql(uri, f'SELECT version FROM "{schema}".bucketd_version') == [(SCHEMA_VERSION,)]
     # bytea keys take no collation: nothing in the layout depends on the database locale
@@ -81,17 +81,125 @@ def test_tables_are_named_by_generated_ids(place):
                     "WHERE table_schema = %s AND column_name = 'k'", (schema,)) == [(None,)]
 
 
-def test_one_process_per_schema(place):
+def test_two_engines_share_a_schema(place):
+    """Two processes' engines: ids never collide, figures add up, and each sees the
+    other's stores after a reload; the catalog version moves with every store change."""
+    uri, schema = place
+    a = open_engine("postgresql", uri=uri, schema=schema)
+    b = PostgresEngine(uri, schema=schema)
+    try:
+        v0 = a.catalog_version()
+        with a.transaction():
+            a.create_record_store("c")
+        assert a.catalog_version() == v0 + 1 == b.catalog_version()
+        with pytest.raises(KeyError):
+            b.record_store("c")
+        b.reload_stores()
+        ra, rb = a.record_store("c"), b.record_store("c")
+        ids: list[int] = []
+        for _ in range(3):  # interleaved batches, each past one reserved block
+            with a.transaction():
+                ids += ra.insert([b"a" * 10] * 300)
+            with b.transaction():
+                ids += rb.insert([b"b" * 5] * 300)
+        assert len(set(ids)) == len(ids) == 1800
+        assert ra.count() == rb.count() == 1800
+        assert ra.data_size() == rb.data_size() == 900 * 15
+        with b.transaction():  # a transaction's own changes count before its commit
+            rb.delete(ids[0])
+            assert rb.count() == 1799 and ra.count() == 1800
+        with pytest.raises(RuntimeError), a.transaction():
+            ra.insert([b"x"])
+            raise RuntimeError
+        assert ra.count() == rb.count() == 1799
+        assert ra.data_size() == 900 * 15 - 10
+        assert sorted(i for i, _ in rb.scan()) == sorted(ids[1:])
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_stale_process_may_not_change_the_catalog(place):
+    uri, schema = place
+    a = open_engine("postgresql", uri=uri, schema=schema)
+    b = PostgresEngine(uri, schema=schema)
+    try:
+        a.catalog_seen = a.catalog_version()
+        b.catalog_seen = b.catalog_version()
+        with a.transaction():
+            a.create_index_store("x", unique=False)
+        assert a.catalog_seen == a.catalog_version()  # its own change: nothing to reload
+        with pytest.raises(MongoError) as ei, b.transaction():
+            b.create_index_store("y", unique=False)
+        assert ei.value.code == ErrorCode.WriteConflict
+        b.reload_stores()
+        b.catalog_seen = b.catalog_version()
+        with b.transaction():
+            b.create_index_store("y", unique=False)
+        assert b.list_idents() == ["x", "y"]
+    finally:
+        a.close()
+        b.close()
+
+
+def test_shards_are_stored_when_given(place):
     uri, schema = place
     eng = open_engine("postgresql", uri=uri, schema=schema)
     try:
-        with pytest.raises(MongoError) as ei:
-            PostgresEngine(uri, schema=schema)
-        assert ei.value.code == ErrorCode.DBPathInUse
-        assert schema in ei.value.errmsg
+        with eng.transaction():
+            rs = eng.create_record_store("c")
+            rs.insert([b"x", b"y"], shards=[7, -3])
+            rs.insert([b"z"])
+        sid = sql(uri, f'SELECT id FROM "{schema}".bucketd_stores WHERE ident = %s', ("c",))
+        shards = sql(uri, f'SELECT data, shard FROM "{schema}".r{sid[0][0]} ORDER BY id')
+        assert shards == [(b"x", 7), (b"y", -3), (b"z", 0)]
     finally:
         eng.close()
-    open_engine("postgresql", uri=uri, schema=schema).close()  # released on close
+
+
+def test_deadlocks_are_write_conflicts(place):
+    from psycopg import errors as pg_errors
+
+    from storage.engine.postgresql import _storage_error
+
+    for cls in (pg_errors.DeadlockDetected, pg_errors.SerializationFailure):
+        assert _storage_error(cls("x")).code == ErrorCode.WriteConflict
+
+
+def test_version_1_is_migrated(place):
+    """A schema bucketd 1 left (figures in bucketd_stores, no sequences) opens as
+    version 2: ids go on past the highest one, figures and data stay."""
+    uri, schema = place
+    s = f'"{schema}"'
+    sql(uri, f"CREATE SCHEMA {s}")
+    sql(uri, f"CREATE TABLE {s}.bucketd_version(version integer NOT NULL)")
+    sql(uri, f"INSERT INTO {s}.bucketd_version VALUES (1)")
+    sql(uri, f"CREATE TABLE {s}.bucketd_stores(id bigint GENERATED ALWAYS AS IDENTITY "
+             "PRIMARY KEY, ident text NOT NULL UNIQUE, kind \"char\" NOT NULL, "
+             "count bigint NOT NULL DEFAULT 0, size bigint NOT NULL DEFAULT 0)")
+    sql(uri, f"INSERT INTO {s}.bucketd_stores(ident, kind, count, size) VALUES "
+             "('c', 'r', 2, 6), ('e', 'r', 0, 0), ('c_u', 'u', 0, 0)")
+    sql(uri, f"CREATE TABLE {s}.r1(id bigint PRIMARY KEY, data bytea NOT NULL)")
+    sql(uri, f"CREATE TABLE {s}.r2(id bigint PRIMARY KEY, data bytea NOT NULL)")
+    sql(uri, f"CREATE TABLE {s}.i3(k bytea PRIMARY KEY, rid bigint NOT NULL)")
+    sql(uri, f"INSERT INTO {s}.r1 VALUES (1, 'abc'), (41, 'def')")
+    sql(uri, f"INSERT INTO {s}.i3 VALUES ('k', 41)")
+    eng = open_engine("postgresql", uri=uri, schema=schema)
+    try:
+        assert sql(uri, f"SELECT version FROM {s}.bucketd_version") == [(SCHEMA_VERSION,)]
+        rs = eng.record_store("c")
+        assert rs.count() == 2 and rs.data_size() == 6
+        with eng.transaction():
+            new = rs.insert([b"ghi"])
+            first = eng.record_store("e").insert([b"x"])
+        assert new[0] > 41 and first == [1]
+        assert [r for r, _ in rs.scan()] == [1, 41, new[0]]
+        assert rs.count() == 3 and eng.index_store("c_u").lookup([b"k"]) == {b"k": [41]}
+        assert eng.catalog_version() is not None
+    finally:
+        eng.close()
+    eng = open_engine("postgresql", uri=uri, schema=schema)  # and opens again as it is
+    eng.close()
 
 
 def test_a_newer_layout_is_refused(place):
