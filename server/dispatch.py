@@ -74,6 +74,14 @@ def _lookup(name: str) -> Command:
     return cmd
 
 
+#: commands that never read the catalog: no look at other processes' DDL before them
+#: (the drivers' monitoring sends `hello` often)
+_READS_NO_CATALOG: Final = frozenset({
+    "hello", "isMaster", "ismaster", "ping", "buildInfo", "buildinfo", "whatsmyuri",
+    "endSessions", "killCursors", "logout",
+})
+
+
 async def execute(server: ServerState, conn: ConnectionState, body: dict[str, Any],
                   db: str | None, *, via_op_query: bool = False,
                   exhaust_allowed: bool = False, sequences: tuple[str, ...] = ()
@@ -95,6 +103,9 @@ async def execute(server: ServerState, conn: ConnectionState, body: dict[str, An
             raise MongoError(40571, "OP_MSG requests require a $db argument")
         if type(db) is not str or not db or "." in db or "\x00" in db or " " in db:
             raise MongoError(ErrorCode.InvalidNamespace, f"Invalid database name: '{db}'")
+        if server.storage is not None and server.storage.shared and \
+                name not in _READS_NO_CATALOG:
+            await server.storage.sync_catalog()  # other processes' DDL, before it is read
         if server.config.auth:
             await check_authenticated(server, conn, cmd, db)
         if cmd.admin_only and db != "admin":

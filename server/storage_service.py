@@ -10,6 +10,16 @@ executes it on the dedicated storage thread and awaits the result without blocki
 the event loop (aiosqlite's model). Because there is exactly one such thread,
 operations on storage — including the time-series bucket catalog — are serialised:
 two connections can never open two buckets for one meta value.
+
+Several processes on one PostgreSQL database: before each command (`sync_catalog`, called
+by the dispatcher before the command reads the catalog) and before each operation outside
+a command (TTL, timers) the thread looks once at the catalog version
+(`Catalog.refresh_if_changed`, one short query) and reloads the catalog when another
+process changed it, so DDL done there is seen here by the next command; caches derived
+from the catalog listen (`Catalog.add_refresh_listener`).
+An operation that meets a WriteConflict (another process's transaction won: a
+serialization failure, a deadlock, a catalog changed under it) before it committed
+anything is run again, a few times, as mongod retries write conflicts.
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ import contextlib
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -43,6 +54,8 @@ T = TypeVar("T")
 
 #: the engines a server may run on (the memory engine is for unit tests only)
 SERVER_ENGINES = ("sqlite", "postgresql")
+#: runs of one operation that met write conflicts before it committed anything
+_CONFLICT_ATTEMPTS = 8
 
 
 def _compile_partial_filter(spec: dict[str, Any]) -> Callable[[Any], bool]:
@@ -110,6 +123,17 @@ class StorageService:
         self._closed = False
         self._before_operation: list[Callable[[], None]] = []
 
+    @property
+    def shared(self) -> bool:
+        """Other processes may change the catalog (an engine with a catalog version)."""
+        return self.catalog.engine.catalog_seen is not None
+
+    async def sync_catalog(self) -> None:
+        """Bring the catalog up to date with other processes' DDL (a no-op unless
+        `shared`): one hop to the storage thread and one short query."""
+        if self.shared and not self._closed:
+            await self._thread.run(self.catalog.refresh_if_changed)
+
     def add_before_operation(self, fn: Callable[[], None]) -> None:
         """Call `fn()` on the storage thread before each operation `run` hands it (the
         time-series service writes its pending bucket writes there). Its errors are
@@ -150,15 +174,39 @@ class StorageService:
         # the operation it works for: killOp stops it at the scans' safe points
         op = CURRENT_OP.get()
         if keep_deferred:
-            return await self._thread.run(interrupt.run_for, op, fn, *args)
-        return await self._thread.run(self._flushed_first, fn, args, op)
+            return await self._thread.run(self._operate, fn, args, op, False)
+        return await self._thread.run(self._operate, fn, args, op, True)
 
-    def _flushed_first(self, fn: Callable[..., T], args: tuple[Any, ...],
-                       op: Operation | None = None) -> T:
+    def _flushed_first(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+        self._run_hooks()
+        return fn(*args)
+
+    def _run_hooks(self) -> None:
         for hook in self._before_operation:
             with contextlib.suppress(Exception):  # logged; the catalog reopens from storage
                 hook()
-        return interrupt.run_for(op, fn, *args)
+
+    def _operate(self, fn: Callable[..., T], args: tuple[Any, ...], op: Operation | None,
+                 hooks: bool) -> T:
+        """The catalog brought up to date, the hooks, then `fn` (again after a write
+        conflict, while it has committed nothing)."""
+        if op is None:  # commands were brought up to date by `sync_catalog`
+            self.catalog.refresh_if_changed()
+        if hooks:
+            self._run_hooks()
+        engine = self.catalog.engine
+        attempt = 1
+        while True:
+            commits = engine.commits
+            try:
+                return interrupt.run_for(op, fn, *args)
+            except MongoError as e:
+                if (e.code != ErrorCode.WriteConflict or attempt >= _CONFLICT_ATTEMPTS
+                        or engine.commits != commits or engine.in_transaction):
+                    raise
+            time.sleep(min(0.002 * 2 ** attempt, 0.1))
+            attempt += 1
+            self.catalog.refresh_if_changed()
 
     def on_storage_thread(self) -> bool:
         return threading.current_thread().name == "storage"

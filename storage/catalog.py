@@ -56,6 +56,7 @@ __all__ = [
     "validate_db_name",
     "validate_collection_name",
     "CATALOG_IDENT",
+    "CatalogChange",
 ]
 
 CATALOG_IDENT: Final = "_catalog"
@@ -110,6 +111,18 @@ class DatabaseStats:
         return self.storage_size + self.index_size
 
 
+@dataclass(frozen=True)
+class CatalogChange:
+    """What a `Catalog.refresh` found changed by another process: the namespaces whose
+    entry appeared, went or changed (old and new names of a rename), and the UUIDs and
+    namespaces of those that are gone (a namespace may be in both: dropped and created
+    again)."""
+
+    namespaces: frozenset[str]
+    dropped: frozenset[bytes]
+    dropped_namespaces: frozenset[str]
+
+
 @dataclass
 class _IndexRuntime:
     generator: KeyGenerator
@@ -146,6 +159,7 @@ class Catalog:
         self.index_usage = IndexUsage()  # $indexStats' accesses
         #: catalog records that did not read as entries (reported at start-up, kept)
         self.unreadable: list[UnreadableEntry] = []
+        self._refresh_listeners: list[Callable[[CatalogChange], None]] = []
         self._load()
 
     @classmethod
@@ -186,9 +200,23 @@ class Catalog:
         return self.engine.record_store(CATALOG_IDENT)
 
     def _load(self) -> None:
+        version = self.engine.catalog_version()  # before reading: a later change reloads
         if not self.engine.has_record_store(CATALOG_IDENT):
             with self.engine.transaction(durable=True):
                 self.engine.create_record_store(CATALOG_IDENT)
+        known = self._read_entries()
+        self.engine.catalog_seen = version
+        orphans = [i for i in self.engine.list_idents() if i not in known]
+        if orphans and not self.unreadable:  # cannot happen with transactional DDL; tidy up if it ever does
+            with self.engine.transaction():
+                for ident in orphans:
+                    try:
+                        self.engine.drop_record_store(ident)
+                    except KeyError:
+                        self.engine.drop_index_store(ident)
+
+    def _read_entries(self) -> set[str]:
+        """Read every catalog record into the (empty) maps; the idents they name."""
         known: set[str] = {CATALOG_IDENT}
         for rid, data in self._catalog_store().scan():
             try:
@@ -209,14 +237,52 @@ class Catalog:
             known.update(ix.ident for ix in entry.indexes)
         for bad in self.unreadable:  # what it may own is kept for a repair
             known.update(bad.idents)
-        orphans = [i for i in self.engine.list_idents() if i not in known]
-        if orphans and not self.unreadable:  # cannot happen with transactional DDL; tidy up if it ever does
-            with self.engine.transaction():
-                for ident in orphans:
-                    try:
-                        self.engine.drop_record_store(ident)
-                    except KeyError:
-                        self.engine.drop_index_store(ident)
+        return known
+
+    # --- several processes on one database ---------------------------------------------------
+
+    def add_refresh_listener(self, fn: Callable[[CatalogChange], None]) -> None:
+        """Call `fn(change)` after each `refresh` that found a change (storage thread):
+        caches derived from the catalog (open buckets, ...) forget what it names."""
+        self._refresh_listeners.append(fn)
+
+    def refresh_if_changed(self) -> CatalogChange | None:
+        """One cheap look at the engine's catalog version (engines shared by several
+        processes); when another process moved it, `refresh`. Outside transactions
+        only (a session's open transaction keeps the catalog it started with)."""
+        eng = self.engine
+        if eng.catalog_seen is None or eng.in_transaction:
+            return None
+        version = eng.catalog_version()
+        if version is None or version == eng.catalog_seen:
+            return None
+        change = self.refresh()
+        eng.catalog_seen = version
+        return change
+
+    def refresh(self) -> CatalogChange:
+        """Read the stores and the catalog records again, as another process left them.
+        Handles of collections that are still there stay valid (and see the new
+        entry); those of dropped ones fail as after a local drop. Listeners are told."""
+        self.engine.reload_stores()
+        old = self._entries
+        self._entries, self._by_ns, self.unreadable = {}, {}, []
+        self._read_entries()
+        new = self._entries
+        dropped = frozenset(u for u in old if u not in new)
+        namespaces = frozenset(e.ns for u in old.keys() | new.keys()
+                               if old.get(u) != new.get(u)
+                               for e in (old.get(u), new.get(u)) if e is not None)
+        for uuid in dropped:
+            self._collections.pop(uuid, None)
+        live = {ix.ident for e in new.values() for ix in e.indexes}
+        for ident in [i for i in self._runtime if i not in live]:
+            del self._runtime[ident]
+        change = CatalogChange(namespaces, dropped, frozenset(old[u].ns for u in dropped))
+        if namespaces:
+            for fn in self._refresh_listeners:
+                fn(change)
+        return change
 
     def drop_unreadable(self, rid: RecordId) -> UnreadableEntry:
         """Remove an unreadable catalog record and the record stores it appeared to own:
@@ -245,6 +311,7 @@ class Catalog:
         """Replace `old` by `new` in memory and in ``_catalog`` (inside a transaction),
         undone on rollback. Returns `new` with its catalog RecordId."""
         eng = self.engine
+        eng.note_catalog_change()
         store = self._catalog_store()
         if new is not None:
             data = bsonutil.encode(new.to_doc())

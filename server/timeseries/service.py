@@ -18,7 +18,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
 from query.timeseries.read_plan import TimeseriesRead, TimeseriesReadPaths
-from storage.catalog import Catalog
+from storage.catalog import Catalog, CatalogChange
 from storage.collection import Collection
 from storage.keystring import KS_OID
 from storage.timeseries import BucketCatalog, BucketWrite, TimeseriesParameters
@@ -60,6 +60,7 @@ class TimeseriesService:
         # buckets collection uuid -> it may hold dates outside the standard range
         self._extended: dict[bytes, bool] = {}
         storage.add_before_operation(self.flush_deferred)
+        storage.catalog.add_refresh_listener(self.catalog_refreshed)
 
     @property
     def storage_catalog(self) -> Catalog:
@@ -106,6 +107,21 @@ class TimeseriesService:
             self.catalog.clear(f"{db}.{view_name_of(name)}")
         else:
             self.catalog.drop_collection(f"{db}.{name}")
+
+    def catalog_refreshed(self, change: CatalogChange) -> None:
+        """Another process created, dropped, renamed or modified namespaces (storage
+        thread, before the next operation and before pending writes are flushed): the
+        open buckets of each such time-series collection are forgotten (all of a dropped
+        one's state), since they may name buckets that are gone or were made under other
+        options. The hook for whatever else keeps state per collection."""
+        for uuid in change.dropped:
+            self._extended.pop(uuid, None)
+        for ns in change.dropped_namespaces:
+            self.forget_namespace(*ns.split(".", 1))
+        for ns in change.namespaces - change.dropped_namespaces:
+            db, name = ns.split(".", 1)
+            if name.startswith(BUCKETS_PREFIX):
+                self.catalog.clear(f"{db}.{view_name_of(name)}")
 
     def bucket_write_bypassed(self, db: str, buckets: str) -> None:
         """A write command wrote buckets collection `buckets` directly: the catalog forgets

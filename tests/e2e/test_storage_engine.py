@@ -1,6 +1,6 @@
 """The engine the server runs on (`--storageEngine`), as buildInfo and serverStatus report
-it; an unknown one stops the start; on PostgreSQL, no namespace reaches SQL text and one
-database schema serves one server. Runs on the engine of BUCKETD_TEST_ENGINE."""
+it; an unknown one stops the start; on PostgreSQL, no namespace reaches SQL text and a
+restart keeps the data. Runs on the engine of BUCKETD_TEST_ENGINE."""
 
 from __future__ import annotations
 
