@@ -154,16 +154,25 @@ def test_time_series_ingest_through_both_loses_and_duplicates_nothing(
             t.join()
         assert errors == []
         total = WRITERS * PER_WRITER
+        expected = {w: PER_WRITER for w in range(WRITERS)}
         for c in clients:
             coll = c[name].m
+            # An acknowledged insert (j: false) reaches PostgreSQL with its process's next
+            # group commit, within one window (100 ms, mongod's journal interval): the
+            # other process sees it then. Wait a few windows, no longer.
+            deadline = time.monotonic() + 5.0
+            while True:
+                per_writer = {d["_id"]: d["n"] for d in coll.aggregate([
+                    {"$group": {"_id": "$w", "n": {"$sum": 1}}}])}
+                if per_writer == expected or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
+            assert per_writer == expected
             assert coll.count_documents({}) == total
             dups = list(coll.aggregate([
                 {"$group": {"_id": {"w": "$w", "i": "$i"}, "n": {"$sum": 1}}},
                 {"$match": {"n": {"$gt": 1}}}, {"$limit": 5}]))
             assert dups == []
-            per_writer = {d["_id"]: d["n"] for d in coll.aggregate([
-                {"$group": {"_id": "$w", "n": {"$sum": 1}}}])}
-            assert per_writer == {w: PER_WRITER for w in range(WRITERS)}
             shared = coll.count_documents({"host": {"$regex": "^shared_"}})
             assert shared == (WRITERS // 2) * PER_WRITER
             # every bucket's count adds up to the measurements
