@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from urllib.parse import urlsplit, urlunsplit
@@ -77,6 +78,18 @@ def _alive_cpu(pids: list[int]) -> float:
     return total
 
 
+def settled_count(uri: str, total: int) -> int:
+    """The measurements the server at `uri` counts, once the other process's last
+    acknowledged inserts have reached PostgreSQL (its next group commit, within 100 ms)."""
+    deadline = time.monotonic() + 5.0
+    with pymongo.MongoClient(uri) as c:
+        while True:
+            n = c.bench.cpu.count_documents({})
+            if n == total or time.monotonic() > deadline:
+                return n
+            time.sleep(0.1)
+
+
 def run_config(config: str, batches: list[list[bytes]], clients: int,
                pg_uri: str | None) -> dict[str, object]:
     total = sum(map(len, batches))
@@ -98,7 +111,7 @@ def run_config(config: str, batches: list[list[bytes]], clients: int,
         rate, cpu_us = load([s.uri for s in servers], [s.proc.pid for s in servers],
                             batches, clients)
         pg_cpu = (_alive_cpu(pg_pids) - pg_cpu0) / total * 1e6 if pg_pids else None
-        counts = [pymongo.MongoClient(s.uri).bench.cpu.count_documents({}) for s in servers]
+        counts = [settled_count(s.uri, total) for s in servers]
         assert counts == [total] * len(servers), (counts, total)
         return {"rate": rate, "cpu_us": cpu_us, "pg_cpu_us": pg_cpu,
                 "queries": queries(client.bench)}
