@@ -26,10 +26,10 @@ from pytest_bucketd import BucketdProcess
 from ..conftest import SERVER_CMD
 from ..engines import postgres_scratch, test_engine
 
-WRITERS = 8  # half through each replica
+WRITERS = 8  # half through each replica, shared and own meta values through both
 PER_WRITER = int(os.environ.get("BUCKETD_REPLICA_PER_WRITER", "2000"))
 BATCH = 100
-SHARED_METAS = 10
+SHARED_METAS = 2
 T0 = dt.datetime(2024, 5, 1)
 
 
@@ -145,8 +145,10 @@ def test_time_series_ingest_through_both_loses_and_duplicates_nothing(
     one[name].create_collection("m", timeseries={"timeField": "t", "metaField": "host"})
     try:
         errors: list[BaseException] = []
+        # writers 0, 1 through the first, 2, 3 through the second, ...: the shared meta
+        # values (even writers) and the own ones (odd) go through both
         threads = [threading.Thread(target=_writer,
-                                    args=(replicas[w % 2], name, w, errors))
+                                    args=(replicas[(w // 2) % 2], name, w, errors))
                    for w in range(WRITERS)]
         for t in threads:
             t.start()
