@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from server.storage_service import StorageService, StorageThread  # noqa: E402
-from storage.catalog import Catalog  # noqa: E402
+from server.storage_service import StorageService, StorageThread
+from storage.catalog import Catalog
 
 
 def _per_call_us(fn, n: int) -> float:

@@ -19,7 +19,8 @@ process changed it, so DDL done there is seen here by the next command; caches d
 from the catalog listen (`Catalog.add_refresh_listener`).
 An operation that meets a WriteConflict (another process's transaction won: a
 serialization failure, a deadlock, a catalog changed under it) before it committed
-anything is run again, a few times, as mongod retries write conflicts.
+anything is run again, a few times, as mongod retries write conflicts (not the
+time-series insert path, whose conflicts its own layer resolves).
 """
 
 from __future__ import annotations
@@ -189,7 +190,9 @@ class StorageService:
     def _operate(self, fn: Callable[..., T], args: tuple[Any, ...], op: Operation | None,
                  hooks: bool) -> T:
         """The catalog brought up to date, the hooks, then `fn` (again after a write
-        conflict, while it has committed nothing)."""
+        conflict, while it has committed nothing). The time-series insert path
+        (`hooks` False) is not run again: it changes the bucket catalog in memory, and
+        its conflicts are the time-series layer's to resolve."""
         if op is None:  # commands were brought up to date by `sync_catalog`
             self.catalog.refresh_if_changed()
         if hooks:
@@ -202,7 +205,7 @@ class StorageService:
                 return interrupt.run_for(op, fn, *args)
             except MongoError as e:
                 if (e.code != ErrorCode.WriteConflict or attempt >= _CONFLICT_ATTEMPTS
-                        or engine.commits != commits or engine.in_transaction):
+                        or engine.commits != commits or engine.in_transaction or not hooks):
                     raise
             time.sleep(min(0.002 * 2 ** attempt, 0.1))
             attempt += 1

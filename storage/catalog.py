@@ -200,10 +200,15 @@ class Catalog:
         return self.engine.record_store(CATALOG_IDENT)
 
     def _load(self) -> None:
-        version = self.engine.catalog_version()  # before reading: a later change reloads
         if not self.engine.has_record_store(CATALOG_IDENT):
-            with self.engine.transaction(durable=True):
-                self.engine.create_record_store(CATALOG_IDENT)
+            try:
+                with self.engine.transaction(durable=True):
+                    self.engine.create_record_store(CATALOG_IDENT)
+            except MongoError:  # another process starting at once made it first
+                self.engine.reload_stores()
+                if not self.engine.has_record_store(CATALOG_IDENT):
+                    raise
+        version = self.engine.catalog_version()  # before reading: a later change reloads
         known = self._read_entries()
         self.engine.catalog_seen = version
         orphans = [i for i in self.engine.list_idents() if i not in known]

@@ -1,19 +1,38 @@
-"""The server engine: the stores as tables of one PostgreSQL schema (psycopg 3).
+"""The server engine: the stores as tables of one PostgreSQL schema (psycopg 3), shared by
+any number of bucketd processes.
 
 Layout of schema ``<schema>`` (default ``bucketd``; created by bucketd, never by hand):
 
 - ``bucketd_version(version)``: one row, the layout version (`SCHEMA_VERSION`). A newer
-  one than this code knows stops the start; older ones would be migrated here, step by
-  step (there is only version 1 so far);
+  one than this code knows stops the start; older ones are migrated at start, step by
+  step, under the schema's transaction-level lock (1 -> 2: sequences, shard columns and the
+  catalog version added);
 - ``bucketd_stores(id, ident, kind, count, size)``: every store, its generated id, kind
   (``r`` record, ``u`` unique index, ``n`` non-unique index) and, for record stores, the
-  record count and data size, written in the transaction that changes them. Tables are
-  named by the generated id, so no ident (nor any client string) ever becomes SQL text;
-- record store: ``r<id>(id bigint PRIMARY KEY, data bytea)``;
+  committed record count and data size. Tables are named by the generated id, so no
+  ident (nor any client string) ever becomes SQL text;
+- ``bucketd_catalog_version(version)``: one row, bumped by every transaction that changes
+  the catalog's records or creates or drops a store;
+- record store: ``r<id>(id bigint PRIMARY KEY, data bytea, shard bigint DEFAULT 0)`` and its
+  sequence ``r<id>_ids``; ``shard`` is what a caller gives per record on insert (a hash of
+  a time-series bucket's meta value), for distributing the table later;
 - unique index store: ``i<id>(k bytea PRIMARY KEY, rid bigint)``; non-unique:
   ``i<id>(k bytea, rid bigint, PRIMARY KEY (k, rid))``. ``bytea`` compares bytes as
   unsigned, shorter prefix first, and takes no collation, so the b-tree keeps keystring
   order whatever the database's locale.
+
+Several processes: record ids come from the table's sequence, which steps by `_ID_BLOCK`:
+one ``nextval`` reserves a block of ids for this process, so ids never collide and an
+insert costs a round trip only once per block. The figures are shared: a transaction
+keeps its own changes as deltas (``count()`` is the committed figure read from
+``bucketd_stores`` plus them) and its commit adds them, locking the rows in id order so
+that two commits never deadlock on them. A unique index is PostgreSQL's primary key, so it
+holds across processes (an insert waits for the other transaction and then sees its key).
+A transaction that changes the catalog locks the catalog-version row first and fails with
+WriteConflict if another process moved it since this one's catalog was read
+(`catalog_seen`); `Catalog.refresh_if_changed` compares the version before each command and
+reloads (`reload_stores`). Serialization failures and deadlocks (40001, 40P01) become
+WriteConflict, which the server retries (`server.storage_service`).
 
 Every value is a bound parameter; batches are single statements over ``unnest`` arrays.
 Scans fetch bounded chunks and re-seek after the last row, as the SQLite engine does.
@@ -31,9 +50,7 @@ true`) sets ``synchronous_commit`` on for its transaction and returns once Postg
 flushed it. ``group_commit_ms=0`` makes every commit synchronous. `flush()` forces the
 WAL to disk with one synchronous empty-xid commit.
 
-One process per schema for now: the engine holds a session advisory lock on it
-(DBPathInUse, 98, for a second one), since record ids and store figures are kept in
-this process. The connection comes from a psycopg_pool pool; the storage thread holds
+The connection comes from a psycopg_pool pool; the storage thread holds
 one for the engine's life, other threads (metrics) borrow another for read-only
 figures.
 """
@@ -468,7 +485,14 @@ class PostgresEngine(StorageEngine):
 
     def _migrate_1_to_2(self) -> None:
         """Version 1 kept record ids and figures in its one process: give each record table
-        a sequence past its highest id and a shard column, and add the catalog version."""
+        a sequence past its highest id and a shard column, and add the catalog version.
+        A bucketd of layout 1 still serving the schema holds its session lock: refused."""
+        row = self._q1("SELECT pg_try_advisory_xact_lock(%s, hashtext(%s))",
+                       (_LOCK_CLASS, self.schema))
+        if not row or not row[0]:
+            raise MongoError(ErrorCode.DBPathInUse,
+                             f"the PostgreSQL schema {self.schema} has layout version 1 and an "
+                             "older bucketd is still using it: stop it before upgrading")
         self._create_catalog_version()
         for (sid,) in self._qall(f"SELECT id FROM {self._stores_t} WHERE kind = 'r' "
                                  "ORDER BY id"):
@@ -786,7 +810,7 @@ class PostgresEngine(StorageEngine):
     def _release(self) -> None:
         with contextlib.suppress(Exception):
             self._pool.putconn(self._conn)
-        self._pool.close()  # ends the sessions: the advisory lock goes with them
+        self._pool.close()
 
 
 def _why_unreachable(uri: str, e: Exception) -> str:

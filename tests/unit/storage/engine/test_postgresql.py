@@ -184,6 +184,13 @@ def test_version_1_is_migrated(place):
     sql(uri, f"CREATE TABLE {s}.i3(k bytea PRIMARY KEY, rid bigint NOT NULL)")
     sql(uri, f"INSERT INTO {s}.r1 VALUES (1, 'abc'), (41, 'def')")
     sql(uri, f"INSERT INTO {s}.i3 VALUES ('k', 41)")
+    import psycopg
+
+    with psycopg.connect(uri, autocommit=True) as old:  # a layout-1 bucketd still running
+        old.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (0x6275636B, schema))
+        with pytest.raises(MongoError) as ei:
+            open_engine("postgresql", uri=uri, schema=schema)
+        assert ei.value.code == ErrorCode.DBPathInUse
     eng = open_engine("postgresql", uri=uri, schema=schema)
     try:
         assert sql(uri, f"SELECT version FROM {s}.bucketd_version") == [(SCHEMA_VERSION,)]
