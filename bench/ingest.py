@@ -25,7 +25,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 import bson
@@ -46,7 +46,8 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
-def _batches(run: str, total: int) -> list[list[bytes]]:
+def batches_of(run: str, total: int) -> list[list[bytes]]:
+    """The pre-encoded batches of `run` (tsbs, highcard or backfill)."""
     hosts = 100_000 if run == "highcard" else 100
     out: list[list[bytes]] = []
     batch: list[bytes] = []
@@ -76,18 +77,23 @@ def _client(uri: str, batches: list[list[bytes]], ready: mp.Barrier, q: mp.Queue
     q.put(n)
 
 
-def load(uri: str, pid: int, batches: list[list[bytes]], clients: int) -> tuple[float, float]:
+def load(uri: str | Sequence[str], pid: int | Sequence[int], batches: list[list[bytes]],
+         clients: int) -> tuple[float, float]:
     """(measurements/s, server CPU µs per measurement) of `clients` processes sending
-    `batches` round-robin."""
+    `batches` round-robin; with several servers (`uri`s and their `pid`s), client i
+    talks to server i mod their number, and the CPU is theirs together."""
+    uris = [uri] if isinstance(uri, str) else list(uri)
+    pids = [pid] if isinstance(pid, int) else list(pid)
     ready, q = mp.Barrier(clients + 1), mp.Queue()
-    procs = [mp.Process(target=_client, args=(uri, batches[me::clients], ready, q))
+    procs = [mp.Process(target=_client, args=(uris[me % len(uris)], batches[me::clients],
+                                              ready, q))
              for me in range(clients)]
     for p in procs:
         p.start()
     ready.wait()
-    cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+    cpu0, t0 = sum(map(cpu_seconds, pids)), time.perf_counter()
     n = sum(q.get() for _ in procs)
-    elapsed, cpu = time.perf_counter() - t0, cpu_seconds(pid) - cpu0
+    elapsed, cpu = time.perf_counter() - t0, sum(map(cpu_seconds, pids)) - cpu0
     for p in procs:
         p.join()
     return n / elapsed, cpu / n * 1e6
@@ -138,7 +144,7 @@ def main() -> None:
     print(f"{'run':<9} {'server':<13} {'meas/s':>10} {'cpu µs/m':>9} {'÷decode':>8} "
           f"{'÷canned':>8} {'B/meas':>7} {'peak RSS':>9}")
     for run in args.runs.split(","):
-        batches = _batches(run, args.measurements)
+        batches = batches_of(run, args.measurements)
         total = sum(map(len, batches))
         with floor_server() as (uri, pid):
             canned, canned_cpu = load(uri, pid, batches, args.clients)

@@ -4,7 +4,9 @@ With MONGO_INITDB_ROOT_USERNAME and MONGO_INITDB_ROOT_PASSWORD set (or their _FI
 variants, which name a file holding the value, as Docker secrets do), the server runs
 with --auth, and on a data directory without users it first creates that user on
 `admin` with the `root` role: a bucketd started on 127.0.0.1 only, on a free port, with
---auth, takes the user through the localhost exception and is stopped cleanly. Without
+--auth and the command's storage options (--storageEngine, --postgresUri: on PostgreSQL
+the user goes to the database, and of several servers starting on one database the first
+creates it), takes the user through the localhost exception and is stopped cleanly. Without
 the variables the command runs unchanged. MONGO_INITDB_DATABASE and
 /docker-entrypoint-initdb.d scripts of the official image are not supported.
 
@@ -28,6 +30,7 @@ USER_VAR = "MONGO_INITDB_ROOT_USERNAME"
 PASSWORD_VAR = "MONGO_INITDB_ROOT_PASSWORD"
 DEFAULT_DBPATH = "/data/db"
 START_TIMEOUT = 60.0
+STORAGE_OPTIONS = ("--storageEngine", "--postgresUri")
 
 
 class EntrypointError(Exception):
@@ -77,11 +80,25 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def ensure_root_user(server: list[str], dbpath: str, user: str, password: str) -> bool:
-    """Create the root user unless the data directory has users already; True when it
-    was created. `server` is the bucketd command without options."""
+def storage_options(args: list[str]) -> list[str]:
+    """The options of `args` that say where the data lives besides --dbpath (the storage
+    engine and its database), for the server that creates the root user."""
+    out: list[str] = []
+    for name in STORAGE_OPTIONS:
+        value = option(args, name)
+        if value is not None:
+            out += [name, value]
+    return out
+
+
+def ensure_root_user(server: list[str], dbpath: str, user: str, password: str,
+                     storage: list[str] | None = None) -> bool:
+    """Create the root user unless the data has users already; True when it was created.
+    `server` is the bucketd command without options, `storage` the storage options
+    (`storage_options`) of the server to come, so the user lands where its data does."""
     port = _free_port()
-    proc = subprocess.Popen([*server, "--dbpath", dbpath, "--bind_ip", "127.0.0.1",
+    proc = subprocess.Popen([*server, "--dbpath", dbpath, *(storage or []),
+                             "--bind_ip", "127.0.0.1",
                              "--port", str(port), "--auth", "--quiet"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -102,7 +119,9 @@ def ensure_root_user(server: list[str], dbpath: str, user: str, password: str) -
             try:
                 client.admin.command("createUser", user, pwd=password, roles=["root"])
             except OperationFailure as exc:
-                if exc.code == 13:  # the localhost exception is closed: users exist
+                # 13: the localhost exception is closed, users exist; 51003: another
+                # server on the same PostgreSQL database created it a moment ago
+                if exc.code in (13, 51003):
                     return False
                 raise EntrypointError(f"cannot create the root user: {exc}") from None
             return True
@@ -125,7 +144,7 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) ->
                 args.append("--auth")
             dbpath = option(args, "--dbpath") or DEFAULT_DBPATH
             os.makedirs(dbpath, exist_ok=True)
-            if ensure_root_user(args[:1], dbpath, *credentials):
+            if ensure_root_user(args[:1], dbpath, *credentials, storage_options(args)):
                 print(f"bucketd-entrypoint: created the root user {credentials[0]!r} on admin",
                       file=sys.stderr, flush=True)
     except EntrypointError as exc:

@@ -12,7 +12,7 @@ import pymongo
 import pytest
 from pymongo.errors import OperationFailure
 
-from ..conftest import ROOT, SERVER_CMD, start_server
+from ..conftest import ROOT, SERVER_CMD, engine_args, start_server
 
 _spec = importlib.util.spec_from_file_location("docker_entrypoint",
                                                ROOT / "docker" / "entrypoint.py")
@@ -23,9 +23,13 @@ _spec.loader.exec_module(entrypoint)
 
 
 def test_the_root_user_is_created_once_and_auth_is_on(tmp_path: Path) -> None:
-    assert entrypoint.ensure_root_user(SERVER_CMD, str(tmp_path), "admin", "s3cret") is True
+    # on the engine the tests run on: on PostgreSQL the user must land in the database
+    storage = entrypoint.storage_options([*engine_args(str(tmp_path)), "--quiet"])
+    assert entrypoint.ensure_root_user(SERVER_CMD, str(tmp_path), "admin", "s3cret",
+                                       storage) is True
     # a second start finds users: nothing created, the password not reset
-    assert entrypoint.ensure_root_user(SERVER_CMD, str(tmp_path), "admin", "other") is False
+    assert entrypoint.ensure_root_user(SERVER_CMD, str(tmp_path), "admin", "other",
+                                       storage) is False
     proc = start_server(tmp_path, "--auth")
     try:
         with pymongo.MongoClient(proc.uri, username="admin", password="s3cret") as root:
@@ -42,6 +46,14 @@ def test_the_root_user_is_created_once_and_auth_is_on(tmp_path: Path) -> None:
         assert bad.value.code == 18
     finally:
         proc.stop()
+
+
+def test_storage_options_go_to_the_server_that_creates_the_user() -> None:
+    args = ["bucketd", "--bind_ip_all", "--storageEngine", "postgresql",
+            "--postgresUri=postgresql://u:p@db/x", "--dbpath", "/data/db"]
+    assert entrypoint.storage_options(args) == [
+        "--storageEngine", "postgresql", "--postgresUri", "postgresql://u:p@db/x"]
+    assert entrypoint.storage_options(["bucketd", "--dbpath", "/data/db"]) == []
 
 
 def test_settings_and_files(tmp_path: Path) -> None:
