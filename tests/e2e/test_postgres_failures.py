@@ -128,15 +128,18 @@ def test_killed_between_commands_the_next_command_works(bucketd) -> None:
 
 
 class Blocked:
-    """Holds an ACCESS EXCLUSIVE lock on every table of bucketd's schema, so the next
-    statement bucketd sends waits in PostgreSQL: a command in flight, killed there."""
+    """Holds an ACCESS EXCLUSIVE lock on every table of bucketd's schema but the layout
+    and catalog versions, so the next statement of a command (past the catalog-version
+    check each command makes first) waits in PostgreSQL: a command in flight, killed
+    there."""
 
     def __init__(self, db_uri: str) -> None:
         self.db_uri = db_uri
         self.conn = psycopg.connect(db_uri)
         tables = self.conn.execute(
             "SELECT format('%I.%I', schemaname, tablename) FROM pg_tables "
-            "WHERE schemaname = 'bucketd' AND tablename <> 'bucketd_version'").fetchall()
+            "WHERE schemaname = 'bucketd' AND tablename NOT IN "
+            "('bucketd_version', 'bucketd_catalog_version')").fetchall()
         self.conn.execute(f"LOCK TABLE {', '.join(t[0] for t in tables)} IN ACCESS EXCLUSIVE MODE")
 
     def kill_waiting(self, times: int = 1, timeout: float = 10.0) -> None:
