@@ -39,7 +39,6 @@ from bson import ObjectId
 
 from storage import bsonutil
 from storage.bsonutil import decode
-from storage.engine.base import write_conflict
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
@@ -183,12 +182,11 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite]) -> None:
         if found is None:
             raise MongoError(ErrorCode.WriteConflict,
                              f"bucket {w.bucket_id} disappeared during the write")
-        if w.expected is not None and found[1] != w.expected:
-            raise write_conflict()  # another process changed the bucket since
         if light and w.index_doc is not None and w.previous_index_doc is not None:
             new, old = w.index_doc, w.previous_index_doc
         else:
             new, old = decode(w.document), decode(found[1])
+        # another process changed the bucket since: the engine raises WriteConflict
         buckets.update(found[0], new, encoded=w.document, old_doc=old, expected=w.expected)
     note_written(buckets, stamp, [w.series for w in writes])
 
