@@ -36,6 +36,7 @@ from storage.timeseries import ControlFilter
 from storage.vocabulary.bson_types import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64, T_NULL
 from storage.vocabulary.missing import MISSING
 
+from .group_order import FusedSort, MetaTemplate, bin_substitution
 from .scan import BucketScan, MetaGate, ReadStats, stored_control
 
 __all__ = ["Decline", "block_group", "group_raw"]
@@ -112,47 +113,51 @@ def _core_group(plan: Any) -> Any:
 
 
 class _Classes:
-    """The series class of each distinct meta value: buckets whose rows may share a
-    group share a class; -1 for a meta the `$match` excludes."""
+    """The series class of each distinct meta value (buckets whose rows may share a
+    group share a class; -1 for a meta the `$match` excludes) and its `_id` template."""
 
     def __init__(self, plan: Any, variables: dict[str, Any]) -> None:
         self.plan = plan
         self.variables = variables
-        self.of_meta: dict[bytes | None, tuple[int, Any, bool]] = {}
+        self.of_meta: dict[bytes | None, tuple[int, MetaTemplate | None]] = {}
         self.keys: dict[Any, int] = {}
 
-    def of(self, meta_doc: bytes | None) -> tuple[int, Any, bool]:
+    def of(self, meta_doc: bytes | None) -> tuple[int, MetaTemplate | None]:
         got = self.of_meta.get(meta_doc)
         if got is None:
             got = self.of_meta[meta_doc] = self._class(meta_doc)
         return got
 
-    def _class(self, meta_doc: bytes | None) -> tuple[int, Any, bool]:
+    def _class(self, meta_doc: bytes | None) -> tuple[int, MetaTemplate | None]:
         plan = self.plan
-        has_meta = meta_doc is not None
-        meta = decode(meta_doc)["m"] if meta_doc is not None else None
-        doc = {plan.meta_field: meta} if has_meta else {}
+        doc = {plan.meta_field: decode(meta_doc)["m"]} if meta_doc is not None else {}
         if plan.meta_matcher is not None and not plan.meta_matcher.matches(doc):
-            return -1, meta, has_meta
-        if not plan.id_uses_meta:
-            return 0, meta, has_meta
+            return -1, None
         # the _id with a fixed time: equal for two metas exactly when their rows of one
         # bin share a group in the generic $group
-        gid = plan.group.id_fn({**doc, plan.time_field: DatetimeMS(0)}, self.variables)
+        try:
+            gid = plan.group.id_fn({**doc, plan.time_field: DatetimeMS(0)}, self.variables)
+        except MongoError:
+            raise Decline from None
+        meta = MetaTemplate.of(gid)
+        if not plan.id_uses_meta:
+            return 0, meta
         key = gid if type(gid) in (str, int) else group_key(gid)
-        return self.keys.setdefault(key, len(self.keys)), meta, has_meta
+        return self.keys.setdefault(key, len(self.keys)), meta
 
 
 def block_group(buckets: Collection, bucket_filter: dict[str, Any] | None,
                 control: ControlFilter | None, plan: Any, groups: Any,
-                variables: dict[str, Any], stats: ReadStats | None
-                ) -> list[dict[str, Any]] | None:
+                variables: dict[str, Any], stats: ReadStats | None,
+                sort: FusedSort | None = None) -> list[dict[str, Any]] | None:
     """The `$group` output of `plan` over the buckets, folded into `groups` (the columnar
-    path's `_Groups`, empty), or None when block processing declines."""
+    path's `_Groups`, empty) and ordered by `sort` when given, or None when block
+    processing declines."""
     if native.core is None:
         return None
     try:
-        return _block_group(buckets, bucket_filter, control, plan, groups, variables, stats)
+        return _block_group(buckets, bucket_filter, control, plan, groups, variables, stats,
+                            sort)
     except (Decline, native.Declined, native.core.NativeError):
         return None
 
@@ -178,12 +183,12 @@ def _batches(scan: BucketScan, control: ControlFilter | None, stats: ReadStats
 
 def _block_group(buckets: Collection, bucket_filter: dict[str, Any] | None,
                  control: ControlFilter | None, plan: Any, groups: Any,
-                 variables: dict[str, Any], stats: ReadStats | None
-                 ) -> list[dict[str, Any]]:
+                 variables: dict[str, Any], stats: ReadStats | None,
+                 sort: FusedSort | None) -> list[dict[str, Any]]:
     mine = ReadStats()  # copied to `stats` only when this path answers
     docs, (_fed, matched, columns, rows) = _fold(
         _batches(BucketScan(buckets, bucket_filter, mine), control, mine), plan, groups,
-        variables)
+        variables, sort)
     if stats is not None:
         stats.scan = mine.scan
         stats.buckets_skipped += mine.buckets_skipped
@@ -197,52 +202,47 @@ def _block_group(buckets: Collection, bucket_filter: dict[str, Any] | None,
 
 
 def group_raw(batches: Iterable[list[bytes]], plan: Any, groups: Any,
-              variables: dict[str, Any]) -> list[dict[str, Any]] | None:
+              variables: dict[str, Any], sort: FusedSort | None = None
+              ) -> list[dict[str, Any]] | None:
     """The `$group` output of `plan` over stored buckets given as bytes, in batches (scan
-    order), or None when block processing declines."""
+    order), ordered by `sort` when given, or None when block processing declines."""
     if native.core is None:
         return None
     try:
-        return _fold(batches, plan, groups, variables)[0]
+        return _fold(batches, plan, groups, variables, sort)[0]
     except (Decline, native.Declined, native.core.NativeError):
         return None
 
 
-def _fold(batches: Iterable[list[bytes]], plan: Any, groups: Any, variables: dict[str, Any]
+def _fold(batches: Iterable[list[bytes]], plan: Any, groups: Any, variables: dict[str, Any],
+          sort: FusedSort | None = None
           ) -> tuple[list[dict[str, Any]], tuple[int, int, int, int]]:
-    """The documents, and (buckets fed, buckets matched, columns decoded, rows passing
-    the filter)."""
+    """The documents (ordered by `sort` when given), and (buckets fed, buckets matched,
+    columns decoded, rows passing the filter)."""
     assert native.core is not None
     fold = _core_group(plan)
     classes = _Classes(plan, variables)
-    metas: list[tuple[Any, bool]] = []  # of each bucket fed, for the groups' _id
+    metas: list[MetaTemplate | None] = []  # of each bucket fed, for the groups' _id
     bucket_metas = native.core.bucket_metas
     matched = 0
     for batch in batches:
         cls = array("i")
         for m in bucket_metas(batch):
-            c, meta, has_meta = classes.of(m)
+            c, meta = classes.of(m)
             cls.append(c)
-            metas.append((meta, has_meta))
+            metas.append(meta)
             matched += c >= 0
         fold.feed(batch, cls.tobytes())
-    tf, mf = plan.time_field, plan.meta_field
-    for _cls, bin_start, first, states in fold.groups():
-        doc: dict[str, Any] = {}
-        if plan.bin_ms is not None:
-            doc[tf] = DatetimeMS(bin_start)
-        if plan.id_uses_meta:
-            meta, has_meta = metas[first]
-            if has_meta:
-                doc[mf] = meta
-        before = len(groups.ids)
-        try:
-            g = groups.group_of(doc)
-        except MongoError:
-            raise Decline from None
-        if len(groups.ids) == before:
-            raise Decline  # two of the core's groups are one generic group
-        _fill(plan, groups.accs[g], states)
+    made = fold.groups()
+    if sort is not None:
+        made.sort(key=lambda g: sort.key(metas[g[2]], g[1]))
+    substitute = bin_substitution(plan.group.spec["_id"]) if plan.bin_ms is not None else None
+    for _cls, bin_start, first, states in made:
+        meta = metas[first]
+        assert meta is not None  # a bucket of class -1 makes no group
+        gid = meta.template if substitute is None else \
+            substitute(meta.template, DatetimeMS(bin_start))
+        _fill(plan, groups.accs[groups.add(gid, meta.size)], states)
     fed, columns, rows = fold.counters()
     return groups.results(), (fed, matched, columns, rows)
 

@@ -69,6 +69,7 @@ from storage.vocabulary.time_units import UNIT_MS
 
 from .block_group import Decline as _Decline
 from .block_group import block_group
+from .group_order import fused_sort
 from .scan import BucketScan, ReadStats
 
 __all__ = ["STATS", "GroupPlan", "columnar_group", "group_buckets", "plan_group"]
@@ -426,6 +427,16 @@ class _Groups:
                 raise _Decline
         return g
 
+    def add(self, gid: Any, size: int) -> int:
+        """A group known to be new (block processing's), of `_id` `gid` sized `size`."""
+        g = len(self.ids)
+        self.ids.append(gid)
+        self.accs.append([d.new(gid) for d in self.defs])
+        self.used += size + self.overhead
+        if self.used > self.budget:
+            raise _Decline
+        return g
+
     def results(self) -> list[dict[str, Any]]:
         names = [a.name for a in self.plan.accs]
         out = []
@@ -773,11 +784,14 @@ def _run(buckets: Collection | None,
     variables = compile_pipeline([], ctx).base_variables()
     docs = None
     if block_processing and buckets is not None:
+        sort = fused_sort(plan.group.spec["_id"], plan.rest, ctx.collator)
         docs = block_group(buckets, bucket_filter(plan.flt), control, plan,
-                           _Groups(plan, variables, ctx.memory_limit_bytes), variables, stats)
+                           _Groups(plan, variables, ctx.memory_limit_bytes), variables, stats,
+                           sort)
         if docs is not None:
             STATS["block"] += 1
-            yield from compile_pipeline(plan.rest, ctx).run(docs)
+            rest = plan.rest[1:] if sort is not None else plan.rest  # the $sort is done
+            yield from compile_pipeline(rest, ctx).run(docs)
             return
     scanned: Iterable[Mapping[str, Any]] = () if buckets is None else (
         b for _rid, b in BucketScan(buckets, bucket_filter(plan.flt), stats,

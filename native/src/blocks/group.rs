@@ -161,6 +161,8 @@ pub struct Fold {
     pub plan: Plan,
     pub groups: Vec<Group>,
     index: HashMap<(i32, i64), usize>,
+    /// (row, group) of the rows of the bucket being fed that pass the filter (reused)
+    picked: Vec<(u32, u32)>,
     pub rows_passed: u64,
     pub columns_decoded: u64,
     pub buckets: usize,
@@ -239,6 +241,7 @@ impl Fold {
             plan,
             groups: Vec::new(),
             index: HashMap::new(),
+            picked: Vec::new(),
             rows_passed: 0,
             columns_decoded: 0,
             buckets: 0,
@@ -293,77 +296,127 @@ impl Fold {
         Ok(true)
     }
 
-    /// Folds the rows of bucket `bucket` (its number in scan order) of series class `class`.
+    /// The range of times sharing `t`'s bin and its checks (`bin`): [start, end).
+    fn bin_range(&self, t: i64) -> Result<(i64, i64, i64), Decline> {
+        let bin = self.bin(t)?;
+        let Some(size) = self.plan.bin_ms else {
+            return Ok((bin, i64::MIN, i64::MAX));
+        };
+        let (lo, hi) = if size % DAY_MS == 0 {
+            (DAY_RANGE.0, DAY_RANGE.1)
+        } else {
+            (-SAFE_TIME, SAFE_TIME)
+        };
+        Ok((bin, bin.max(lo), (bin + size).min(hi + 1)))
+    }
+
+    /// The group of (class, bin), made on first sight.
+    fn group_of(&mut self, class: i32, bin: i64, bucket: usize) -> usize {
+        if let Some(&g) = self.index.get(&(class, bin)) {
+            return g;
+        }
+        let g = self.groups.len();
+        let states = self.new_states();
+        self.groups.push(Group {
+            class,
+            bin_start: bin,
+            first_bucket: bucket,
+            states,
+        });
+        self.index.insert((class, bin), g);
+        g
+    }
+
+    /// Folds the rows of bucket `bucket` (its number in scan order) of series class `class`:
+    /// first the rows passing the filter, each with its group, then each accumulator over
+    /// them (one dispatch per accumulator and bucket, not per row).
     pub fn feed(&mut self, bucket: usize, class: i32, rows: &Rows) -> Result<(), Decline> {
         self.buckets += 1;
         self.columns_decoded += 1 + rows.columns.len() as u64;
-        let mut last: Option<(i64, usize)> = None; // (bin, group) of the previous row
+        let mut picked = std::mem::take(&mut self.picked);
+        picked.clear();
+        // consecutive rows mostly share a bin: no division or hashing for them
+        let mut current: Option<(i64, i64, usize)> = None; // [start, end) and group
         for r in 0..rows.times.len() {
             if !self.row_passes(rows, r)? {
                 continue;
             }
-            self.rows_passed += 1;
-            let bin = self.bin(rows.times[r])?;
-            // consecutive rows mostly share a group: no hashing for them
-            let g = match last {
-                Some((b, g)) if b == bin => g,
-                _ => match self.index.get(&(class, bin)) {
-                    Some(&g) => g,
-                    None => {
-                        let g = self.groups.len();
-                        let states = self.new_states();
-                        self.groups.push(Group {
-                            class,
-                            bin_start: bin,
-                            first_bucket: bucket,
-                            states,
-                        });
-                        self.index.insert((class, bin), g);
-                        g
-                    }
-                },
+            let t = rows.times[r];
+            let g = match current {
+                Some((start, end, g)) if start <= t && t < end => g,
+                _ => {
+                    let (bin, start, end) = self.bin_range(t)?;
+                    let g = self.group_of(class, bin, bucket);
+                    current = Some((start, end, g));
+                    g
+                }
             };
-            last = Some((bin, g));
-            let group = &mut self.groups[g];
-            for (k, &(op, arg)) in self.plan.accs.iter().enumerate() {
-                let v = match arg {
-                    Arg::Field(c) => rows.columns[c][r],
-                    Arg::Time => Val::Date(rows.times[r]),
-                    Arg::Const(v) => v,
-                };
-                match (&mut group.states[k], op) {
-                    (State::Count(n), _) => *n += 1,
-                    (State::Sum(s), _) => s.add(v)?,
-                    (State::Pick(kept), AccOp::Min | AccOp::Max) => {
+            picked.push((r as u32, g as u32));
+        }
+        self.rows_passed += picked.len() as u64;
+        let result = self.accumulate(rows, &picked);
+        self.picked = picked;
+        result
+    }
+
+    fn accumulate(&mut self, rows: &Rows, picked: &[(u32, u32)]) -> Result<(), Decline> {
+        let groups = &mut self.groups;
+        for (k, &(op, arg)) in self.plan.accs.iter().enumerate() {
+            let value = |r: u32| match arg {
+                Arg::Field(c) => rows.columns[c][r as usize],
+                Arg::Time => Val::Date(rows.times[r as usize]),
+                Arg::Const(v) => v,
+            };
+            match op {
+                AccOp::Count => {
+                    for &(_, g) in picked {
+                        if let State::Count(n) = &mut groups[g as usize].states[k] {
+                            *n += 1;
+                        }
+                    }
+                }
+                AccOp::Sum => {
+                    for &(r, g) in picked {
+                        if let State::Sum(s) = &mut groups[g as usize].states[k] {
+                            s.add(value(r))?;
+                        }
+                    }
+                }
+                AccOp::Min | AccOp::Max => {
+                    let want = if op == AccOp::Max {
+                        Ordering::Greater
+                    } else {
+                        Ordering::Less
+                    };
+                    for &(r, g) in picked {
+                        let v = value(r);
                         if class_of(v) == 0 {
                             continue;
                         }
-                        let better = match *kept {
-                            Val::Missing => true,
-                            k => {
-                                let o = cmp_bson(v, k);
-                                if op == AccOp::Max {
-                                    o == Ordering::Greater
-                                } else {
-                                    o == Ordering::Less
-                                }
+                        if let State::Pick(kept) = &mut groups[g as usize].states[k] {
+                            if matches!(*kept, Val::Missing) || cmp_bson(v, *kept) == want {
+                                *kept = v;
                             }
-                        };
-                        if better {
-                            *kept = v;
                         }
                     }
-                    (State::Seen(kept, seen), AccOp::First) => {
-                        if !*seen {
-                            *kept = v;
+                }
+                AccOp::First => {
+                    for &(r, g) in picked {
+                        if let State::Seen(kept, seen) = &mut groups[g as usize].states[k] {
+                            if !*seen {
+                                *kept = value(r);
+                                *seen = true;
+                            }
+                        }
+                    }
+                }
+                AccOp::Last => {
+                    for &(r, g) in picked {
+                        if let State::Seen(kept, seen) = &mut groups[g as usize].states[k] {
+                            *kept = value(r);
                             *seen = true;
                         }
                     }
-                    (State::Seen(kept, seen), _) => {
-                        *kept = v;
-                        *seen = true;
-                    }
-                    (State::Pick(_), _) => unreachable!("a pick state is min or max"),
                 }
             }
         }

@@ -23,6 +23,7 @@ from query.context import PipelineContext
 from query.pipeline import compile_pipeline
 from query.timeseries.block_group import group_raw
 from query.timeseries.columnar_group import _Groups, plan_group
+from query.timeseries.group_order import fused_sort
 from query.timeseries.scan import MetaGate
 from storage import native
 from storage.bsonutil import decode, encode
@@ -59,14 +60,17 @@ def stored(batches: list[list[dict]], max_count: int = 7) -> list[bytes]:
 
 
 def native_group(stages: list, raws: list[bytes], batch: int = 3) -> list[bytes] | None:
+    """As the columnar path runs block processing: a leading `$sort` fused when it can be."""
     ctx = PipelineContext()
     plan = plan_group(stages, OPTS, ctx)
     assert plan is not None, "shape should be supported"
+    sort = fused_sort(plan.group.spec["_id"], plan.rest, None)
     docs = group_raw([raws[i:i + batch] for i in range(0, len(raws), batch)], plan,
-                     _Groups(plan, {}, LIMIT), {})
+                     _Groups(plan, {}, LIMIT), {}, sort)
     if docs is None:
         return None
-    return [encode(d) for d in compile_pipeline(plan.rest, ctx).run(docs)]
+    rest = plan.rest[1:] if sort is not None else plan.rest
+    return [encode(d) for d in compile_pipeline(rest, ctx).run(docs)]
 
 
 # ---------------------------------------------------------------- generated data
@@ -126,8 +130,16 @@ def pipeline(draw: st.DrawFn) -> list:
     stages: list = [{"$match": match}] if match is not None else []
     stages.append({"$group": {"_id": draw(st.sampled_from(IDS)), **draw(accumulators)}})
     if draw(st.booleans()):
-        stages.append({"$sort": {"_id": 1}})
+        stages.append({"$sort": draw(st.sampled_from(SORTS))})
+        if draw(st.booleans()):
+            stages.append({"$limit": draw(st.integers(1, 5))})
     return stages
+
+
+# fused into the fold where each key reaches the bin or a per-meta part of the _id
+SORTS = [{"_id": 1}, {"_id": -1}, {"_id.h": -1, "_id.t": 1}, {"_id.t": -1, "_id.h": 1},
+         {"_id.m.dc": -1}, {"_id.a": 1, "_id.t": -1}, {"_id.k": 1}, {"_id.nope": 1},
+         {"p": 1, "_id": 1}]
 
 
 def _may_decline(stages: list, batches: list[list[dict]]) -> bool:
@@ -230,3 +242,24 @@ def test_meta_gate_rejects_by_the_meta_conditions_alone() -> None:
     assert len(gate.seen) == 3
     assert gate.passes(b"\x05\x00\x00\x00")  # malformed: left to the full path
     assert not MetaGate({"control.max.time": {"$gte": DatetimeMS(0)}}).active
+
+
+@pytest.mark.parametrize(("id_spec", "sort", "fused"), [
+    ("$tags.h", {"_id": -1}, True),
+    ({"$dateTrunc": {"date": "$time", "unit": "minute"}}, {"_id": 1}, True),
+    ({"h": "$tags.h", "t": {"$dateTrunc": {"date": "$time", "unit": "minute"}}},
+     {"_id.h": 1, "_id.t": -1}, True),
+    ({"h": "$tags.h", "t": {"$dateTrunc": {"date": "$time", "unit": "minute"}}},
+     {"_id": 1}, False),  # the whole _id holds the bin and a per-meta part
+    ({"t": {"$dateTrunc": {"date": "$time", "unit": "minute"}}}, {"_id.t.x": 1}, False),
+    ("$tags.h", {"n": 1}, False),  # an accumulator's value
+])
+def test_which_sorts_are_fused(id_spec: object, sort: dict, fused: bool) -> None:
+    stages = [{"$group": {"_id": id_spec, "n": {"$count": {}}}}, {"$sort": sort}]
+    plan = plan_group(stages, OPTS, PipelineContext())
+    assert plan is not None
+    assert (fused_sort(plan.group.spec["_id"], plan.rest, None) is not None) is fused
+    raws = stored(_tsbs(900), max_count=50)
+    got = native_group(stages, raws)
+    assert got is not None and len(got) > 2
+    assert got == generic(stages, [decode(r) for r in raws])
