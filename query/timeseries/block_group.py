@@ -7,8 +7,10 @@ column and the needed `data.<field>` columns into typed arrays, applies the per-
 (time range, numeric comparisons of fields) and folds each group's accumulators. Python
 sees one object per distinct meta value and one per group: each distinct meta is given a
 series class (the `_id`'s meta part, under the `$match`'s meta conditions) before the
-fold, and each group's partial state is fed into the generic accumulator objects, which
-make the result documents. So the result is the generic `$group`'s, value and type.
+fold. Each group's `_id` is made from its meta value's template and its bin
+(`group_order`), and each accumulator's result from its partial state the way the generic
+accumulator makes it (`_RESULT`; sums through the generic `SumState`). So the result is
+the generic `$group`'s, value and type; a following `$sort` on the `_id` may be fused.
 
 The core declines (`Declined`) anything it does not reproduce exactly — v1 buckets, types
 other than int32/int64/double/bool/date/null in a needed column, NaN in a filtered
@@ -20,13 +22,14 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
 
 from bson import Int64
 from bson.datetime_ms import DatetimeMS
 
-from query.expressions.values import K_DOUBLE, K_LONG
+from query.expressions.reducers import SumState
+from query.expressions.values import K_DOUBLE, K_LONG, int_or_long
 from query.stages.group import group_key
 from storage import native
 from storage.bsonutil import decode
@@ -150,9 +153,9 @@ def block_group(buckets: Collection, bucket_filter: dict[str, Any] | None,
                 control: ControlFilter | None, plan: Any, groups: Any,
                 variables: dict[str, Any], stats: ReadStats | None,
                 sort: FusedSort | None = None) -> list[dict[str, Any]] | None:
-    """The `$group` output of `plan` over the buckets, folded into `groups` (the columnar
-    path's `_Groups`, empty) and ordered by `sort` when given, or None when block
-    processing declines."""
+    """The `$group` output of `plan` over the buckets (its groups counted against the
+    memory budget of `groups`, the columnar path's `_Groups`), ordered by `sort` when
+    given, or None when block processing declines."""
     if native.core is None:
         return None
     try:
@@ -237,33 +240,47 @@ def _fold(batches: Iterable[list[bytes]], plan: Any, groups: Any, variables: dic
     if sort is not None:
         made.sort(key=lambda g: sort.key(metas[g[2]], g[1]))
     substitute = bin_substitution(plan.group.spec["_id"]) if plan.bin_ms is not None else None
+    names = [a.name for a in plan.accs]
+    makers = [_RESULT[a.op] for a in plan.accs]
+    docs = []
     for _cls, bin_start, first, states in made:
         meta = metas[first]
         assert meta is not None  # a bucket of class -1 makes no group
-        gid = meta.template if substitute is None else \
-            substitute(meta.template, DatetimeMS(bin_start))
-        _fill(plan, groups.accs[groups.add(gid, meta.size)], states)
+        groups.reserve(meta.size)
+        doc = {"_id": meta.template if substitute is None else
+               substitute(meta.template, DatetimeMS(bin_start))}
+        for name, make, st in zip(names, makers, states):
+            doc[name] = make(st)
+        docs.append(doc)
     fed, columns, rows = fold.counters()
-    return groups.results(), (fed, matched, columns, rows)
+    return docs, (fed, matched, columns, rows)
 
 
-def _fill(plan: Any, accs: list[Any], states: list[Any]) -> None:
-    """Feed one group's partial states into its (fresh) generic accumulators."""
-    for a, acc, st in zip(plan.accs, accs, states):
-        if a.op == "$count":
-            acc.n += st
-        elif a.op in ("$sum", "$avg"):
-            ival, nint, saw_long, saw_double, fsum, fcomp, ndbl = st
-            s = acc.s
-            s.ival += ival
-            s.count += nint + ndbl
-            if saw_long and s.kind < K_LONG:
-                s.kind = K_LONG
-            if saw_double:
-                if s.kind < K_DOUBLE:
-                    s.kind = K_DOUBLE
-                s.fsum, s.fcomp = fsum, fcomp
-        else:
-            seen, v = st
-            if seen:
-                acc.process(_py_value(*v))
+def _sum_state(st: tuple[int, int, bool, bool, float, float, int]) -> SumState:
+    """The generic summation state of a core's partial `$sum`/`$avg`."""
+    ival, nint, saw_long, saw_double, fsum, fcomp, ndbl = st
+    s = SumState()
+    s.ival = ival
+    s.count = nint + ndbl
+    if saw_long:
+        s.kind = K_LONG
+    if saw_double:
+        s.kind = K_DOUBLE
+        s.fsum, s.fcomp = fsum, fcomp
+    return s
+
+
+def _kept(st: tuple[bool, tuple[int, int, float]]) -> Any:
+    """The value a `$min`/`$max`/`$first`/`$last` state holds (null for none or missing)."""
+    seen, v = st
+    got = _py_value(*v) if seen else None
+    return None if got is MISSING else got
+
+
+# each accumulator's result from the core's state, as the generic accumulator gives it
+_RESULT: Final[dict[str, Callable[[Any], Any]]] = {
+    "$count": int_or_long,
+    "$sum": lambda st: _sum_state(st).total(),
+    "$avg": lambda st: _sum_state(st).average(),
+    "$min": _kept, "$max": _kept, "$first": _kept, "$last": _kept,
+}

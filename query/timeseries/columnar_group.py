@@ -427,15 +427,12 @@ class _Groups:
                 raise _Decline
         return g
 
-    def add(self, gid: Any, size: int) -> int:
-        """A group known to be new (block processing's), of `_id` `gid` sized `size`."""
-        g = len(self.ids)
-        self.ids.append(gid)
-        self.accs.append([d.new(gid) for d in self.defs])
+    def reserve(self, size: int) -> None:
+        """Count a group block processing makes (its `_id` sized `size`) against the
+        memory limit."""
         self.used += size + self.overhead
         if self.used > self.budget:
             raise _Decline
-        return g
 
     def results(self) -> list[dict[str, Any]]:
         names = [a.name for a in self.plan.accs]
