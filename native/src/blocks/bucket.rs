@@ -99,13 +99,21 @@ pub fn read_rows(raw: &[u8], time_field: &str, fields: &[String]) -> Result<Rows
     let Some(time_col) = column_bytes(data, time_field)? else {
         return Err(Decline("no time column")); // the reference raises 5346700
     };
-    let times = decode_values(time_col)?
-        .into_iter()
-        .map(|v| match v {
-            Val::Date(ms) => Ok(ms),
-            _ => Err(Decline("a time that is not a date")),
-        })
-        .collect::<Result<Vec<i64>, Decline>>()?;
+    let times = match decode_uniform(time_col, MAX_ROWS) {
+        // the usual time column: straight to milliseconds, no value per row in between
+        Some(u) if u.t == T_DATE => u
+            .values
+            .chunks_exact(8)
+            .map(|c| read_u64(c) as i64)
+            .collect(),
+        _ => decode_values(time_col)?
+            .into_iter()
+            .map(|v| match v {
+                Val::Date(ms) => Ok(ms),
+                _ => Err(Decline("a time that is not a date")),
+            })
+            .collect::<Result<Vec<i64>, Decline>>()?,
+    };
     let n = times.len();
     let mut columns = Vec::with_capacity(fields.len());
     for f in fields {
