@@ -15,6 +15,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 use rayon::prelude::*;
 
+/// The fewest buckets of one `feed` whose columns are decoded on the thread pool.
+const PARALLEL_FROM: usize = 32;
+
 use super::bucket::{head_doc, max_time, meta_doc, read_rows, rows_at_time, Rows, Val};
 use super::group::{AccOp, Arg, Cmp, Fold, Plan, State};
 use super::Decline;
@@ -151,16 +154,18 @@ impl BlockGroup {
             let first = fold.buckets;
             let done = py.detach(|| -> Result<Fold, Decline> {
                 let plan = &fold.plan;
-                let rows: Vec<Result<Option<Rows>, Decline>> = raws
-                    .par_iter()
-                    .zip(classes.par_iter())
-                    .map(|(raw, &class)| {
-                        if class < 0 {
-                            return Ok(None);
-                        }
-                        read_rows(raw, &plan.time_field, &plan.fields).map(Some)
-                    })
-                    .collect();
+                let read = |(raw, &class): (&&[u8], &i32)| {
+                    if class < 0 {
+                        return Ok(None);
+                    }
+                    read_rows(raw, &plan.time_field, &plan.fields).map(Some)
+                };
+                // a few buckets cost less than waking the pool's threads
+                let rows: Vec<Result<Option<Rows>, Decline>> = if raws.len() < PARALLEL_FROM {
+                    raws.iter().zip(classes.iter()).map(read).collect()
+                } else {
+                    raws.par_iter().zip(classes.par_iter()).map(read).collect()
+                };
                 for (k, (r, &class)) in rows.into_iter().zip(classes.iter()).enumerate() {
                     if let Some(r) = r? {
                         fold.feed(first + k, class, &r)?;
