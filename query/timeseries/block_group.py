@@ -238,7 +238,7 @@ def _fold(batches: Iterable[list[bytes]], plan: Any, groups: Any, variables: dic
         fold.feed(batch, cls.tobytes())
     made = fold.groups()
     if sort is not None:
-        made.sort(key=lambda g: sort.key(metas[g[2]], g[1]))
+        sort.order(made, lambda g: metas[g[2]])
     substitute = bin_substitution(plan.group.spec["_id"]) if plan.bin_ms is not None else None
     names = [a.name for a in plan.accs]
     makers = [_RESULT[a.op] for a in plan.accs]

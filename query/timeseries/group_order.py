@@ -11,7 +11,8 @@ A `$sort` right after the `$group` is fused into the fold when each of its keys 
 into the `_id` reaching either a `$dateTrunc` part (ordered by the bin) or a part with
 none below it (the same for every group of a meta value: ordered by the generic sort's
 key of the meta's template there). Python's sort is stable, as the generic one is, so
-ties keep the groups' first-seen order.
+ties keep the groups' first-seen order (a descending bin is sorted with `reverse`, which
+keeps ties in order too).
 """
 
 from __future__ import annotations
@@ -87,13 +88,22 @@ class FusedSort:
 
     keys: list[tuple[SortSpec | None, int]] = field(default_factory=list)
 
-    def key(self, meta: MetaTemplate, bin_start: int) -> tuple[Any, ...]:
+    def order(self, groups: list[Any], meta_of: Callable[[Any], MetaTemplate]) -> None:
+        """Sort the core's groups `(class, bin start, ...)` in place, `meta_of` giving a
+        group's meta template: one stable pass per key, the last key first."""
+        for i in range(len(self.keys) - 1, -1, -1):
+            spec, d = self.keys[i]
+            if spec is None:
+                groups.sort(key=lambda g: g[1], reverse=d < 0)
+            else:
+                groups.sort(key=lambda g: self._meta_key(meta_of(g), i))
+
+    def _meta_key(self, meta: MetaTemplate, i: int) -> Any:
         if meta.sort_keys is None:
             doc = {"_id": meta.template}
             meta.sort_keys = [spec(doc) if spec is not None else None
                               for spec, _ in self.keys]
-        return tuple(k if spec is not None else bin_start * d
-                     for (spec, d), k in zip(self.keys, meta.sort_keys))
+        return meta.sort_keys[i]
 
 
 def fused_sort(id_spec: Any, rest: list[Any], collator: Collator | None) -> FusedSort | None:
