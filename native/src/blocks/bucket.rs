@@ -207,6 +207,24 @@ pub fn rows_at_time(
         if b.subtype != BinarySubtype::Column {
             return Err(Decline("a data field that is not a BSONColumn"));
         }
+        if let Some(u) = decode_uniform(b.bytes, MAX_ROWS) {
+            // a numeric column without skips: its 8-byte values, no element per row
+            if u.count > times.len() {
+                return Err(Decline("a column longer than the time column"));
+            }
+            for (k, &r) in picked.iter().enumerate() {
+                if r < u.count {
+                    let v = &u.values[8 * r..8 * r + 8];
+                    let bytes = if u.t == T_INT32 {
+                        v[..4].to_vec()
+                    } else {
+                        v.to_vec()
+                    };
+                    out[k].push((name.to_string(), u.t, bytes));
+                }
+            }
+            continue;
+        }
         let rows = decode_column(b.bytes, MAX_ROWS)
             .map_err(|_| Decline("a column not decoded"))?
             .rows;
