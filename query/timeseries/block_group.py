@@ -117,21 +117,15 @@ def _core_group(plan: Any) -> Any:
 
 class _Classes:
     """The series class of each distinct meta value (buckets whose rows may share a
-    group share a class; -1 for a meta the `$match` excludes) and its `_id` template."""
+    group share a class; -1 for a meta the `$match` excludes) and its `_id` template;
+    the core asks once per meta value."""
 
     def __init__(self, plan: Any, variables: dict[str, Any]) -> None:
         self.plan = plan
         self.variables = variables
-        self.of_meta: dict[bytes | None, tuple[int, MetaTemplate | None]] = {}
         self.keys: dict[Any, int] = {}
 
     def of(self, meta_doc: bytes | None) -> tuple[int, MetaTemplate | None]:
-        got = self.of_meta.get(meta_doc)
-        if got is None:
-            got = self.of_meta[meta_doc] = self._class(meta_doc)
-        return got
-
-    def _class(self, meta_doc: bytes | None) -> tuple[int, MetaTemplate | None]:
         plan = self.plan
         doc = {plan.meta_field: decode(meta_doc)["m"]} if meta_doc is not None else {}
         if plan.meta_matcher is not None and not plan.meta_matcher.matches(doc):
@@ -225,17 +219,17 @@ def _fold(batches: Iterable[list[bytes]], plan: Any, groups: Any, variables: dic
     assert native.core is not None
     fold = _core_group(plan)
     classes = _Classes(plan, variables)
-    metas: list[MetaTemplate | None] = []  # of each bucket fed, for the groups' _id
-    bucket_metas = native.core.bucket_metas
-    matched = 0
+    metas: list[MetaTemplate | None] = []  # by the core's meta number, for the groups' _id
     for batch in batches:
-        cls = array("i")
-        for m in bucket_metas(batch):
-            c, meta = classes.of(m)
-            cls.append(c)
-            metas.append(meta)
-            matched += c >= 0
-        fold.feed(batch, cls.tobytes())
+        new = fold.new_metas(batch)
+        if new:
+            cls = array("i")
+            for m in new:
+                c, meta = classes.of(m)
+                cls.append(c)
+                metas.append(meta)
+            fold.set_classes(cls.tobytes())
+        fold.feed(batch)
     made = fold.groups()
     if sort is not None:
         sort.order(made, lambda g: metas[g[2]])
@@ -252,8 +246,7 @@ def _fold(batches: Iterable[list[bytes]], plan: Any, groups: Any, variables: dic
         for name, make, st in zip(names, makers, states):
             doc[name] = make(st)
         docs.append(doc)
-    fed, columns, rows = fold.counters()
-    return docs, (fed, matched, columns, rows)
+    return docs, fold.counters()
 
 
 def _sum_state(st: tuple[int, int, bool, bool, float, float, int]) -> SumState:

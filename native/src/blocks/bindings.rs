@@ -1,15 +1,18 @@
 //! PyO3 layer of block processing (Python facade: `query/timeseries/block_group.py`).
 //!
 //! `BlockGroup(time_field, fields, time_preds, row_preds, bin_ms, accs)` holds one
-//! `$group`'s fold; `feed(buckets, classes)` decodes and folds a batch of stored buckets
-//! (raw bytes, in scan order; `classes` the int32 series class of each, -1 to skip it)
-//! with the GIL released, decoding the buckets in parallel and folding them in order;
-//! `groups()` gives the partial states; `counters()` explain's counts. `Declined` means
+//! `$group`'s fold; `new_metas(buckets)` names the meta values of a batch of stored
+//! buckets (raw bytes, in scan order) not seen before, `set_classes(classes)` gives their
+//! int32 series classes (-1: skip their buckets), `feed(buckets)` then decodes and folds
+//! the batch with the GIL released, decoding the buckets in parallel and folding them in
+//! order; `groups()` gives the partial states; `counters()` explain's counts. `Declined` means
 //! the Python path must answer the query (the fold is then unusable).
 //! `bucket_metas(buckets)` gives each bucket's meta as the document `{"m": meta}`.
 //!
 //! Values cross as (type byte, int64, float64): 0 missing, 10 null, 16 int32, 18 int64,
 //! 1 double, 8 bool, 9 date.
+
+use std::collections::HashMap;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
@@ -62,6 +65,12 @@ fn cmp_of(op: &str) -> PyResult<Cmp> {
 #[pyclass(module = "storage._native")]
 pub struct BlockGroup {
     fold: Option<Fold>,
+    /// the number of each meta value seen (`{"m": meta}` bytes, None for none)
+    metas: HashMap<Option<Vec<u8>>, usize>,
+    /// the series class of each meta value, by number
+    classes: Vec<i32>,
+    /// buckets fed of a class (not -1)
+    matched: u64,
 }
 
 #[pymethods]
@@ -124,16 +133,55 @@ impl BlockGroup {
             accs,
         };
         let fold = Fold::new(plan).map_err(|Decline(why)| declined(why))?;
-        Ok(BlockGroup { fold: Some(fold) })
+        Ok(BlockGroup {
+            fold: Some(fold),
+            metas: HashMap::new(),
+            classes: Vec::new(),
+            matched: 0,
+        })
     }
 
-    /// Decodes and folds `buckets` (scan order) with their int32 series `classes`.
-    fn feed(
+    /// The meta values (each as `{"m": meta}`, None for none) of `buckets` the fold has not
+    /// seen yet, in first-seen order: the caller gives their series classes
+    /// (`set_classes`) before feeding these buckets.
+    fn new_metas<'py>(
         &mut self,
-        py: Python<'_>,
-        buckets: &Bound<'_, PyList>,
-        classes: &[u8],
-    ) -> PyResult<()> {
+        py: Python<'py>,
+        buckets: &Bound<'py, PyList>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        guard("BlockGroup.new_metas", || {
+            let out = PyList::empty(py);
+            for b in buckets.iter() {
+                let b = b.cast_into::<PyBytes>().map_err(PyErr::from)?;
+                let meta = meta_doc(b.as_bytes()).map_err(|Decline(why)| declined(why))?;
+                if !self.metas.contains_key(&meta) {
+                    match &meta {
+                        Some(m) => out.append(PyBytes::new(py, m))?,
+                        None => out.append(py.None())?,
+                    }
+                    self.metas.insert(meta, self.metas.len());
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// The int32 series classes (-1: skip its buckets) of the meta values `new_metas`
+    /// gave, in its order.
+    fn set_classes(&mut self, classes: &[u8]) -> PyResult<()> {
+        if classes.len() % 4 != 0 || self.classes.len() + classes.len() / 4 > self.metas.len() {
+            return Err(declined("classes do not match the meta values"));
+        }
+        self.classes.extend(
+            classes
+                .chunks_exact(4)
+                .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+        );
+        Ok(())
+    }
+
+    /// Decodes and folds `buckets` (scan order), each of the series class of its meta.
+    fn feed(&mut self, py: Python<'_>, buckets: &Bound<'_, PyList>) -> PyResult<()> {
         guard("BlockGroup.feed", || {
             let mut fold = self
                 .fold
@@ -144,40 +192,46 @@ impl BlockGroup {
                 .map(|b| b.cast_into::<PyBytes>().map_err(PyErr::from))
                 .collect::<PyResult<Vec<_>>>()?;
             let raws: Vec<&[u8]> = objs.iter().map(|b| b.as_bytes()).collect();
-            if classes.len() != 4 * raws.len() {
-                return Err(declined("classes do not match the buckets"));
-            }
-            let classes: Vec<i32> = classes
-                .chunks_exact(4)
-                .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect();
-            let first = fold.buckets;
-            let done = py.detach(|| -> Result<Fold, Decline> {
+            let (metas, classes) = (&self.metas, &self.classes);
+            let done = py.detach(|| -> Result<(Fold, u64), Decline> {
                 let plan = &fold.plan;
-                let read = |(raw, &class): (&&[u8], &i32)| {
+                let read = |raw: &&[u8]| -> Result<Option<(usize, i32, Rows)>, Decline> {
+                    let meta = *metas
+                        .get(&meta_doc(raw)?)
+                        .ok_or(Decline("a meta value without a class"))?;
+                    let class = *classes
+                        .get(meta)
+                        .ok_or(Decline("a meta value without a class"))?;
                     if class < 0 {
                         return Ok(None);
                     }
-                    read_rows(raw, &plan.time_field, &plan.fields).map(Some)
+                    Ok(Some((
+                        meta,
+                        class,
+                        read_rows(raw, &plan.time_field, &plan.fields)?,
+                    )))
                 };
                 // a few buckets cost less than waking the pool's threads
-                let rows: Vec<Result<Option<Rows>, Decline>> = if raws.len() < PARALLEL_FROM {
-                    raws.iter().zip(classes.iter()).map(read).collect()
+                let rows: Vec<_> = if raws.len() < PARALLEL_FROM {
+                    raws.iter().map(read).collect()
                 } else {
-                    raws.par_iter().zip(classes.par_iter()).map(read).collect()
+                    raws.par_iter().map(read).collect()
                 };
-                for (k, (r, &class)) in rows.into_iter().zip(classes.iter()).enumerate() {
-                    if let Some(r) = r? {
-                        fold.feed(first + k, class, &r)?;
+                let mut matched = 0;
+                for r in rows {
+                    if let Some((meta, class, r)) = r? {
+                        fold.feed(meta, class, &r)?;
+                        matched += 1;
                     } else {
                         fold.buckets += 1;
                     }
                 }
-                Ok(fold)
+                Ok((fold, matched))
             });
             match done {
-                Ok(fold) => {
+                Ok((fold, matched)) => {
                     self.fold = Some(fold);
+                    self.matched += matched;
                     Ok(())
                 }
                 Err(Decline(why)) => Err(declined(why)),
@@ -185,7 +239,7 @@ impl BlockGroup {
         })
     }
 
-    /// The groups in first-seen order: (class, bin start ms, first bucket, states); a
+    /// The groups in first-seen order: (class, bin start ms, meta number, states); a
     /// state is an int (`$count`), (int sum, int count, saw int64, saw double, double
     /// sum, compensation, double count) for `$sum`/`$avg`, or (seen, value) otherwise.
     fn groups<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
@@ -206,16 +260,16 @@ impl BlockGroup {
                     State::Seen(v, seen) => states.append((seen, tuple_of(v)))?,
                 }
             }
-            out.append((g.class, g.bin_start, g.first_bucket, states))?;
+            out.append((g.class, g.bin_start, g.first_meta, states))?;
         }
         Ok(out)
     }
 
-    /// (buckets fed, columns decoded, rows passing the filter)
-    fn counters(&self) -> (usize, u64, u64) {
-        self.fold
-            .as_ref()
-            .map_or((0, 0, 0), |f| (f.buckets, f.columns_decoded, f.rows_passed))
+    /// (buckets fed, buckets of a class, columns decoded, rows passing the filter)
+    fn counters(&self) -> (usize, u64, u64, u64) {
+        self.fold.as_ref().map_or((0, 0, 0, 0), |f| {
+            (f.buckets, self.matched, f.columns_decoded, f.rows_passed)
+        })
     }
 }
 

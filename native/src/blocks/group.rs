@@ -145,13 +145,13 @@ pub enum State {
     Seen(Val, bool),
 }
 
-/// A group: its series class, its bin start (ms; 0 without a bin), the bucket whose row
-/// made it (for its `_id`'s meta), and its states.
+/// A group: its series class, its bin start (ms; 0 without a bin), the meta value (its
+/// number) of the bucket whose row made it, for its `_id`, and its states.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Group {
     pub class: i32,
     pub bin_start: i64,
-    pub first_bucket: usize,
+    pub first_meta: usize,
     pub states: Vec<State>,
 }
 
@@ -311,7 +311,7 @@ impl Fold {
     }
 
     /// The group of (class, bin), made on first sight.
-    fn group_of(&mut self, class: i32, bin: i64, bucket: usize) -> usize {
+    fn group_of(&mut self, class: i32, bin: i64, meta: usize) -> usize {
         if let Some(&g) = self.index.get(&(class, bin)) {
             return g;
         }
@@ -320,17 +320,17 @@ impl Fold {
         self.groups.push(Group {
             class,
             bin_start: bin,
-            first_bucket: bucket,
+            first_meta: meta,
             states,
         });
         self.index.insert((class, bin), g);
         g
     }
 
-    /// Folds the rows of bucket `bucket` (its number in scan order) of series class `class`:
+    /// Folds the rows of a bucket of meta value number `meta` and series class `class`:
     /// first the rows passing the filter, each with its group, then each accumulator over
     /// them (one dispatch per accumulator and bucket, not per row).
-    pub fn feed(&mut self, bucket: usize, class: i32, rows: &Rows) -> Result<(), Decline> {
+    pub fn feed(&mut self, meta: usize, class: i32, rows: &Rows) -> Result<(), Decline> {
         self.buckets += 1;
         self.columns_decoded += 1 + rows.columns.len() as u64;
         let mut picked = std::mem::take(&mut self.picked);
@@ -346,7 +346,7 @@ impl Fold {
                 Some((start, end, g)) if start <= t && t < end => g,
                 _ => {
                     let (bin, start, end) = self.bin_range(t)?;
-                    let g = self.group_of(class, bin, bucket);
+                    let g = self.group_of(class, bin, meta);
                     current = Some((start, end, g));
                     g
                 }
@@ -551,7 +551,7 @@ mod tests {
         let got: Vec<_> = f
             .groups
             .iter()
-            .map(|g| (g.class, g.bin_start - t, g.first_bucket))
+            .map(|g| (g.class, g.bin_start - t, g.first_meta))
             .collect();
         assert_eq!(got, vec![(5, 60_000, 0), (5, 0, 0), (2, 0, 2)]);
         assert_eq!(f.groups[1].states[0], State::Seen(Double(1.5), true));
