@@ -25,6 +25,7 @@ from storage.vocabulary.bson_types import (
     T_TIMESTAMP,
 )
 
+from . import native
 from .builder import BSONColumnBuilder
 from .decoder import DEFAULT_MAX_VALUES, decode_elements
 from .errors import BSONColumnError
@@ -258,9 +259,13 @@ def compress(doc: bytes, count: int | None = None) -> bytes:
 def decompress(column: bytes, max_values: int = DEFAULT_MAX_VALUES) -> bytes:
     """The document `{"<row>": value, ...}` of a BSONColumn (skipped rows omitted).
 
-    Raises BSONColumnError for any malformed column.
+    Raises BSONColumnError for any malformed column. The native decoder reads the column
+    when it takes it (scalar values); the reference then, which also words the errors.
     """
-    return rows_to_document(decode_elements(column, max_values))
+    rows = native.decode_column(column, max_values)
+    if rows is None:
+        rows = decode_elements(column, max_values)
+    return rows_to_document(rows)
 
 
 def rows_to_document(rows: list[tuple[int, bytes] | None]) -> bytes:

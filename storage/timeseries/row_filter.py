@@ -9,10 +9,11 @@ that match (NaN rows are always kept, since MongoDB's NaN rules are the matcher'
 apply), and callers still run the full filter on what it returns, so it only has to
 never drop a row that matches.
 
-Anything else — other operators, non-numeric constants, dotted paths, the time or meta
-field, columns holding other types, int64 values a double comparison cannot place
-exactly — makes `compile_row_filter` or `RowFilter.positions` decline (None): the
-bucket is then unpacked whole.
+Conditions on the time or meta field are left to the full filter. Anything else — other
+operators, non-numeric constants, dotted paths, columns holding other types, int64 values
+a double comparison cannot place exactly — makes `compile_row_filter` or
+`RowFilter.positions` decline (None): the bucket is then unpacked whole. The kept rows'
+other fields are read as numbers where that is exact, else as the unpacker reads them.
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ from typing import Any, Final
 
 import numpy as np
 from bson import Int64
+from bson.binary import Binary
 from bson.datetime_ms import DatetimeMS
 
-from storage.bsoncolumn import NumericColumn
+from storage.bsoncolumn import BSONColumnError, NumericColumn
+from storage.bsoncolumn.blocks import NotNumericColumn, decode_numeric
 from storage.vocabulary.bson_types import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64
 
-from .unpack import BucketSpec, NumericBucket, numeric_bucket
+from .unpack import BucketSpec, NumericBucket, column_values, numeric_bucket
 
 __all__ = ["RowFilter", "compile_row_filter", "select_measurements"]
 
@@ -112,11 +115,17 @@ def _int_bound(op: str, c: int | float) -> int | bool | None:
 
 def compile_row_filter(flt: Mapping[str, Any], time_field: str,
                        meta_field: str | None) -> RowFilter | None:
-    """The filter as numeric comparisons, or None when it is not only that."""
+    """The filter's numeric comparisons of measurement fields, or None when it has
+    other conditions. Conditions on the time or the meta field are left out (they hold
+    for whole buckets or are ranges the bucket filter narrowed already; the full filter
+    runs on what this keeps, so a superset is enough); they are never inside anything
+    but the top-level conjunction here, since operators (`$or`, `$and`...) decline."""
     compares: list[_Compare] = []
     for name, cond in flt.items():
-        if (name.startswith("$") or "." in name or name in (time_field, meta_field)
-                or name == "_id"):
+        if name == time_field or (meta_field is not None and (
+                name == meta_field or name.startswith(meta_field + "."))):
+            continue
+        if name.startswith("$") or "." in name or name == "_id":
             return None
         if _number(cond):
             compares.append(_Compare(name, "$eq", cond))
@@ -136,47 +145,90 @@ def _number(v: Any) -> bool:
 
 
 _BOX: Final[dict[int, Callable[[Any], Any]]] = {
-    T_INT64: lambda v: Int64(int(v)), T_INT32: int, T_DOUBLE: float,
-    T_DATE: lambda v: DatetimeMS(int(v)), T_BOOL: bool}
+    T_INT64: Int64, T_INT32: int, T_DOUBLE: float, T_DATE: DatetimeMS, T_BOOL: bool}
 
 
 def select_measurements(bucket: Mapping[str, Any], spec: BucketSpec,
                         row_filter: RowFilter) -> Iterator[dict[str, Any]] | None:
     """The measurements `unpack_bucket(bucket, spec)` yields at the rows `row_filter`
     keeps, in the same order and with the same values and types; None when the bucket
-    cannot be read this way (unpack it whole then)."""
+    cannot be read this way (unpack it whole then).
+
+    The filter's columns are read as numbers; each kept column is read as numbers too
+    when that gives its values back exactly, else (ObjectIds, strings, ints widened into
+    a double column, ...) as `unpack_columns` reads it, and only the kept rows become
+    values."""
     data = bucket.get("data")
     if not isinstance(data, Mapping):
         return None
-    names = [n for n in data if n != spec.time_field and spec.keeps(n)]
-    nb = numeric_bucket(bucket, spec, set(names) | row_filter.fields)
+    nb = numeric_bucket(bucket, spec, row_filter.fields)
     if nb is None or nb.time is None:
         return None
-    for name in names:
-        col = nb.columns.get(name)
-        if col is not None and (col.kind not in ("int", "double", "date", "bool") or (
-                col.kind == "double" and _widened_ints(col))):
-            return None  # values we could not give back exactly
     rows = row_filter.positions(nb)
     if rows is None:
         return None
-    return _rows(nb, spec, names, rows)
+    if not len(rows):
+        return iter(())
+    picked = rows.tolist()
+    control = bucket.get("control")
+    version = control.get("version") if isinstance(control, Mapping) else None
+    n = len(nb.time)
+    cols: list[tuple[str, list[Any]]] = []
+    for name in data:
+        if name == spec.time_field or not spec.keeps(name):
+            continue
+        values = _numeric_values(data[name], n, rows) if nb.all_rows else None
+        if values is None:
+            if not nb.all_rows:
+                return None  # the data's row keys are not the time column's positions
+            by_row = column_values(data[name], int(version), name)  # type: ignore[arg-type]
+            values = [by_row.get(str(i), _ABSENT) for i in picked]
+        cols.append((name, values))
+    return _rows(nb, spec, cols, picked)
 
 
-def _rows(nb: NumericBucket, spec: BucketSpec, names: list[str], rows: np.ndarray
-          ) -> Iterator[dict[str, Any]]:
+_ABSENT: Final = object()
+
+
+def _numeric_values(col: Any, n: int, picked: np.ndarray) -> list[Any] | None:
+    """A stored column's values at rows `picked` (`_ABSENT` where it has none), read as
+    numbers; None when that would not give them back exactly."""
+    if not isinstance(col, Binary | bytes) or (isinstance(col, Binary) and col.subtype != 7):
+        return None
+    try:
+        nc = decode_numeric(bytes(col))
+    except (NotNumericColumn, BSONColumnError):
+        return None
+    if nc.kind not in ("int", "double", "date", "bool") or (
+            nc.kind == "double" and _widened_ints(nc)):
+        return None
+    have = len(nc)
+    if have > n:
+        return None  # a column longer than the time column: unpack_columns decides
+    inside = picked[picked < have]  # trailing skipped rows are not encoded
+    values = nc.values[inside].tolist()
+    present = nc.present[inside].tolist()
+    types = nc.types[inside].tolist()
+    box = _BOX
+    out: list[Any] = [box[t](v) if p else _ABSENT for v, p, t in zip(values, present, types)]
+    out += [_ABSENT] * (len(picked) - len(inside))
+    return out
+
+
+def _rows(nb: NumericBucket, spec: BucketSpec, cols: list[tuple[str, list[Any]]],
+          picked: list[int]) -> Iterator[dict[str, Any]]:
     tf, mf = spec.time_field, spec.meta_field
     keep_time = spec.keeps_time
     keep_meta = spec.keeps_meta and nb.has_meta
     assert nb.time is not None
-    cols = [(name, col) for name in names if (col := nb.columns.get(name)) is not None]
-    for i in rows.tolist():
+    for k, i in enumerate(picked):
         out: dict[str, Any] = {}
         if keep_time:
             out[tf] = DatetimeMS(int(nb.time[i]))
         if keep_meta:
             out[mf] = nb.meta  # type: ignore[index]
-        for name, col in cols:
-            if col.present[i]:
-                out[name] = _BOX[int(col.types[i])](col.values[i])
+        for name, values in cols:
+            v = values[k]
+            if v is not _ABSENT:
+                out[name] = v
         yield out

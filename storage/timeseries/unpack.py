@@ -33,8 +33,8 @@ from storage.vocabulary.error_codes import ErrorCode
 from .bucket_document import decode_column
 from .constants import CONTROL, CONTROL_COUNT, CONTROL_VERSION, DATA, META
 
-__all__ = ["BucketSpec", "NumericBucket", "count_measurements", "numeric_bucket",
-           "numeric_columns", "unpack_bucket", "unpack_columns"]
+__all__ = ["BucketSpec", "NumericBucket", "column_values", "count_measurements",
+           "numeric_bucket", "numeric_columns", "unpack_bucket", "unpack_columns"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +91,8 @@ def _bucket_parts(bucket: Mapping[str, Any] | bytes, spec: BucketSpec
     return int(version), data, meta, has_meta, control
 
 
-def _column_values(col: Any, version: int, name: str) -> dict[str, Any]:
+def column_values(col: Any, version: int, name: str) -> dict[str, Any]:
+    """{row key: value} of one stored data field, as `unpack_columns` decodes it."""
     if version == 1:
         if not isinstance(col, Mapping):
             raise MongoError(ErrorCode.BadValue, f"Bucket data field '{name}' is not an object")
@@ -141,7 +142,7 @@ def unpack_columns(bucket: Mapping[str, Any] | bytes, spec: BucketSpec
     if spec.time_field not in data:
         raise MongoError(5346700, "The $_internalUnpackBucket stage requires the data region "
                          "to have a timeField object")
-    time_vals = _column_values(data[spec.time_field], version, spec.time_field)
+    time_vals = column_values(data[spec.time_field], version, spec.time_field)
     rows = list(time_vals.keys())
     cols: dict[str, dict[str, Any]] = {}
     for name, col in data.items():
@@ -151,7 +152,7 @@ def unpack_columns(bucket: Mapping[str, Any] | bytes, spec: BucketSpec
             continue
         if not spec.keeps(name):
             continue
-        cols[name] = _column_values(col, version, name)
+        cols[name] = column_values(col, version, name)
     return rows, cols, meta, has_meta
 
 
@@ -201,7 +202,7 @@ def count_measurements(bucket: Mapping[str, Any] | bytes, time_field: str) -> in
         count = control.get(CONTROL_COUNT)
         if isinstance(count, int | float) and not isinstance(count, bool):
             return int(count)
-        return len(_column_values(data[time_field], 2, time_field))
+        return len(column_values(data[time_field], 2, time_field))
     raise MongoError(5857901, "Invalid bucket version")
 
 
@@ -255,6 +256,7 @@ class NumericBucket:
     columns: dict[str, NumericColumn | None]
     meta: Any
     has_meta: bool
+    all_rows: bool = True  # the time column skips no row: row i is the data's row "i"
 
 
 def _align(nc: NumericColumn, n: int) -> NumericColumn:
@@ -332,4 +334,4 @@ def numeric_bucket(bucket: Mapping[str, Any] | bytes, spec: BucketSpec, fields: 
     if tc is None:
         return NumericBucket(None, cols, meta, has_meta)
     times = tc.values if all_rows else tc.values[rows]
-    return NumericBucket(times.astype(np.int64, copy=False), cols, meta, has_meta)
+    return NumericBucket(times.astype(np.int64, copy=False), cols, meta, has_meta, all_rows)

@@ -25,7 +25,7 @@ from storage.bsoncolumn import BSONColumnBuilder, BSONColumnError
 from storage.bsoncolumn.decoder import decode_elements
 from storage.native import core
 
-from .vectors import VALID
+from .vectors import INVALID, VALID
 
 pytestmark = pytest.mark.skipif(core is None, reason="the native core was not built")
 
@@ -450,3 +450,18 @@ def test_skip_after_an_rle_run_of_doubles_round_trips(step: float, n: int, tail:
     column = b.finalize()
     assert decode_elements(column) == rows
     assert core.decode_column(column) == rows
+
+
+def test_decompress_reads_natively_what_the_reference_reads() -> None:
+    # `decompress` takes the native decoder's rows when it has them: the same document
+    from storage.bsoncolumn.api import decompress, rows_to_document
+
+    natively = 0
+    for v in VALID:
+        want = rows_to_document(decode_elements(v.column))
+        assert decompress(v.column) == want, v.name
+        natively += core.decode_column(v.column) is not None
+    assert natively >= 100
+    for _name, column in INVALID:
+        with pytest.raises(BSONColumnError):
+            decompress(column)

@@ -7,7 +7,7 @@ import math
 from fractions import Fraction
 
 import bson
-from bson import Int64
+from bson import Int64, ObjectId
 from bson.datetime_ms import DatetimeMS
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -39,6 +39,8 @@ def _measurements(draw: st.DrawFn) -> list[dict]:
     fields = {"a": _INT, "b": _FLOAT, "i": _INT32}
     if draw(st.booleans()):
         fields["c"] = _MIXED
+    if draw(st.booleans()):  # a column only the generic decoder reads
+        fields["o"] = st.integers(0, 2**40).map(lambda i: ObjectId(i.to_bytes(12, "big")))
     out = []
     for _ in range(n):
         d: dict = {"t": DatetimeMS(T0 + 1000 * draw(st.integers(0, 50))), "m": "x"}
@@ -54,10 +56,17 @@ _CONST = st.one_of(st.integers(-4, 4), st.integers(-4, 4).map(Int64),
                    st.sampled_from([-0.0, 1e300, 2**53 + 1, float(2**53), Int64(2**53 + 1),
                                     math.inf, math.nan, "s", True]))
 _OP = st.sampled_from(["$gt", "$gte", "$lt", "$lte", "$eq", "$ne"])
-_FILTER = st.dictionaries(
+_FIELD_FILTER = st.dictionaries(
     st.sampled_from(["a", "a", "b", "b", "i", "c", "t", "a.x"]),
     st.one_of(_CONST, st.dictionaries(_OP, _CONST, min_size=1, max_size=2)),
     min_size=1, max_size=2)
+# conditions on the time and meta fields, which the pre-filter leaves to the full filter
+_SERIES_FILTER = st.dictionaries(
+    st.sampled_from(["t", "m", "m.x"]),
+    st.one_of(st.sampled_from(["x", "y"]), st.fixed_dictionaries(
+        {"$gte": st.integers(0, 50).map(lambda i: DatetimeMS(T0 + 1000 * i))})),
+    max_size=2)
+_FILTER = st.builds(lambda f, s: {**s, **f}, _FIELD_FILTER, _SERIES_FILTER)
 _SPEC = st.sampled_from([BucketSpec("t", "m"), BucketSpec("t", "m", frozenset({"t", "a"}), True),
                          BucketSpec("t", "m", frozenset({"b"}), False)])
 
@@ -156,3 +165,16 @@ def test_ints_beside_doubles_are_not_compared_as_doubles() -> None:
     nb = numeric_bucket(bucket, spec, {"a"})
     positions = rows.positions(nb)
     assert positions is None or 1 in positions.tolist()
+
+
+def test_series_conditions_are_left_to_the_full_filter() -> None:
+    ms = [{"t": DatetimeMS(T0 + 1000 * i), "m": {"h": "x"}, "a": Int64(i),
+           "o": ObjectId(i.to_bytes(12, "big")), "s": f"v{i}"} for i in range(50)]
+    [bucket] = _buckets(ms)
+    flt = {"m.h": "x", "t": {"$gte": DatetimeMS(T0 + 20_000)}, "a": {"$gt": 40}}
+    rows = compile_row_filter(flt, "t", "m")
+    assert rows is not None and rows.fields == {"a"}
+    got = list(select_measurements(bucket, BucketSpec("t", "m"), rows))
+    assert [m["a"] for m in got] == list(range(41, 50))
+    assert got == [m for m in unpack_bucket(bucket, BucketSpec("t", "m")) if m["a"] > 40]
+    assert type(got[0]["o"]) is ObjectId and got[0]["s"] == "v41"
