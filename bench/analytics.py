@@ -3,8 +3,8 @@
     python bench/analytics.py [--measurements 1000000] [--kind int double] [--runs 5]
 
 For each kind (int64 or double metrics, `tsbs.measurements`), the data is loaded into a
-bucketd time-series collection (with an index on `tags.hostname` and time, as TSBS's
-MongoDB loader creates) and into an in-memory DuckDB table (2 threads); each
+bucketd time-series collection (with an index on `tags.hostname` and time, which the
+one-host queries use) and into an in-memory DuckDB table (2 threads); each
 query runs `--runs` times on both (after one warm-up run), and the medians and their
 ratio are printed. The results are checked equal row by row (doubles to 1e-9 relative:
 DuckDB sums in another order). Needs the `bench` extra (`pip install -e .[bench]`).
@@ -174,7 +174,7 @@ def main() -> None:
                 "timeField": "time", "metaField": "tags", "granularity": "seconds"})
             t = time.perf_counter()
             cols = load(coll, kind, n)
-            # as TSBS's MongoDB loader does: one-host queries read only that host's buckets
+            # what a user of one-host queries creates: they then read only that host's buckets
             coll.create_index([("tags.hostname", 1), ("time", 1)])
             print(f"{kind}: {n:,} measurements loaded in {time.perf_counter() - t:.1f} s")
             con = duckdb.connect(config={"threads": 2})
