@@ -152,13 +152,9 @@ impl BlockGroup {
         guard("BlockGroup.new_metas", || {
             let out = PyList::empty(py);
             for b in buckets.iter() {
-                let b = b.cast_into::<PyBytes>().map_err(PyErr::from)?;
-                let meta = meta_doc(b.as_bytes()).map_err(|Decline(why)| declined(why))?;
+                let meta = meta_of(&b)?;
                 if !self.metas.contains_key(&meta) {
-                    match &meta {
-                        Some(m) => out.append(PyBytes::new(py, m))?,
-                        None => out.append(py.None())?,
-                    }
+                    append_meta(&out, &meta)?;
                     self.metas.insert(meta, self.metas.len());
                 }
             }
@@ -283,14 +279,24 @@ fn bucket_metas<'py>(
     guard("bucket_metas", || {
         let out = PyList::empty(py);
         for b in buckets.iter() {
-            let b = b.cast_into::<PyBytes>().map_err(PyErr::from)?;
-            match meta_doc(b.as_bytes()).map_err(|Decline(why)| declined(why))? {
-                Some(m) => out.append(PyBytes::new(py, &m))?,
-                None => out.append(py.None())?,
-            }
+            append_meta(&out, &meta_of(&b)?)?;
         }
         Ok(out)
     })
+}
+
+/// A stored bucket's meta element as `{"m": meta}` (None: no meta).
+fn meta_of(bucket: &Bound<'_, PyAny>) -> PyResult<Option<Vec<u8>>> {
+    let b = bucket.cast::<PyBytes>().map_err(PyErr::from)?;
+    meta_doc(b.as_bytes()).map_err(|Decline(why)| declined(why))
+}
+
+/// Appends a meta value as `bucket_metas` gives it: its bytes, or None.
+fn append_meta(out: &Bound<'_, PyList>, meta: &Option<Vec<u8>>) -> PyResult<()> {
+    match meta {
+        Some(m) => out.append(PyBytes::new(out.py(), m)),
+        None => out.append(out.py().None()),
+    }
 }
 
 /// bucket_heads(buckets, time_field) -> list[tuple[bytes | None, int | None]]: each
