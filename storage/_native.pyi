@@ -51,6 +51,10 @@ def decode_column(
 def decode_column_packed(
     column: Buffer, max_values: int = ..., /
 ) -> tuple[bytes, bytes, bytes] | None: ...
+def decompress(column: Buffer, max_values: int = ..., /) -> bytes | None: ...
+def decompress_rows(
+    column: Buffer, positions: list[int], max_values: int = ..., /
+) -> bytes | None: ...
 # --- measurement scan (native/src/measurements; facade storage/timeseries/native_scan.py) ---
 
 class ScannedBatch:

@@ -34,6 +34,7 @@ from storage.bsoncolumn import (  # noqa: E402
     NotNumericColumn,
     decode_numeric,
 )
+from storage.bsoncolumn import native  # noqa: E402
 from storage.bsoncolumn.api import rows_to_document  # noqa: E402
 from storage.bsoncolumn.decoder import decode_elements  # noqa: E402
 from storage.bsoncolumn.paths import decode_paths  # noqa: E402
@@ -192,7 +193,13 @@ def check(column: bytes, stats: Stats, others: bool = True) -> None:
 
 
 def _check_other_decoders(column: bytes, rows: list | None) -> None:
-    """The numpy, path and reader decoders agree with the element decoder."""
+    """The numpy, path, reader and native decoders agree with the element decoder."""
+    doc = native.decompress(column)
+    if doc is not None:
+        if rows is None:
+            raise AssertionError("native decompress accepted a column the element decoder rejects")
+        if doc != rows_to_document(rows):
+            raise AssertionError("native decompress disagrees with rows_to_document")
     try:
         nc = decode_numeric(column)
     except NotNumericColumn:

@@ -259,13 +259,14 @@ def compress(doc: bytes, count: int | None = None) -> bytes:
 def decompress(column: bytes, max_values: int = DEFAULT_MAX_VALUES) -> bytes:
     """The document `{"<row>": value, ...}` of a BSONColumn (skipped rows omitted).
 
-    Raises BSONColumnError for any malformed column. The native decoder reads the column
-    when it takes it (scalar values); the reference then, which also words the errors.
+    Raises BSONColumnError for any malformed column. The native core writes the document
+    when it takes the column (scalar values); the reference then, which also words the
+    errors.
     """
-    rows = native.decode_column(column, max_values)
-    if rows is None:
-        rows = decode_elements(column, max_values)
-    return rows_to_document(rows)
+    doc = native.decompress(column, max_values)
+    if doc is not None:
+        return doc
+    return rows_to_document(decode_elements(column, max_values))
 
 
 def rows_to_document(rows: list[tuple[int, bytes] | None]) -> bytes:

@@ -35,7 +35,10 @@ fields (interleaved mode) and code with scope raise `Declined`; malformed values
 `decoder.decode_elements` gives, or None for columns with interleaved sections or
 documents, and for malformed ones (the Python decoder then raises);
 `decode_column_packed` gives the same rows packed as `ColumnBuilder.extend_packed` takes
-them (type bytes, values, little-endian uint32 ends).
+them (type bytes, values, little-endian uint32 ends). `decompress(column, max_values)`
+gives the document `api.decompress` returns for such a column (None where
+`decode_column` is, and over the size bound), `decompress_rows(column, positions)` the
+document of only the rows at `positions`, each under its index among them.
 
 `pack_values(docs, name, type_byte, pytype)` packs one field of a list of decoded
 documents into `UniformBuilder.extend`'s input and finds its first minimum and maximum
@@ -63,6 +66,8 @@ __all__ = [
     "decode_column",
     "decode_column_packed",
     "decode_uniform",
+    "decompress",
+    "decompress_rows",
     "encode_uniform",
     "pack_values",
 ]
@@ -182,3 +187,22 @@ def decode_column_packed(
     if _native is None:
         return None
     return _native.decode_column_packed(column, max_values)
+
+
+def decompress(column: bytes | bytearray | memoryview, max_values: int = 1 << 22
+               ) -> bytes | None:
+    """The document `{"<row>": value}` of a column of scalar values, byte for byte what
+    `api.rows_to_document(decode_elements(column))` gives; None where `decode_column` is
+    None and when it exceeds the size bound (the reference then raises)."""
+    if _native is None:
+        return None
+    return _native.decompress(column, max_values)
+
+
+def decompress_rows(column: bytes | bytearray | memoryview, positions: list[int],
+                    max_values: int = 1 << 22) -> bytes | None:
+    """The document `{"<k>": value of row positions[k]}` of a column of scalar values
+    (absent where that row is skipped or past the column's end); None as `decompress`."""
+    if _native is None:
+        return None
+    return _native.decompress_rows(column, positions, max_values)

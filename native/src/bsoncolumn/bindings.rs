@@ -1,7 +1,8 @@
 //! The Python API of the BSONColumn code (`storage._native`), kept thin.
 //!
 //! Python facade: `storage/bsoncolumn/native.py` (its docstring is the contract):
-//! `encode_uniform`, `UniformBuilder`, `decode_uniform`, `pack_values`. Each entry runs
+//! `encode_uniform`, `UniformBuilder`, `decode_uniform`, `pack_values`, `ColumnBuilder`,
+//! `decode_column`, `decode_column_packed`, `decompress`, `decompress_rows`. Each entry runs
 //! inside `boundary::guard`; the work on bytes runs with the GIL released (`py.detach`)
 //! on bytes the call owns or an immutable `bytes` object it holds.
 
@@ -14,6 +15,7 @@ use pyo3::types::{PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString
 
 use super::builder::{self, uniform_size, BuildError, DEFAULT_MAX_VALUES};
 use super::decoder::{self, DecodeError};
+use super::document;
 use super::values::*;
 use crate::boundary::{guard, native_error, Declined};
 
@@ -577,10 +579,59 @@ fn decode_column_packed<'py>(
     })
 }
 
+/// decompress(column, max_values=2**22, /) -> bytes | None
+///
+/// The document `{"<row>": value}` of a column of scalar values (skipped rows omitted):
+/// the bytes of the reference `rows_to_document(decode_elements(column))`. None where
+/// `decode_column` is None, and over the size bound (the reference then raises).
+#[pyfunction]
+#[pyo3(signature = (column, max_values = DEFAULT_MAX_VALUES as i64, /))]
+fn decompress<'py>(
+    py: Python<'py>,
+    column: &Bound<'py, PyAny>,
+    max_values: i64,
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    guard("decompress", || {
+        let data = bytes_of(column)?;
+        let max = usize::try_from(max_values).unwrap_or(0);
+        let data: &[u8] = &data;
+        let got = maybe_detach(py, data.len(), || {
+            document::rows_document(&decoder::decode_column(data, max).ok()?.rows)
+        });
+        Ok(got.map(|d| PyBytes::new(py, &d)))
+    })
+}
+
+/// decompress_rows(column, positions, max_values=2**22, /) -> bytes | None
+///
+/// The document of the rows at `positions` (ints >= 0) of a column of scalar values,
+/// each under its index in `positions` (`{"0": row[positions[0]], ...}`), absent where
+/// that row is skipped or past the column's end. None as for `decompress`.
+#[pyfunction]
+#[pyo3(signature = (column, positions, max_values = DEFAULT_MAX_VALUES as i64, /))]
+fn decompress_rows<'py>(
+    py: Python<'py>,
+    column: &Bound<'py, PyAny>,
+    positions: Vec<usize>,
+    max_values: i64,
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    guard("decompress_rows", || {
+        let data = bytes_of(column)?;
+        let max = usize::try_from(max_values).unwrap_or(0);
+        let data: &[u8] = &data;
+        let got = maybe_detach(py, data.len(), || {
+            document::picked_document(&decoder::decode_column(data, max).ok()?.rows, &positions)
+        });
+        Ok(got.map(|d| PyBytes::new(py, &d)))
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyColumnBuilder>()?;
     m.add_function(wrap_pyfunction!(decode_column, m)?)?;
     m.add_function(wrap_pyfunction!(decode_column_packed, m)?)?;
+    m.add_function(wrap_pyfunction!(decompress, m)?)?;
+    m.add_function(wrap_pyfunction!(decompress_rows, m)?)?;
     m.add_function(wrap_pyfunction!(encode_uniform, m)?)?;
     m.add_function(wrap_pyfunction!(decode_uniform, m)?)?;
     m.add_function(wrap_pyfunction!(pack_values, m)?)?;

@@ -12,11 +12,13 @@
 //! - `encoder`: one stream of values (literals, deltas, control bytes);
 //! - `builder`: the column builder (regular mode) and the uniform builder;
 //! - `decoder`: decoding columns;
+//! - `document`: the `{"<row>": value}` document of decoded rows (`decompress`);
 //! - `fuzzing`: the properties the fuzz targets (`native/fuzz/fuzz_targets/bsoncolumn_*`)
 //!   check.
 
 pub mod builder;
 pub mod decoder;
+pub mod document;
 pub mod elements;
 pub mod encoder;
 pub mod fuzzing;
