@@ -55,7 +55,18 @@ def approx_size(v: Any) -> int:
     if t is str:
         return len(v) + 5
     if t is dict:
-        return 5 + sum(len(k) + 2 + approx_size(x) for k, x in v.items())
+        # each field: its name (+2) and its value's size, scalars inline (this runs on
+        # every document a $sort holds)
+        n = 5
+        for k, x in v.items():
+            tx = type(x)
+            if tx is str:
+                n += len(k) + len(x) + 7
+            elif tx is dict or tx is list or tx is bytes or tx is Decimal128:
+                n += len(k) + 2 + approx_size(x)
+            else:
+                n += len(k) + 10
+        return n
     if t is list:
         return 5 + sum(4 + approx_size(x) for x in v)
     if t is bytes:

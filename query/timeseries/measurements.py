@@ -1,7 +1,9 @@
 """Measurements of a time-series collection: the general path and the row pre-filter.
 
 The candidate buckets of the bucket-level filter are unpacked, decoding only the
-columns the read needs, and the whole filter is re-applied to each measurement. When the
+columns the read needs, and the whole filter is re-applied to each measurement (its
+top-level conditions on the meta field once a bucket: they read only the bucket's meta
+value, which every measurement of it carries). When the
 filter is made of numeric comparisons of measurement fields (`storage.timeseries.
 row_filter`), it is first evaluated on the bucket's numpy columns and only the rows it
 keeps become documents.
@@ -9,7 +11,7 @@ keeps become documents.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from query.match import compile_filter
@@ -21,6 +23,7 @@ from storage.timeseries import (
     compile_control_filter,
     unpack_bucket,
 )
+from storage.timeseries.constants import DATA, META
 from storage.timeseries.row_filter import compile_row_filter, select_measurements
 
 from .scan import BucketScan, ReadStats
@@ -54,6 +57,14 @@ def unpacked_measurements(buckets: Collection, opts: TimeseriesOptions,
                       include=fields is not None)
     scan = BucketScan(buckets, bflt, stats, collator,
                       compile_control_filter(flt, opts, simple_strings=collator is None))
+    # the conditions on the meta field hold for all of a bucket's measurements or none:
+    # tested once a bucket, the rest once a measurement
+    mf = opts.meta_field
+    meta_part, rest = _split_meta(flt, mf)
+    meta_matcher = rest_matcher = None
+    if meta_part and mf is not None:
+        meta_matcher = compile_filter(meta_part, variables=variables, collator=collator)
+        rest_matcher = compile_filter(rest, variables=variables, collator=collator)
     trivial = matcher.is_trivial
     rows = compile_row_filter(flt, opts.time_field, opts.meta_field) \
         if flt and row_filter_declines else None
@@ -61,6 +72,13 @@ def unpacked_measurements(buckets: Collection, opts: TimeseriesOptions,
     def gen() -> Iterator[dict[str, Any]]:
         row_filter, declined = rows, 0
         for _rid, bucket in scan.buckets():
+            row_matcher, row_trivial = matcher, trivial
+            if meta_matcher is not None and rest_matcher is not None:
+                data = bucket.get(DATA)
+                if isinstance(data, Mapping) and mf not in data:  # no column hides the meta
+                    if not meta_matcher.matches({mf: bucket[META]} if META in bucket else {}):
+                        continue
+                    row_matcher, row_trivial = rest_matcher, rest_matcher.is_trivial
             selected = None
             if row_filter is not None:
                 selected = select_measurements(bucket, spec, row_filter)
@@ -70,9 +88,25 @@ def unpacked_measurements(buckets: Collection, opts: TimeseriesOptions,
             if stats is not None:
                 stats.buckets_unpacked += 1
             for m in selected if selected is not None else unpack_bucket(bucket, spec):
-                if trivial or matcher.matches(m):
+                if row_trivial or row_matcher.matches(m):
                     if stats is not None:
                         stats.measurements += 1
                     yield m
 
     return gen()
+
+
+def _split_meta(flt: dict[str, Any] | None, meta_field: str | None
+                ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the filter's top-level conditions on the meta field or its subfields, the others);
+    the first is empty when it has none."""
+    if not flt or meta_field is None:
+        return {}, flt or {}
+    meta: dict[str, Any] = {}
+    rest: dict[str, Any] = {}
+    for k, v in flt.items():
+        if k == meta_field or k.startswith(meta_field + "."):
+            meta[k] = v
+        else:
+            rest[k] = v
+    return meta, rest

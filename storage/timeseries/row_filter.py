@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+import bson
 import numpy as np
 from bson import Int64
 from bson.binary import Binary
@@ -30,6 +31,8 @@ from bson.datetime_ms import DatetimeMS
 
 from storage.bsoncolumn import BSONColumnError, NumericColumn
 from storage.bsoncolumn.blocks import NotNumericColumn, decode_numeric
+from storage.bsoncolumn.native import decompress_rows
+from storage.bsoncolumn.reader import VALUES_CODEC_OPTIONS
 from storage.vocabulary.bson_types import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64
 
 from .unpack import BucketSpec, NumericBucket, column_values, numeric_bucket
@@ -156,8 +159,8 @@ def select_measurements(bucket: Mapping[str, Any], spec: BucketSpec,
 
     The filter's columns are read as numbers; each kept column is read as numbers too
     when that gives its values back exactly, else (ObjectIds, strings, ints widened into
-    a double column, ...) as `unpack_columns` reads it, and only the kept rows become
-    values."""
+    a double column, ...) only at the kept rows by the native core, or as
+    `unpack_columns` reads it; only the kept rows become values."""
     data = bucket.get("data")
     if not isinstance(data, Mapping):
         return None
@@ -181,6 +184,8 @@ def select_measurements(bucket: Mapping[str, Any], spec: BucketSpec,
         if values is None:
             if not nb.all_rows:
                 return None  # the data's row keys are not the time column's positions
+            values = _picked_values(data[name], picked)
+        if values is None:
             by_row = column_values(data[name], int(version), name)  # type: ignore[arg-type]
             values = [by_row.get(str(i), _ABSENT) for i in picked]
         cols.append((name, values))
@@ -188,6 +193,21 @@ def select_measurements(bucket: Mapping[str, Any], spec: BucketSpec,
 
 
 _ABSENT: Final = object()
+
+
+def _picked_values(col: Any, picked: list[int]) -> list[Any] | None:
+    """A stored column's values at rows `picked` (`_ABSENT` where it has none), only
+    those rows decoded by the native core; None when it does not take the column
+    (`column_values` then decodes it or words the error)."""
+    if not isinstance(col, Binary | bytes) or (isinstance(col, Binary) and col.subtype != 7):
+        return None
+    doc = decompress_rows(bytes(col), picked)
+    if doc is None:
+        return None
+    got = bson.decode(doc, VALUES_CODEC_OPTIONS)
+    if len(got) == len(picked):  # keys "0", "1", ... in order
+        return list(got.values())
+    return [got.get(str(k), _ABSENT) for k in range(len(picked))]
 
 
 def _numeric_values(col: Any, n: int, picked: np.ndarray) -> list[Any] | None:
