@@ -33,8 +33,8 @@ from storage.bsoncolumn import (  # noqa: E402
     BSONColumnError,
     NotNumericColumn,
     decode_numeric,
+    native,
 )
-from storage.bsoncolumn import native  # noqa: E402
 from storage.bsoncolumn.api import rows_to_document  # noqa: E402
 from storage.bsoncolumn.decoder import decode_elements  # noqa: E402
 from storage.bsoncolumn.paths import decode_paths  # noqa: E402

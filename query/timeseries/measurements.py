@@ -3,10 +3,11 @@
 The candidate buckets of the bucket-level filter are unpacked, decoding only the
 columns the read needs, and the whole filter is re-applied to each measurement (its
 top-level conditions on the meta field once a bucket: they read only the bucket's meta
-value, which every measurement of it carries). When the
-filter is made of numeric comparisons of measurement fields (`storage.timeseries.
-row_filter`), it is first evaluated on the bucket's numpy columns and only the rows it
-keeps become documents.
+value, which every measurement of it carries). When the filter is made of numeric
+comparisons of measurement fields and date comparisons of the time field
+(`storage.timeseries.row_filter`), it is first evaluated on the bucket's numpy columns and
+only the rows it keeps become documents; when it evaluates every condition but the meta
+field's, they are not matched again.
 """
 
 from __future__ import annotations
@@ -73,15 +74,19 @@ def unpacked_measurements(buckets: Collection, opts: TimeseriesOptions,
         row_filter, declined = rows, 0
         for _rid, bucket in scan.buckets():
             row_matcher, row_trivial = matcher, trivial
+            meta_done = meta_matcher is None  # no meta condition left for the rows
             if meta_matcher is not None and rest_matcher is not None:
                 data = bucket.get(DATA)
                 if isinstance(data, Mapping) and mf not in data:  # no column hides the meta
                     if not meta_matcher.matches({mf: bucket[META]} if META in bucket else {}):
                         continue
                     row_matcher, row_trivial = rest_matcher, rest_matcher.is_trivial
+                    meta_done = True
             selected = None
             if row_filter is not None:
                 selected = select_measurements(bucket, spec, row_filter)
+                if selected is not None and meta_done and row_filter.exact:
+                    row_trivial = True  # its rows are exactly those the rest selects
                 declined = 0 if selected is not None else declined + 1
                 if declined == row_filter_declines:
                     row_filter = None  # buckets of this collection cannot take it: stop trying

@@ -1,19 +1,21 @@
 """Which rows of a bucket can match a filter, from its numeric columns (a columnar
 pre-filter for scans of time-series collections).
 
-A filter made only of comparisons of top-level measurement fields with numbers
-(`{f: {$gt: 95}}`, `{f: 3, g: {$gte: 1, $lt: 2}}`) is evaluated on a bucket's
-numpy-decoded columns; `select_measurements` then builds documents for the rows it keeps
-only, exactly as `unpack_bucket` would for them. The result is a superset of the rows
-that match (NaN rows are always kept, since MongoDB's NaN rules are the matcher's to
-apply), and callers still run the full filter on what it returns, so it only has to
-never drop a row that matches.
+A filter made of comparisons of top-level measurement fields with numbers
+(`{f: {$gt: 95}}`, `{f: 3, g: {$gte: 1, $lt: 2}}`) and of the time field with dates is
+evaluated on a bucket's numpy-decoded columns; `select_measurements` then builds
+documents for the rows it keeps only, exactly as `unpack_bucket` would for them. The
+comparisons are the matcher's (a missing field or NaN matches no comparison with a
+number), so the rows kept are exactly those these conditions select.
 
-Conditions on the time or meta field are left to the full filter. Anything else — other
-operators, non-numeric constants, dotted paths, columns holding other types, int64 values
-a double comparison cannot place exactly — makes `compile_row_filter` or
-`RowFilter.positions` decline (None): the bucket is then unpacked whole. The kept rows'
-other fields are read as numbers where that is exact, else as the unpacker reads them.
+Conditions on the meta field are left to the caller (they hold for a whole bucket or for
+none of it). Conditions on the time field other than comparisons with dates are left to
+the full filter: the kept rows are then a superset, and `RowFilter.exact` is False.
+Anything else — other operators, non-numeric constants, dotted paths, columns holding
+other types, int64 values a double comparison cannot place exactly — makes
+`compile_row_filter` or `RowFilter.positions` decline (None): the bucket is then unpacked
+whole. The kept rows' other fields are read as numbers where that is exact, else as the
+unpacker reads them.
 """
 
 from __future__ import annotations
@@ -54,17 +56,29 @@ class _Compare:
 
 @dataclass(frozen=True, slots=True)
 class RowFilter:
-    """A conjunction of numeric comparisons on top-level measurement fields."""
+    """A conjunction of numeric comparisons on top-level measurement fields and of
+    comparisons of the time field with dates (`times`: (operator, milliseconds)).
+
+    `exact`: these are all the filter's conditions but those on the meta field, so the
+    rows `positions` keeps are exactly the rows matching the rest of the filter."""
 
     compares: tuple[_Compare, ...]
+    times: tuple[tuple[str, int], ...] = ()
+    exact: bool = False
 
     @property
     def fields(self) -> frozenset[str]:
         return frozenset(c.field for c in self.compares)
 
     def positions(self, nb: NumericBucket) -> np.ndarray | None:
-        """Row positions (into `nb`'s rows) that may match, or None to decline."""
+        """Row positions (into `nb`'s rows) that the conditions keep, or None to decline."""
         mask: np.ndarray | None = None
+        if self.times:
+            if nb.time is None:
+                return None
+            for op, ms in self.times:
+                m = _OPS[op](nb.time, ms)
+                mask = m if mask is None else mask & m
         for c in self.compares:
             col = nb.columns.get(c.field)
             if col is None:
@@ -89,7 +103,7 @@ def _compare(col: NumericColumn, op: str, c: int | float) -> np.ndarray | None:
     if col.kind == "double":
         if _widened_ints(col) or (type(c) is not float and abs(c) > _EXACT):
             return None
-        return (fn(col.values, float(c)) | np.isnan(col.values)) & col.present
+        return fn(col.values, float(c)) & col.present  # NaN: False, as in the matcher
     return None  # dates, bools, timestamps: not numbers to a comparison with a number
 
 
@@ -118,15 +132,24 @@ def _int_bound(op: str, c: int | float) -> int | bool | None:
 
 def compile_row_filter(flt: Mapping[str, Any], time_field: str,
                        meta_field: str | None) -> RowFilter | None:
-    """The filter's numeric comparisons of measurement fields, or None when it has
-    other conditions. Conditions on the time or the meta field are left out (they hold
-    for whole buckets or are ranges the bucket filter narrowed already; the full filter
-    runs on what this keeps, so a superset is enough); they are never inside anything
-    but the top-level conjunction here, since operators (`$or`, `$and`...) decline."""
+    """The filter's numeric comparisons of measurement fields and date comparisons of
+    the time field, or None when it has other conditions or none of these. Conditions on
+    the meta field and other conditions on the time field are left out (the full filter
+    runs on what this keeps, so a superset is enough; `exact` says whether anything but
+    the meta field's was left out); they are never inside anything but the top-level
+    conjunction here, since operators (`$or`, `$and`, `$nor`, ...) decline."""
     compares: list[_Compare] = []
+    times: list[tuple[str, int]] = []
+    exact = True
     for name, cond in flt.items():
-        if name == time_field or (meta_field is not None and (
-                name == meta_field or name.startswith(meta_field + "."))):
+        if meta_field is not None and (name == meta_field or name.startswith(meta_field + ".")):
+            continue
+        if name == time_field:
+            got = _time_compares(cond)
+            if got is None:
+                exact = False
+            else:
+                times += got
             continue
         if name.startswith("$") or "." in name or name == "_id":
             return None
@@ -139,7 +162,24 @@ def compile_row_filter(flt: Mapping[str, Any], time_field: str,
             if op not in _OPS or not _number(v):
                 return None
             compares.append(_Compare(name, op, v))
-    return RowFilter(tuple(compares)) if compares else None
+    if not compares and not times:
+        return None
+    return RowFilter(tuple(compares), tuple(times), exact)
+
+
+def _time_compares(cond: Any) -> list[tuple[str, int]] | None:
+    """A time field condition as comparisons with milliseconds, or None when it is not
+    only comparisons with dates."""
+    if type(cond) is DatetimeMS:
+        return [("$eq", int(cond))]
+    if type(cond) is not dict or not cond:
+        return None
+    out = []
+    for op, v in cond.items():
+        if op not in _OPS or type(v) is not DatetimeMS:
+            return None
+        out.append((op, int(v)))
+    return out
 
 
 def _number(v: Any) -> bool:
@@ -172,11 +212,11 @@ def select_measurements(bucket: Mapping[str, Any], spec: BucketSpec,
         return None
     if not len(rows):
         return iter(())
-    picked = rows.tolist()
+    picked: list[int] = rows.tolist()
     control = bucket.get("control")
     version = control.get("version") if isinstance(control, Mapping) else None
     n = len(nb.time)
-    cols: list[tuple[str, list[Any]]] = []
+    cols: list[tuple[str, list[Any], bool]] = []  # (name, values, some row missing)
     for name in data:
         if name == spec.time_field or not spec.keeps(name):
             continue
@@ -188,8 +228,8 @@ def select_measurements(bucket: Mapping[str, Any], spec: BucketSpec,
         if values is None:
             by_row = column_values(data[name], int(version), name)  # type: ignore[arg-type]
             values = [by_row.get(str(i), _ABSENT) for i in picked]
-        cols.append((name, values))
-    return _rows(nb, spec, cols, picked)
+        cols.append((name, values, any(v is _ABSENT for v in values)))
+    return _rows(nb, spec, cols, rows)
 
 
 _ABSENT: Final = object()
@@ -227,28 +267,38 @@ def _numeric_values(col: Any, n: int, picked: np.ndarray) -> list[Any] | None:
         return None  # a column longer than the time column: unpack_columns decides
     inside = picked[picked < have]  # trailing skipped rows are not encoded
     values = nc.values[inside].tolist()
-    present = nc.present[inside].tolist()
-    types = nc.types[inside].tolist()
-    box = _BOX
-    out: list[Any] = [box[t](v) if p else _ABSENT for v, p, t in zip(values, present, types)]
+    present = nc.present[inside]
+    types = nc.types[inside]
+    if len(inside) == len(picked) and present.all() and (types == types[0]).all():
+        box = _BOX[int(types[0])]  # the common column: one type, no row missing
+        return values if box is float or box is int else list(map(box, values))
+    box_of = _BOX
+    out: list[Any] = [box_of[t](v) if p else _ABSENT
+                      for v, p, t in zip(values, present.tolist(), types.tolist())]
     out += [_ABSENT] * (len(picked) - len(inside))
     return out
 
 
-def _rows(nb: NumericBucket, spec: BucketSpec, cols: list[tuple[str, list[Any]]],
-          picked: list[int]) -> Iterator[dict[str, Any]]:
-    tf, mf = spec.time_field, spec.meta_field
-    keep_time = spec.keeps_time
-    keep_meta = spec.keeps_meta and nb.has_meta
+def _rows(nb: NumericBucket, spec: BucketSpec, cols: list[tuple[str, list[Any], bool]],
+          picked: np.ndarray) -> Iterator[dict[str, Any]]:
+    """The measurements at rows `picked`: time, meta, then `cols` (values per kept row),
+    as `unpack_bucket` orders their fields."""
     assert nb.time is not None
-    for k, i in enumerate(picked):
-        out: dict[str, Any] = {}
-        if keep_time:
-            out[tf] = DatetimeMS(int(nb.time[i]))
-        if keep_meta:
-            out[mf] = nb.meta  # type: ignore[index]
-        for name, values in cols:
-            v = values[k]
-            if v is not _ABSENT:
-                out[name] = v
-        yield out
+    names: list[str] = []
+    lists: list[list[Any]] = []
+    if spec.keeps_time:
+        names.append(spec.time_field)
+        lists.append(list(map(DatetimeMS, nb.time[picked].tolist())))
+    if spec.keeps_meta and nb.has_meta:
+        names.append(spec.meta_field)  # type: ignore[arg-type]
+        lists.append([nb.meta] * len(picked))
+    for name, values, _ in cols:
+        names.append(name)
+        lists.append(values)
+    rows: Iterator[tuple[Any, ...]] = zip(*lists) if lists else iter([()] * len(picked))
+    if any(missing for _, _, missing in cols):
+        for row in rows:
+            yield {name: v for name, v in zip(names, row) if v is not _ABSENT}
+    else:
+        for row in rows:
+            yield dict(zip(names, row))

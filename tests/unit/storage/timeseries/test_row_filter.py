@@ -41,9 +41,10 @@ def _measurements(draw: st.DrawFn) -> list[dict]:
         fields["c"] = _MIXED
     if draw(st.booleans()):  # a column only the generic decoder reads
         fields["o"] = st.integers(0, 2**40).map(lambda i: ObjectId(i.to_bytes(12, "big")))
+    meta = draw(st.sampled_from(["x", {"x": "x"}, {"x": "y"}]))
     out = []
     for _ in range(n):
-        d: dict = {"t": DatetimeMS(T0 + 1000 * draw(st.integers(0, 50))), "m": "x"}
+        d: dict = {"t": DatetimeMS(T0 + 1000 * draw(st.integers(0, 50))), "m": meta}
         for name, values in fields.items():
             if draw(st.integers(0, 4)):  # present 4 times out of 5
                 d[name] = draw(values)
@@ -60,11 +61,14 @@ _FIELD_FILTER = st.dictionaries(
     st.sampled_from(["a", "a", "b", "b", "i", "c", "t", "a.x"]),
     st.one_of(_CONST, st.dictionaries(_OP, _CONST, min_size=1, max_size=2)),
     min_size=1, max_size=2)
-# conditions on the time and meta fields, which the pre-filter leaves to the full filter
+_DATE = st.integers(-1, 51).map(lambda i: DatetimeMS(T0 + 1000 * i))
+# conditions on the time field (date comparisons the pre-filter evaluates, others it
+# leaves to the full filter) and on the meta field (left to the caller)
 _SERIES_FILTER = st.dictionaries(
-    st.sampled_from(["t", "m", "m.x"]),
-    st.one_of(st.sampled_from(["x", "y"]), st.fixed_dictionaries(
-        {"$gte": st.integers(0, 50).map(lambda i: DatetimeMS(T0 + 1000 * i))})),
+    st.sampled_from(["t", "t", "m", "m.x"]),
+    st.one_of(st.sampled_from(["x", "y"]), _DATE,
+              st.dictionaries(_OP, _DATE, min_size=1, max_size=2),
+              st.fixed_dictionaries({"$in": st.lists(_DATE, max_size=2)})),
     max_size=2)
 _FILTER = st.builds(lambda f, s: {**s, **f}, _FIELD_FILTER, _SERIES_FILTER)
 _SPEC = st.sampled_from([BucketSpec("t", "m"), BucketSpec("t", "m", frozenset({"t", "a"}), True),
@@ -96,7 +100,15 @@ def test_prefiltered_rows_match_as_the_whole_bucket_does(measurements, flt, spec
         selected = select_measurements(bucket, spec2, rows) if rows is not None else None
         if selected is None:
             continue
-        assert _bytes(m for m in selected if matcher.matches(m)) == _bytes(whole)
+        got = list(selected)
+        assert _bytes(m for m in got if matcher.matches(m)) == _bytes(whole)
+        if rows.exact and (spec2.include or not spec2.fields & set(flt)):
+            # the rows kept are those the filter selects, once its meta conditions hold
+            meta = compile_filter({k: v for k, v in flt.items() if k.split(".")[0] == "m"})
+            if meta.matches({"m": bucket["meta"]}):
+                assert _bytes(got) == _bytes(whole)
+            else:
+                assert whole == []
 
 
 def test_numeric_comparisons_compile_and_select_few_rows() -> None:
@@ -115,10 +127,32 @@ def test_numeric_comparisons_compile_and_select_few_rows() -> None:
 
 
 def test_other_filters_are_not_compiled() -> None:
+    day = DatetimeMS(T0)
     for flt in ({"t": {"$gt": 1}}, {"m": 1}, {"a.x": 1}, {"a": {"$in": [1]}}, {"a": "s"},
                 {"a": {"$gt": True}}, {"a": {"$gt": math.nan}}, {"$or": [{"a": 1}]},
-                {"_id": 1}, {"a": {}}):
+                {"_id": 1}, {"a": {}}, {"t": {"$in": [day]}},
+                # time and meta conditions are left out only of the top-level conjunction
+                {"$or": [{"t": {"$gte": day}}, {"a": 1}], "a": 2},
+                {"$nor": [{"m": "x"}], "a": 2}, {"$and": [{"t": day}, {"a": 1}]},
+                {"a": 2, "$expr": {"$gt": ["$t", day]}}, {"a": {"$not": {"$gt": 1}}}):
         assert compile_row_filter(flt, "t", "m") is None, flt
+
+
+def test_time_comparisons_with_dates_are_evaluated() -> None:
+    ms = [{"t": DatetimeMS(T0 + 1000 * i), "m": "x", "a": Int64(i)} for i in range(20)]
+    [bucket] = _buckets(ms)
+    spec = BucketSpec("t", "m")
+    for flt, want, exact in [
+            ({"t": {"$gte": DatetimeMS(T0 + 5000), "$lt": DatetimeMS(T0 + 8000)}},
+             [5, 6, 7], True),
+            ({"t": DatetimeMS(T0 + 3000), "m": "x"}, [3], True),
+            ({"t": {"$lte": DatetimeMS(T0 + 2000)}, "a": {"$gt": 0}}, [1, 2], True),
+            ({"t": {"$gt": DatetimeMS(T0 + 17000)}, "m.h": {"$exists": True}}, [18, 19], True),
+            # other time conditions are left to the full filter: a superset then
+            ({"t": {"$ne": DatetimeMS(T0)}, "a": {"$lt": 2}}, [0, 1], False)]:
+        rows = compile_row_filter(flt, "t", "m")
+        assert rows is not None and rows.exact is exact, flt
+        assert [m["a"] for m in select_measurements(bucket, spec, rows)] == want, flt
 
 
 def test_decoded_stored_bucket_reads_the_same() -> None:
@@ -178,3 +212,11 @@ def test_series_conditions_are_left_to_the_full_filter() -> None:
     assert [m["a"] for m in got] == list(range(41, 50))
     assert got == [m for m in unpack_bucket(bucket, BucketSpec("t", "m")) if m["a"] > 40]
     assert type(got[0]["o"]) is ObjectId and got[0]["s"] == "v41"
+
+
+def test_rows_with_no_field_kept_are_empty_measurements() -> None:
+    ms = [{"t": DatetimeMS(T0 + 1000 * i), "m": "x", "a": Int64(i)} for i in range(10)]
+    [bucket] = _buckets(ms)
+    spec = BucketSpec("t", "m", frozenset(), True)  # e.g. a count reads no field
+    rows = compile_row_filter({"a": {"$gte": 7}}, "t", "m")
+    assert list(select_measurements(bucket, spec, rows)) == [{}, {}, {}]
