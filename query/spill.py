@@ -48,17 +48,18 @@ def group_limit_error() -> MongoError:
 class SizeEstimator:
     """Approximate document sizes: exact for the first documents, then sampled."""
 
-    __slots__ = ("n", "total")
+    __slots__ = ("n", "shared", "total")
 
     def __init__(self) -> None:
         self.n = 0
         self.total = 0
+        self.shared: dict[int, tuple[Any, int]] = {}  # embedded documents seen, by object
 
     def size(self, doc: Any) -> int:
         n = self.n
         self.n = n + 1
         if n < _EXACT_FIRST or n % MEASURE_EVERY == 0:
-            s = approx_size(doc) + 64
+            s = approx_size(doc, self.shared) + 64
             self.total += s
             return s
         return self.total // max(1, min(n, _EXACT_FIRST + n // MEASURE_EVERY))

@@ -49,8 +49,12 @@ class Tracker:
     used: int = 0
 
 
-def approx_size(v: Any) -> int:
-    """A cheap estimate of a value's BSON size."""
+def approx_size(v: Any, shared: dict[int, tuple[Any, int]] | None = None) -> int:
+    """A cheap estimate of a value's BSON size.
+
+    With `shared`, the size of each embedded document is kept there by object, for the
+    next values that hold the same object (the meta value of a time-series bucket's
+    measurements): an estimate, as if that object did not change in between."""
     t = type(v)
     if t is str:
         return len(v) + 5
@@ -62,6 +66,13 @@ def approx_size(v: Any) -> int:
             tx = type(x)
             if tx is str:
                 n += len(k) + len(x) + 7
+            elif tx is dict and shared is not None:
+                got = shared.get(id(x))
+                if got is None or got[0] is not x:
+                    if len(shared) >= 64:
+                        shared.clear()
+                    got = shared[id(x)] = (x, approx_size(x, shared))
+                n += len(k) + 2 + got[1]
             elif tx is dict or tx is list or tx is bytes or tx is Decimal128:
                 n += len(k) + 2 + approx_size(x)
             else:

@@ -60,10 +60,10 @@ def unpacked_measurements(buckets: Collection, opts: TimeseriesOptions,
                       compile_control_filter(flt, opts, simple_strings=collator is None))
     # the conditions on the meta field hold for all of a bucket's measurements or none:
     # tested once a bucket, the rest once a measurement
-    mf = opts.meta_field
-    meta_part, rest = _split_meta(flt, mf)
+    mf = opts.meta_field or ""
+    meta_part, rest = _split_meta(flt, opts.meta_field)
     meta_matcher = rest_matcher = None
-    if meta_part and mf is not None:
+    if meta_part:
         meta_matcher = compile_filter(meta_part, variables=variables, collator=collator)
         rest_matcher = compile_filter(rest, variables=variables, collator=collator)
     trivial = matcher.is_trivial

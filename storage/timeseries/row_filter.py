@@ -33,7 +33,7 @@ from bson.datetime_ms import DatetimeMS
 
 from storage.bsoncolumn import BSONColumnError, NumericColumn
 from storage.bsoncolumn.blocks import NotNumericColumn, decode_numeric
-from storage.bsoncolumn.native import decompress_rows
+from storage.bsoncolumn.native import DECODED_DTYPES, decode_uniform, decompress_rows
 from storage.bsoncolumn.reader import VALUES_CODEC_OPTIONS
 from storage.vocabulary.bson_types import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64
 
@@ -220,15 +220,16 @@ def select_measurements(bucket: Mapping[str, Any], spec: BucketSpec,
     for name in data:
         if name == spec.time_field or not spec.keeps(name):
             continue
-        values = _numeric_values(data[name], n, rows) if nb.all_rows else None
-        if values is None:
-            if not nb.all_rows:
-                return None  # the data's row keys are not the time column's positions
+        if not nb.all_rows:
+            return None  # the data's row keys are not the time column's positions
+        got = _numeric_values(data[name], n, rows)
+        if got is None:
             values = _picked_values(data[name], picked)
-        if values is None:
-            by_row = column_values(data[name], int(version), name)  # type: ignore[arg-type]
-            values = [by_row.get(str(i), _ABSENT) for i in picked]
-        cols.append((name, values, any(v is _ABSENT for v in values)))
+            if values is None:
+                by_row = column_values(data[name], int(version), name)  # type: ignore[arg-type]
+                values = [by_row.get(str(i), _ABSENT) for i in picked]
+            got = values, any(v is _ABSENT for v in values)
+        cols.append((name, *got))
     return _rows(nb, spec, cols, rows)
 
 
@@ -250,13 +251,21 @@ def _picked_values(col: Any, picked: list[int]) -> list[Any] | None:
     return [got.get(str(k), _ABSENT) for k in range(len(picked))]
 
 
-def _numeric_values(col: Any, n: int, picked: np.ndarray) -> list[Any] | None:
+def _numeric_values(col: Any, n: int, picked: np.ndarray) -> tuple[list[Any], bool] | None:
     """A stored column's values at rows `picked` (`_ABSENT` where it has none), read as
-    numbers; None when that would not give them back exactly."""
+    numbers, and whether one is `_ABSENT`; None when that would not give them back
+    exactly."""
     if not isinstance(col, Binary | bytes) or (isinstance(col, Binary) and col.subtype != 7):
         return None
+    col = bytes(col)
+    uniform = decode_uniform(col)
+    if uniform is not None and uniform[2] == n:  # the common column: one type, no skip
+        t, raw, _ = uniform
+        values = np.frombuffer(raw, DECODED_DTYPES[t], n)[picked].tolist()
+        box = _BOX[t]
+        return (values if box is float or box is int else list(map(box, values))), False
     try:
-        nc = decode_numeric(bytes(col))
+        nc = decode_numeric(col)
     except (NotNumericColumn, BSONColumnError):
         return None
     if nc.kind not in ("int", "double", "date", "bool") or (
@@ -267,16 +276,12 @@ def _numeric_values(col: Any, n: int, picked: np.ndarray) -> list[Any] | None:
         return None  # a column longer than the time column: unpack_columns decides
     inside = picked[picked < have]  # trailing skipped rows are not encoded
     values = nc.values[inside].tolist()
-    present = nc.present[inside]
-    types = nc.types[inside]
-    if len(inside) == len(picked) and present.all() and (types == types[0]).all():
-        box = _BOX[int(types[0])]  # the common column: one type, no row missing
-        return values if box is float or box is int else list(map(box, values))
-    box_of = _BOX
-    out: list[Any] = [box_of[t](v) if p else _ABSENT
-                      for v, p, t in zip(values, present.tolist(), types.tolist())]
+    present = nc.present[inside].tolist()
+    types = nc.types[inside].tolist()
+    box = _BOX
+    out: list[Any] = [box[t](v) if p else _ABSENT for v, p, t in zip(values, present, types)]
     out += [_ABSENT] * (len(picked) - len(inside))
-    return out
+    return out, len(inside) < len(picked) or not all(present)
 
 
 def _rows(nb: NumericBucket, spec: BucketSpec, cols: list[tuple[str, list[Any], bool]],
