@@ -278,8 +278,9 @@ def _numeric_values(col: Any, n: int, picked: np.ndarray) -> tuple[list[Any], bo
     values = nc.values[inside].tolist()
     present = nc.present[inside].tolist()
     types = nc.types[inside].tolist()
-    box = _BOX
-    out: list[Any] = [box[t](v) if p else _ABSENT for v, p, t in zip(values, present, types)]
+    box_of = _BOX
+    out: list[Any] = [box_of[t](v) if p else _ABSENT
+                      for v, p, t in zip(values, present, types)]
     out += [_ABSENT] * (len(picked) - len(inside))
     return out, len(inside) < len(picked) or not all(present)
 
