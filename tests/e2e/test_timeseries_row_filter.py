@@ -117,6 +117,8 @@ SERIES_FILTERS = [
     {"tags.hostname": "host_3", "time": {"$gte": _window(10)}, "usage_user": 50},
     {"time": {"$gte": _window(60)}, "usage_user": {"$gte": 99}, "usage_idle": {"$lt": 50}},
     {"tags.hostname": "host_0", "usage_system": {"$gte": 95.5}},
+    {"tags.hostname": "host_2", "time": {"$gte": _window(3), "$lt": _window(9)}},
+    {"time": {"$lte": _window(2)}},
     # time and meta conditions inside operators: the full filter
     {"$or": [{"time": {"$lt": _window(5)}}, {"tags.hostname": "host_2"}],
      "usage_user": {"$gt": 95}},
