@@ -1,9 +1,9 @@
 """Which implementation holds an open bucket's columns and its control.min/max and schema,
 and the one way from the native core's to the Python reference's.
 
-A bucket allocated for a measurement of a native scan (`Measurement.raw`) keeps its
-columns in the native core (`native_columns.NativeColumns` as `Bucket.columns`) and its
-control.min/max and schema there too (`native_control.NativeControl` as
+A bucket allocated or reopened (`reopening.rehydrate`) for a measurement of a native scan
+(`Measurement.raw`) keeps its columns in the native core (`native_columns.NativeColumns`
+as `Bucket.columns`) and its control.min/max and schema there too (`native_control.NativeControl` as
 `Bucket.control`); every other bucket holds the reference's `Columns`, `MinMax` and
 `Schema`. The catalog's rules do not know which: they ask this module.
 

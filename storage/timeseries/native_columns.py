@@ -113,6 +113,18 @@ class NativeColumns:
         """Empty columns of a new bucket, or None without the native core."""
         return None if BucketColumns is None else cls(BucketColumns(time_field))
 
+    @classmethod
+    def from_data(cls, data: Sequence[tuple[str, bytes]], count: int) -> NativeColumns | None:
+        """A stored bucket's columns (`data`: (name, column bytes) in column order) continued
+        by the native builders; None without the native core, or when a column is one they
+        cannot continue (the caller then uses `Columns.from_data`)."""
+        if BucketColumns is None:
+            return None
+        try:
+            return cls(BucketColumns.from_data(data, count))
+        except Declined:
+            return None
+
     def names(self) -> list[str]:
         return self._c.names()
 

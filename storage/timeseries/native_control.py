@@ -123,13 +123,16 @@ def new() -> NativeControl | None:
     return NativeControl() if AVAILABLE else None
 
 
-def from_control(min_bson: bytes, max_bson: bytes) -> NativeControl | None:
+def from_control(min_doc: Mapping[str, Any] | bytes, max_doc: Mapping[str, Any] | bytes
+                 ) -> NativeControl | None:
     """`MinMax.from_control` and `Schema.from_control` of a stored bucket's control.min and
-    control.max (raw); SchemaChange for a mixed-schema bucket; None without the native core."""
+    control.max (decoded or raw); SchemaChange for a mixed-schema bucket; None without the
+    native core."""
     if not AVAILABLE:
         return None
     assert native.core is not None
     try:
-        return NativeControl(native.check(native.core.Control.from_control, min_bson, max_bson))
+        return NativeControl(native.check(native.core.Control.from_control, _raw(min_doc),
+                                          _raw(max_doc)))
     except ValueError as e:
         raise SchemaChange(str(e)) from None

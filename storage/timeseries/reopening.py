@@ -32,11 +32,13 @@ from bson.datetime_ms import DatetimeMS
 from storage.bson_order import values_equal
 from storage.bsoncolumn import BSONColumnError
 from storage.bsoncolumn.decoder import decode_elements
+from storage.bsoncolumn.native import decode_column as native_decode_column
 from storage.bsonutil import encode
 from storage.errors import MongoError
 from storage.vocabulary.bson_types import T_DATE
 from storage.vocabulary.missing import MISSING
 
+from . import native_control
 from .bucket import Bucket
 from .bucket_document import compress_bucket, parse_bucket
 from .columns import Columns
@@ -52,6 +54,8 @@ from .constants import (
 )
 from .metadata import normalize_meta, series_key
 from .minmax import MinMax, Schema, SchemaChange
+from .native_columns import NativeColumns
+from .native_control import NativeControl
 from .write_batch import BucketWrite
 
 if TYPE_CHECKING:
@@ -136,13 +140,26 @@ class ReopenFailed(Exception):
     """A stored bucket that cannot be reopened (the catalog counts a failed reopening)."""
 
 
+def _native_control(min_doc: Mapping[str, Any], max_doc: Mapping[str, Any]
+                    ) -> NativeControl | None:
+    """A reopened bucket's control.min/max and schema in the native core (SchemaChange as
+    the reference's); None where the core is not built or declines them."""
+    try:
+        return native_control.from_control(min_doc, max_doc)
+    except (native_control.Declined, MongoError):
+        return None
+
+
 def rehydrate(ctx: BatchContext, key: bytes, doc: Mapping[str, Any], raw: bytes | None,
-              take_warm: Callable[[ObjectId], WarmColumns | None]) -> Bucket:
+              take_warm: Callable[[ObjectId], WarmColumns | None], *,
+              native: bool = False) -> Bucket:
     """rehydrateBucket: the in-memory state of a stored bucket of series `key` (a v1
     bucket is compressed, its v2 bytes recorded in `ctx.rewrites`); `raw` is `doc`
     encoded, when the caller has it. The column builders come from `take_warm` when it
-    kept them for exactly the stored columns, else from the stored bytes. Raises
-    ReopenFailed when the bucket cannot be reopened."""
+    kept them for exactly the stored columns, else from the stored bytes: in the native
+    core with `native` (a scanned measurement reopens it) where it takes them, as a new
+    bucket for a scanned measurement is native. Raises ReopenFailed when the bucket cannot
+    be reopened."""
     opts = ctx.options
     oid = doc.get("_id")
     if not isinstance(oid, ObjectId):
@@ -185,7 +202,7 @@ def rehydrate(ctx: BatchContext, key: bytes, doc: Mapping[str, Any], raw: bytes 
     else:
         columns = None
         try:
-            times = decode_elements(time_col)
+            times = native_decode_column(time_col) or decode_elements(time_col)
         except BSONColumnError:
             raise ReopenFailed("time column could not be decompressed") from None
         count = len(times)
@@ -193,16 +210,22 @@ def rehydrate(ctx: BatchContext, key: bytes, doc: Mapping[str, Any], raw: bytes 
             last_time_ms = int.from_bytes(times[-1][1], "little", signed=True)
     try:
         if columns is None:
-            columns = Columns.from_data(parsed.data.items(), count)
-        minmax = MinMax.from_control(parsed.min_doc, parsed.max_doc)
-        schema = Schema.from_control(parsed.min_doc, parsed.max_doc)
+            columns = (NativeColumns.from_data(list(parsed.data.items()), count)
+                       if native else None) or Columns.from_data(parsed.data.items(), count)
+        control = _native_control(parsed.min_doc, parsed.max_doc) if native else None
+        if control is None:
+            minmax = MinMax.from_control(parsed.min_doc, parsed.max_doc)
+            schema = Schema.from_control(parsed.min_doc, parsed.max_doc)
     except (BSONColumnError, SchemaChange, TypeError, ValueError):
         raise ReopenFailed("summaries or columns unusable") from None
     b = Bucket(oid, ctx.coll, series, normalize_meta(meta) if meta is not MISSING else MISSING,
                opts.time_field, int(min_time))
     b.columns = columns
-    b.minmax = minmax
-    b.schema = schema
+    if control is None:
+        b.minmax = minmax
+        b.schema = schema
+    else:
+        b.control = control
     b.num_measurements = b.num_committed = count
     b.size = len(raw)
     b.field_names = set(parsed.data)

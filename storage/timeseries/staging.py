@@ -263,7 +263,8 @@ class Stager:
             registry.mark_not_idle(existing)
             return existing
         try:
-            bucket = rehydrate(ctx, m.key, doc, raw, registry.take_warm)
+            bucket = rehydrate(ctx, m.key, doc, raw, registry.take_warm,
+                               native=m.raw is not None)
         except ReopenFailed:
             stats.inc(ctx.stats, "numBucketReopeningsFailed")
             if archived is not None:

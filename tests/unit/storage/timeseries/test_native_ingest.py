@@ -50,16 +50,24 @@ PARAMS = {
 
 
 def run(batches: list[tuple[list[dict[str, Any]], bool, bool]], native: bool,
-        params: TimeseriesParameters | None) -> dict[str, Any]:
+        params: TimeseriesParameters | None, *, restart: bool = False) -> dict[str, Any]:
     """Every batch (documents, ordered, as a sequence) into one catalog: what it wrote,
-    refused and counted, and how many native buckets it had."""
+    refused and counted, and how many native buckets it had. With `restart`, each batch
+    goes into a new catalog over the same store (a restarted server: every series that
+    continues reopens a stored bucket)."""
     cat = BucketCatalog(params, id_seed=7)
     cat._measurements.scan = native
     store = FakeStore()
     refused = []
     changes = []
     native_buckets = 0
-    for docs, ordered, raw in batches:
+    stats: dict[str, int] = {}
+    for k, (docs, ordered, raw) in enumerate(batches):
+        if restart and k:
+            for name, n in asdict(cat.execution_stats("c")).items():
+                stats[name] = stats.get(name, 0) + n
+            cat = BucketCatalog(params, id_seed=7 + 100_000 * k)
+            cat._measurements.scan = native
         measurements: Any = sequence(docs) if raw else [dict(d) for d in docs]
         r = cat.insert_batch("c", OPTS, measurements, store, ordered=ordered)
         refused.append([(i, e.code, str(e)) for i, e in r.errors])
@@ -69,15 +77,18 @@ def run(batches: list[tuple[list[dict[str, Any]], bool, bool]], native: bool,
         native_buckets += sum(isinstance(b.columns, NativeColumns) or b.control is not None
                               for b in cat.open_buckets("c"))
         store.apply(cat, r)
+    for name, n in asdict(cat.execution_stats("c")).items():
+        stats[name] = stats.get(name, 0) + n
     return {"docs": store.docs.get("c", {}), "refused": refused, "changes": changes,
-            "stats": asdict(cat.execution_stats("c")),
+            "stats": stats,
             "open": sorted(str(b.bucket_id) for b in cat.open_buckets("c")),
             "native_buckets": native_buckets}
 
 
 def check(batches: list[tuple[list[dict[str, Any]], bool, bool]],
-          params: TimeseriesParameters | None) -> dict[str, Any]:
-    got, want = run(batches, True, params), run(batches, False, params)
+          params: TimeseriesParameters | None, *, restart: bool = False) -> dict[str, Any]:
+    got = run(batches, True, params, restart=restart)
+    want = run(batches, False, params, restart=restart)
     assert want["native_buckets"] == 0
     native_buckets = got.pop("native_buckets")
     want.pop("native_buckets")
@@ -150,6 +161,13 @@ def test_any_measurements_write_the_same_buckets(batches, params) -> None:
     check(batches, PARAMS[params])
 
 
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_batches(nested=False), st.sampled_from(sorted(PARAMS)))
+def test_buckets_reopened_after_a_restart_write_the_same(batches, params) -> None:
+    got = check(batches, PARAMS[params], restart=True)
+    event(f"native buckets: {min(got['native_buckets'], 3)}")
+
+
 # -- chosen cases --------------------------------------------------------------------------
 
 def _tsbs(n: int, hosts: int, start: int = 0) -> list[dict[str, Any]]:
@@ -164,6 +182,15 @@ def test_tsbs_batches_stay_native_and_match() -> None:
     batches = [(_tsbs(200, 10, s), True, True) for s in range(0, 2000, 200)]
     got = check(batches, None)
     # every batch leaves its ten buckets open and native
+    assert got["native_buckets"] == 10 * len(batches)
+
+
+def test_reopened_buckets_stay_native_and_match() -> None:
+    """A restarted server's scanned batches reopen the stored buckets into the native core
+    (as the reference reopens them into its own state), and write the same bytes."""
+    batches = [(_tsbs(200, 10, s), True, True) for s in range(0, 1000, 200)]
+    got = check(batches, None, restart=True)
+    assert got["stats"]["numBucketsReopened"] == 10 * (len(batches) - 1)
     assert got["native_buckets"] == 10 * len(batches)
 
 
