@@ -11,8 +11,9 @@ multikey:
 
 - one predicate per index field gives that field's intervals (equality / ``$in``
   preferred, then a range); predicates are not intersected, because on an array
-  ``{a: {$gt: 5, $lt: 3}}`` can match ``[1, 10]``; except the ranges of ``_id``, which
-  is never an array, when they are of one type bracket;
+  ``{a: {$gt: 5, $lt: 3}}`` can match ``[1, 10]``; except ranges of one type bracket on
+  ``_id``, which is never an array, and on any field of an index that is not multikey
+  (no document has put an array into it, as MongoDB's multikey flag says);
 - ranges stay within the operand's type bracket (``$gt: 5`` → ``(5, inf]``), as the
   matcher never compares across brackets;
 - equality to null also covers MinKey/undefined keys (``[MinKey, null]``): a path
@@ -296,7 +297,10 @@ class _Candidate:
 
 
 def _candidate(ix: IndexInfo, by_field: dict[str, tuple[int, list[Interval]]],
-               sort_fields: list[tuple[str, int]]) -> _Candidate:
+               sort_fields: list[tuple[str, int]],
+               ranges: dict[str, list[Interval]] | None = None) -> _Candidate:
+    """`ranges`: each field's single-interval range predicates, intersected where `ix`
+    is not multikey."""
     bounds: list[list[Interval]] = []
     eq_prefix = 0
     bounded = 0
@@ -307,7 +311,11 @@ def _candidate(ix: IndexInfo, by_field: dict[str, tuple[int, list[Interval]]],
             bounds.append([FULL_RANGE])
             still_eq = still_bounded = False
             continue
-        _, ivs = got
+        rank, ivs = got
+        if rank == 1 and ranges is not None and not ix.multikey and len(ranges.get(f, ())) > 1:
+            merged = _intersect_ranges(ranges[f])
+            if merged is not None:
+                ivs = merged
         bounds.append(ivs)
         is_point = all(iv.lower_inclusive and iv.upper_inclusive and
                        sort_key(iv.lower) == sort_key(iv.upper) for iv in ivs) and len(ivs) == 1
@@ -415,16 +423,17 @@ def plan_query(filter_spec: dict[str, Any] | Matcher | None, sort_spec: dict[str
     sort_fields = parse_sort(sort_spec) if sort_spec else []
     leaves = _top_level_leaves(matcher.root)
     by_field: dict[str, tuple[int, list[Interval]]] = {}
-    id_ranges: list[Interval] = []
+    ranges: dict[str, list[Interval]] = {}
     for leaf in leaves:
         got = _leaf_intervals(leaf, collator)
         if got is None or leaf.path is None:
             continue
-        if leaf.path == "_id" and leaf.op in _RANGE_OPS and len(got[1]) == 1:
-            id_ranges.append(got[1][0])
+        if leaf.op in _RANGE_OPS and len(got[1]) == 1:
+            ranges.setdefault(leaf.path, []).append(got[1][0])
         prev = by_field.get(leaf.path)
         if prev is None or got[0] > prev[0]:
             by_field[leaf.path] = got
+    id_ranges = ranges.get("_id", [])
     if len(id_ranges) > 1 and by_field["_id"][0] == 1:
         merged = _intersect_ranges(id_ranges)
         if merged is not None:
@@ -440,7 +449,7 @@ def plan_query(filter_spec: dict[str, Any] | Matcher | None, sort_spec: dict[str
                 raise
             other = _find_hint(hint, [IndexInfo.from_spec(s) for s in other_collation_specs])
             return _to_plan(_candidate(other, {}, []), spec)
-        cand = _candidate(ix, by_field, sort_fields)
+        cand = _candidate(ix, by_field, sort_fields, ranges)
         if ix.partial is not None and not _partial_implied(ix.partial, leaves):
             raise MongoError(ErrorCode.BadValue,
                              "error processing query: planner returned error :: caused by :: "
@@ -450,7 +459,7 @@ def plan_query(filter_spec: dict[str, Any] | Matcher | None, sort_spec: dict[str
     best: _Candidate | None = None
     best_score: tuple[Any, ...] = ()
     for ix in indexes:
-        cand = _candidate(ix, by_field, sort_fields)
+        cand = _candidate(ix, by_field, sort_fields, ranges)
         if not _eligible(ix, cand, leaves):
             continue
         if cand.bounded_prefix == 0 and not cand.provides_sort:

@@ -182,6 +182,36 @@ def test_id_ranges_bound_both_ends() -> None:
         ["(1, inf.0]"]
 
 
+def test_ranges_on_an_index_that_is_not_multikey_bound_both_ends() -> None:
+    plan = plan_query({"a": {"$gte": 2, "$lt": 5}}, None, INDEXES)
+    assert plan.index_name == "a_1_b_-1"
+    assert plan.bounds[0] == [Interval(2, True, 5, False)]
+    # another bracket's range leaves the first one's bounds as they were
+    assert plan_query({"a": {"$gte": 2, "$lt": "x"}}, None, INDEXES).bounds[0] == \
+        [Interval(2, True, float("inf"), True)]
+    assert plan_query({"a": {"$gt": 5, "$lt": 2}}, None, INDEXES).bounds[0] == []
+    # the same ranges on a multikey index: one of them
+    multikey = [{"key": {"a": 1}, "name": "a_1", "multikey": True}]
+    assert plan_query({"a": {"$gte": 2, "$lt": 5}}, None, multikey).bounds[0] == \
+        [Interval(2, True, float("inf"), True)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(id_scalar, max_size=8), st.lists(st.tuples(range_ops, id_scalar), min_size=2,
+                                                  max_size=3))
+def test_ranges_on_an_index_that_is_not_multikey_never_too_tight(
+        values: list[Any], preds: list[tuple[str, Any]]) -> None:
+    """Without arrays in the field, its ranges of one type bracket are intersected; every
+    matching document still has its key inside the bounds."""
+    flt = {"$and": [{"a": {op: v}} for op, v in preds]}
+    plan = plan_query(flt, None, [{"key": {"a": 1}, "name": "a_1", "multikey": False}])
+    m = compile_filter(flt)
+    for v in values:
+        if m.matches({"a": v}):
+            assert plan.stage == "IXSCAN"
+            assert any(_in_interval(v, iv) for iv in plan.bounds[0]), (flt, v, plan.bounds)
+
+
 CLUSTERED_ID = [{"key": {"_id": 1}, "name": "_id_", "clusteredName": "ck", "multikey": False}]
 
 
