@@ -96,7 +96,7 @@ class DeferredBucketWrites:
             old = by_id.get(w.bucket_id)
             if old is not None:
                 w.kind = old.kind
-                w.previous_index_doc = old.previous_index_doc
+                w.take_previous_index(old)
                 self._bytes -= old.size_hint
             by_id[w.bucket_id] = w
             self._bytes += w.size_hint

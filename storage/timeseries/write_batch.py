@@ -142,6 +142,11 @@ class BucketWrite:
     def previous_index_doc(self, doc: dict[str, Any] | None) -> None:
         self._previous_index = doc
 
+    def take_previous_index(self, older: BucketWrite) -> None:
+        """Replace `older` (pending for the same bucket): this write replaces the stored
+        version that one did, whose index view it takes as it is (still undecoded)."""
+        self._previous_index = older._previous_index
+
     @property
     def index_source(self) -> dict[str, Any] | bytes | None:
         """`index_doc` as kept: decoded, or the bytes the native core built."""
