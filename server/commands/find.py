@@ -10,7 +10,7 @@ from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
 from ..context import CommandRequest
-from ..cursors import DEFAULT_FIRST_BATCH, first_batch_limit, take_batch
+from ..cursors import DEFAULT_FIRST_BATCH, Lookahead, first_batch_limit, take_batch
 from ..namespaces import TimeseriesTarget, raw_target, resolve_namespace
 from ..operations import CURRENT_OP
 from ..parsing.collation import collation_arg
@@ -99,7 +99,7 @@ async def handle(req: CommandRequest) -> dict[str, Any]:
         if op is not None:  # currentOp and the profiler show the plan and its counters
             op.plan_summary = prepared.plan.summary()
             op.scan_stats = prepared.scan
-        source = run_find(coll, prepared, raw_ok=True)
+        source = Lookahead(run_find(coll, prepared, raw_ok=True))
         return (source, *take_batch(source, limit))
 
     opened = await req.storage.run(open_query)

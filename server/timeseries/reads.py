@@ -23,7 +23,7 @@ from storage.collation import (
     OperationCollation,
 )
 
-from ..cursors import first_batch_limit, take_batch
+from ..cursors import Lookahead, first_batch_limit, take_batch
 from ..parsing.collation import timeseries_collator
 from .service import timeseries_service
 
@@ -83,6 +83,7 @@ async def find_measurements(req: CommandRequest, target: TimeseriesTarget, spec:
             source = itertools.islice(source, spec.limit)
         if projection is not None:
             source = (projection.apply(d) for d in source)
+        source = Lookahead(source)
         return (source, *take_batch(source, first_batch_limit(first)))
 
     source, batch, exhausted = await req.storage.run(run)

@@ -13,11 +13,14 @@ import bson
 import pytest
 from bson import Int64
 from bson.raw_bson import RawBSONDocument
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from server.cursors import (
     DEFAULT_FIRST_BATCH,
     MAX_BATCH_BYTES,
     CursorManager,
+    Lookahead,
     first_batch_limit,
     take_batch,
 )
@@ -72,6 +75,55 @@ def test_limit_zero_reads_nothing() -> None:
     source = docs(3)
     assert take_batch(source, 0) == ([], False)
     assert next(source)["_id"] == 0
+
+
+_VALUE = st.one_of(st.integers(-5, 5), st.text(max_size=30), st.none(),
+                   st.lists(st.integers(0, 3), max_size=3))
+
+
+@st.composite
+def _documents(draw: st.DrawFn) -> list[Any]:
+    """Plain dicts (`_id` first, later or absent), SON, and raw documents."""
+    out: list[Any] = []
+    for k in range(draw(st.integers(0, 60))):
+        fields = {f"f{j}": draw(_VALUE) for j in range(draw(st.integers(0, 3)))}
+        where = draw(st.sampled_from(["first", "last", "none"]))
+        doc = {"_id": k, **fields} if where == "first" else \
+            {**fields, "_id": k} if where == "last" else fields
+        kind = draw(st.integers(0, 9))
+        out.append(RawBSONDocument(bson.encode(doc)) if kind == 0 else
+                   bson.SON(doc) if kind == 1 else doc)
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(_documents(), st.one_of(st.none(), st.integers(1, 40)), st.integers(1, 600))
+def test_runs_encode_as_one_by_one(documents: list[Any], limit: int | None,
+                                   max_bytes: int) -> None:
+    """A `Lookahead` source's batches hold the same bytes, bound by count and bytes at
+    the same documents, as a plain source's, batch after batch."""
+    plain, ahead = iter(documents), Lookahead(iter(documents))
+    while True:
+        want = take_batch(plain, limit, max_bytes)
+        got = take_batch(ahead, limit, max_bytes)
+        assert [d.raw for d in got[0]] == [d.raw for d in want[0]]
+        assert got[1] == want[1]
+        if want[1]:
+            break
+
+
+def test_documents_past_the_byte_bound_wait_for_the_next_batch() -> None:
+    source = Lookahead(docs(100, pad=100))
+    first, exhausted = take_batch(source, None, max_bytes=10 * size_of(next(docs(1, 100))))
+    assert ids(first) == list(range(10)) and not exhausted
+    rest, exhausted = take_batch(source, None)
+    assert ids(rest) == list(range(10, 100)) and exhausted
+
+
+def test_an_unencodable_document_raises_as_alone() -> None:
+    bad = [{"_id": 0}, {"_id": 1, "x": object()}]
+    with pytest.raises(bson.errors.InvalidDocument):
+        take_batch(Lookahead(iter(bad)), None)
 
 
 def test_documents_are_encoded_once_and_raw_ones_pass_through() -> None:
