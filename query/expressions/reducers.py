@@ -99,6 +99,13 @@ class Accumulator:
 
 # ---------------------------------------------------------------- numeric summation
 
+def double_total(ival: int, fsum: float, fcomp: float) -> float:
+    """A sum's total as a double: its integers' exact sum, its doubles' compensated one."""
+    if math.isfinite(fsum):
+        return float(ival) + (fsum + fcomp)
+    return fsum + float(ival)
+
+
 class SumState:
     """MongoDB's summation: narrowest result type, exact integers, compensated doubles."""
 
@@ -164,9 +171,7 @@ class SumState:
         self.count -= 1
 
     def double_total(self) -> float:
-        if math.isfinite(self.fsum):
-            return float(self.ival) + (self.fsum + self.fcomp)
-        return self.fsum + float(self.ival)
+        return double_total(self.ival, self.fsum, self.fcomp)
 
     def total(self) -> Any:
         k = self.kind

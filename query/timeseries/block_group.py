@@ -28,7 +28,7 @@ from typing import Any, Final
 from bson import Int64
 from bson.datetime_ms import DatetimeMS
 
-from query.expressions.reducers import SumState
+from query.expressions.reducers import SumState, double_total
 from query.expressions.values import K_DOUBLE, K_LONG, int_or_long
 from query.stages.group import group_key
 from storage import native
@@ -237,14 +237,18 @@ def _fold(batches: Iterable[list[bytes]], plan: Any, groups: Any, variables: dic
     names = [a.name for a in plan.accs]
     makers = [_RESULT[a.op] for a in plan.accs]
     docs = []
+    one = len(names) == 1
     for _cls, bin_start, first, states in made:
         meta = metas[first]
         assert meta is not None  # a bucket of class -1 makes no group
         groups.reserve(meta.size)
         doc = {"_id": meta.template if substitute is None else
                substitute(meta.template, DatetimeMS(bin_start))}
-        for name, make, st in zip(names, makers, states):
-            doc[name] = make(st)
+        if one:
+            doc[names[0]] = makers[0](states[0])
+        else:
+            for name, make, st in zip(names, makers, states):
+                doc[name] = make(st)
         docs.append(doc)
     return docs, fold.counters()
 
@@ -263,6 +267,14 @@ def _sum_state(st: tuple[int, int, bool, bool, float, float, int]) -> SumState:
     return s
 
 
+def _average(st: tuple[int, int, bool, bool, float, float, int]) -> float | None:
+    """`SumState.average` of a core's partial `$avg` (never decimal: the core declines
+    decimals)."""
+    ival, nint, _long, _double, fsum, fcomp, ndbl = st
+    n = nint + ndbl
+    return double_total(ival, fsum, fcomp) / n if n else None
+
+
 def _kept(st: tuple[bool, tuple[int, int, float]]) -> Any:
     """The value a `$min`/`$max`/`$first`/`$last` state holds (null for none or missing)."""
     seen, v = st
@@ -274,6 +286,6 @@ def _kept(st: tuple[bool, tuple[int, int, float]]) -> Any:
 _RESULT: Final[dict[str, Callable[[Any], Any]]] = {
     "$count": int_or_long,
     "$sum": lambda st: _sum_state(st).total(),
-    "$avg": lambda st: _sum_state(st).average(),
+    "$avg": _average,
     "$min": _kept, "$max": _kept, "$first": _kept, "$last": _kept,
 }
