@@ -161,6 +161,8 @@ pub struct Fold {
     pub plan: Plan,
     pub groups: Vec<Group>,
     index: HashMap<(i32, i64), usize>,
+    /// the times the time predicates let pass: [first, last] (empty when first > last)
+    times: (i64, i64),
     /// (row, group) of the rows of the bucket being fed that pass the filter (reused)
     picked: Vec<(u32, u32)>,
     pub rows_passed: u64,
@@ -238,6 +240,7 @@ impl Fold {
             }
         }
         Ok(Fold {
+            times: time_range(&plan.time_preds),
             plan,
             groups: Vec::new(),
             index: HashMap::new(),
@@ -275,10 +278,8 @@ impl Fold {
 
     fn row_passes(&self, rows: &Rows, r: usize) -> Result<bool, Decline> {
         let t = rows.times[r];
-        for &(op, ms) in &self.plan.time_preds {
-            if !op.holds(t.cmp(&ms)) {
-                return Ok(false);
-            }
+        if t < self.times.0 || t > self.times.1 {
+            return Ok(false);
         }
         for &(c, op, k) in &self.plan.row_preds {
             let v = rows.columns[c][r];
@@ -359,69 +360,103 @@ impl Fold {
         result
     }
 
+    /// Each accumulator over the picked rows, a run of rows of one group at a time: the
+    /// group's state is looked up once a run, and folded in a local copy.
     fn accumulate(&mut self, rows: &Rows, picked: &[(u32, u32)]) -> Result<(), Decline> {
-        let groups = &mut self.groups;
-        for (k, &(op, arg)) in self.plan.accs.iter().enumerate() {
-            let value = |r: u32| match arg {
-                Arg::Field(c) => rows.columns[c][r as usize],
-                Arg::Time => Val::Date(rows.times[r as usize]),
-                Arg::Const(v) => v,
-            };
-            match op {
-                AccOp::Count => {
-                    for &(_, g) in picked {
-                        if let State::Count(n) = &mut groups[g as usize].states[k] {
-                            *n += 1;
-                        }
-                    }
-                }
-                AccOp::Sum => {
-                    for &(r, g) in picked {
-                        if let State::Sum(s) = &mut groups[g as usize].states[k] {
-                            s.add(value(r))?;
-                        }
-                    }
-                }
-                AccOp::Min | AccOp::Max => {
-                    let want = if op == AccOp::Max {
-                        Ordering::Greater
-                    } else {
-                        Ordering::Less
-                    };
-                    for &(r, g) in picked {
-                        let v = value(r);
-                        if class_of(v) == 0 {
-                            continue;
-                        }
-                        if let State::Pick(kept) = &mut groups[g as usize].states[k] {
-                            if matches!(*kept, Val::Missing) || cmp_bson(v, *kept) == want {
-                                *kept = v;
-                            }
-                        }
-                    }
-                }
-                AccOp::First => {
-                    for &(r, g) in picked {
-                        if let State::Seen(kept, seen) = &mut groups[g as usize].states[k] {
-                            if !*seen {
-                                *kept = value(r);
-                                *seen = true;
-                            }
-                        }
-                    }
-                }
-                AccOp::Last => {
-                    for &(r, g) in picked {
-                        if let State::Seen(kept, seen) = &mut groups[g as usize].states[k] {
-                            *kept = value(r);
-                            *seen = true;
-                        }
-                    }
+        let mut i = 0;
+        while i < picked.len() {
+            let g = picked[i].1;
+            let mut j = i + 1;
+            while j < picked.len() && picked[j].1 == g {
+                j += 1;
+            }
+            let run = &picked[i..j];
+            let states = &mut self.groups[g as usize].states;
+            for (state, &(op, arg)) in states.iter_mut().zip(&self.plan.accs) {
+                match arg {
+                    Arg::Field(c) => fold_run(state, op, run, |r| rows.columns[c][r as usize])?,
+                    Arg::Time => fold_run(state, op, run, |r| Val::Date(rows.times[r as usize]))?,
+                    Arg::Const(v) => fold_run(state, op, run, |_| v)?,
                 }
             }
+            i = j;
         }
         Ok(())
     }
+}
+
+/// The times every predicate lets pass, as an inclusive range (first > last: none).
+fn time_range(preds: &[(Cmp, i64)]) -> (i64, i64) {
+    let (mut first, mut last) = (i64::MIN, i64::MAX);
+    for &(op, ms) in preds {
+        let (lo, hi) = match op {
+            Cmp::Eq => (ms, ms),
+            Cmp::Gt => match ms.checked_add(1) {
+                Some(lo) => (lo, i64::MAX),
+                None => (i64::MAX, i64::MIN),
+            },
+            Cmp::Gte => (ms, i64::MAX),
+            Cmp::Lt => match ms.checked_sub(1) {
+                Some(hi) => (i64::MIN, hi),
+                None => (i64::MAX, i64::MIN),
+            },
+            Cmp::Lte => (i64::MIN, ms),
+        };
+        first = first.max(lo);
+        last = last.min(hi);
+    }
+    (first, last)
+}
+
+/// One accumulator's state over a run of picked rows (`value` reads a row's argument).
+fn fold_run(
+    state: &mut State,
+    op: AccOp,
+    run: &[(u32, u32)],
+    value: impl Fn(u32) -> Val,
+) -> Result<(), Decline> {
+    match (op, state) {
+        (AccOp::Count, State::Count(n)) => *n += run.len() as i64,
+        (AccOp::Sum, State::Sum(s)) => {
+            let mut local = *s;
+            for &(r, _) in run {
+                local.add(value(r))?;
+            }
+            *s = local;
+        }
+        (AccOp::Min | AccOp::Max, State::Pick(kept)) => {
+            let want = if op == AccOp::Max {
+                Ordering::Greater
+            } else {
+                Ordering::Less
+            };
+            let mut local = *kept;
+            for &(r, _) in run {
+                let v = value(r);
+                if class_of(v) == 0 {
+                    continue;
+                }
+                if matches!(local, Val::Missing) || cmp_bson(v, local) == want {
+                    local = v;
+                }
+            }
+            *kept = local;
+        }
+        (AccOp::First, State::Seen(kept, seen)) if !*seen => {
+            if let Some(&(r, _)) = run.first() {
+                *kept = value(r);
+                *seen = true;
+            }
+        }
+        (AccOp::Last, State::Seen(kept, seen)) => {
+            if let Some(&(r, _)) = run.last() {
+                *kept = value(r);
+                *seen = true;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -444,6 +479,28 @@ mod tests {
             times,
             columns: vec![x],
         }
+    }
+
+    #[test]
+    fn time_predicates_become_one_range() {
+        let each =
+            |preds: &[(Cmp, i64)], t: i64| preds.iter().all(|&(op, ms)| op.holds(t.cmp(&ms)));
+        let ops = [Cmp::Eq, Cmp::Gt, Cmp::Gte, Cmp::Lt, Cmp::Lte];
+        let points = [i64::MIN, i64::MIN + 1, -5, 0, 3, 7, i64::MAX - 1, i64::MAX];
+        for &a in &ops {
+            for &b in &ops {
+                for &x in &points {
+                    for &y in &points {
+                        let preds = [(a, x), (b, y)];
+                        let (first, last) = time_range(&preds);
+                        for &t in &points {
+                            assert_eq!(each(&preds, t), first <= t && t <= last, "{preds:?} {t}");
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(time_range(&[]), (i64::MIN, i64::MAX));
     }
 
     #[test]
