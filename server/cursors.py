@@ -111,19 +111,25 @@ class Lookahead(Iterator[Any]):
 
 
 def _encode_run(docs: list[Any]) -> list[RawBSONDocument]:
-    """`_raw` of each document. Plain dicts whose `_id`, if any, comes first (encoding a
-    top-level document moves it there) are encoded together, in one call."""
-    plain = [i for i, d in enumerate(docs) if type(d) is dict and (
-        "_id" not in d or next(iter(d)) == "_id")]
+    """`_raw` of each document; the plain dicts among them encoded together, in one call
+    (as elements of an array, so each with its `_id` put first here, as encoding a
+    top-level document does)."""
+    plain: list[dict[str, Any]] = []
+    where: list[int] = []
+    for i, d in enumerate(docs):
+        if type(d) is dict:
+            if "_id" in d and next(iter(d)) != "_id":
+                d = {"_id": d["_id"], **d}
+            plain.append(d)
+            where.append(i)
     if len(plain) < 2:
         return [_raw(d) for d in docs]
     try:
-        encoded = bson.decode(encode({"d": [docs[i] for i in plain]}),
-                              DEFAULT_RAW_BSON_OPTIONS)["d"]
+        encoded = bson.decode(encode({"d": plain}), DEFAULT_RAW_BSON_OPTIONS)["d"]
     except Exception:  # the document that fails raises as it does alone
         return [_raw(d) for d in docs]
     out: list[RawBSONDocument | None] = [None] * len(docs)
-    for i, raw in zip(plain, encoded):
+    for i, raw in zip(where, encoded):
         out[i] = raw
     return [_raw(d) if r is None else r for d, r in zip(docs, out)]
 
