@@ -72,6 +72,13 @@ def size_change(bucket: Bucket, m: Measurement, large_threshold: int) -> SizeCha
         sc.new_fields = list(m.names)
         sc.verified += _names_overhead(m.names) + 2 * m.value_bytes
         return sc
+    if small:
+        new = [name for name in m.names if name not in committed]
+        if uncommitted.issuperset(new):
+            # every new field already staged (counted then), no estimate: what the loop
+            # below gives, without the values' sizes
+            sc.new_fields = new
+            return sc
     for name, value_len in _value_lens(m):
         name_len = len(name) if name.isascii() else len(name.encode("utf-8"))
         if name not in committed:

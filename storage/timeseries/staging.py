@@ -97,7 +97,7 @@ class Stager:
     def stage_run(self, ctx: BatchContext, group: list[Measurement], start: int) -> int:
         """Stage group[start:] (one series, sorted by time) in bulk into the bucket that
         took group[start - 1], as far as `stage` would put each one there with nothing
-        else happening (no rollover, no size or schema change, no counter moved); returns
+        else happening (no rollover, no size, field or schema change, no counter moved); returns
         how many were staged. The rest go through `stage` one by one."""
         prev = group[start - 1]
         registry = self._registry
@@ -112,7 +112,10 @@ class Stager:
         end_time = b.min_time_ms + ctx.options.max_span_ms
         digits = num_digits(b.num_measurements + room)
         large = p.timeseriesLargeMeasurementThreshold
-        committed, sigs = b.field_names, b.schema_signatures
+        # fields committed or staged already: a measurement of these changes no size
+        # (`size_change`), as the new bucket's first measurement's fields are staged
+        seen = b.field_names | b.uncommitted_field_names
+        sigs = b.schema_signatures
         known: object = MISSING  # the last signature found known (a batch's shapes share theirs)
         k = 0
         for m in group[start:start + room]:
@@ -120,7 +123,7 @@ class Stager:
                 break
             sig = m.signature
             if sig is not known:
-                if sig is None or sig not in sigs or not committed.issuperset(m.names):
+                if sig is None or sig not in sigs or not seen.issuperset(m.names):
                     break
                 known = sig
             k += 1

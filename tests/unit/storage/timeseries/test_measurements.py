@@ -150,3 +150,38 @@ def test_a_new_buckets_first_size_is_the_fields_sizes(docs, scanned) -> None:
         got, want = size_change(fresh, m, 32), size_change(slow, m, 32)
         assert (got.verified, got.estimate, got.new_fields) == \
             (want.verified, want.estimate, want.new_fields)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(measurement_of(["a", {"x": 1, "y": "b"}]), min_size=1, max_size=8),
+       st.booleans(), st.data())
+def test_sizes_with_fields_committed_or_staged_are_the_fields_sizes(docs, scanned, data
+                                                                     ) -> None:
+    """`size_change` of a measurement whose fields the bucket has committed, staged or
+    not seen: new fields are those not committed; each one neither committed nor staged
+    adds 12 + its name + twice its element (small values: no estimate)."""
+    from storage.timeseries.bucket import Bucket, size_change
+    from storage.timeseries.native_scan import AVAILABLE
+
+    from .helpers import sequence
+
+    cat = BucketCatalog(id_seed=1)
+    batch = sequence(docs) if scanned and AVAILABLE else docs
+    prepared, _ = cat._measurements.prepare_all(batch, OPTS["m"], False)
+    for m in prepared:
+        b = Bucket(ObjectId(), "c", m.key, m.meta, "t", 0)
+        b.size, b.num_measurements = 100, 1
+        for name in m.names:
+            where = data.draw(st.sampled_from(["committed", "staged", "neither"]))
+            if where == "committed":
+                b.field_names.add(name)
+            elif where == "staged":
+                b.uncommitted_field_names.add(name)
+        if not b.field_names and not b.uncommitted_field_names:
+            continue  # the first measurement's case, tested above
+        got = size_change(b, m, 10**6)
+        new = [n for n in m.names if n not in b.field_names]
+        verified = sum(12 + len(n.encode()) + 2 * (2 + len(n.encode()) + size)
+                       for n, size in bucket._value_lens(m)
+                       if n not in b.field_names and n not in b.uncommitted_field_names)
+        assert (got.new_fields, got.verified, got.estimate) == (new, verified, 0)
