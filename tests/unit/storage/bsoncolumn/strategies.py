@@ -178,3 +178,29 @@ def walks(draw: st.DrawFn) -> list:
 
 
 mixed_rows = rows(scalar) | runs(scalar) | walks() | rows(objects()) | rows(scalar | objects())
+
+
+# Byte edits of a column: (op, where, byte) with op 0 flip a bit, 1 set a byte, 2 cut
+# the rest, 3 insert a byte, 4 repeat a few bytes.
+EDITS = st.lists(st.tuples(st.integers(0, 4), st.integers(0, 2**16), st.integers(0, 255)),
+                 min_size=1, max_size=3)
+
+
+def mutated(column: bytes, edits: list[tuple[int, int, int]]) -> bytes:
+    """`column` with `edits` applied in order (what `EDITS` draws)."""
+    c = bytearray(column)
+    for op, at, byte in edits:
+        if not c:
+            break
+        at %= len(c)
+        if op == 0:
+            c[at] ^= 1 << (byte % 8)
+        elif op == 1:
+            c[at] = byte
+        elif op == 2:
+            del c[at:]
+        elif op == 3:
+            c.insert(at, byte)
+        else:
+            c[at:at] = c[at : at + 1 + byte % 16]
+    return bytes(c)

@@ -25,6 +25,7 @@ from storage.bsoncolumn import BSONColumnBuilder, BSONColumnError
 from storage.bsoncolumn.decoder import decode_elements
 from storage.native import core
 
+from .strategies import EDITS, mutated
 from .vectors import INVALID, VALID
 
 pytestmark = pytest.mark.skipif(core is None, reason="the native core was not built")
@@ -355,29 +356,14 @@ def _python_decode(column: bytes) -> list | None:
 @settings(max_examples=400, deadline=None)
 @given(
     st.sampled_from([v.column for v in VALID]),
-    st.lists(st.tuples(st.integers(0, 4), st.integers(0, 2**16), st.integers(0, 255)), max_size=3),
+    EDITS,
 )
 def test_native_decoder_agrees_on_mutated_columns(column: bytes, edits: list) -> None:
     """Whatever the bytes, the native decoder gives the Python decoder's rows or None;
     never rows where the Python decoder raises. A reopening it takes finalizes to what
     the Python reopening does."""
     assert core is not None
-    c = bytearray(column)
-    for op, at, byte in edits:
-        if not c:
-            break
-        at %= len(c)
-        if op == 0:
-            c[at] ^= 1 << (byte % 8)
-        elif op == 1:
-            c[at] = byte
-        elif op == 2:
-            del c[at:]
-        elif op == 3:
-            c.insert(at, byte)
-        else:
-            c[at:at] = c[at : at + 1 + byte % 16]
-    data = bytes(c)
+    data = mutated(column, edits)
     want = _python_decode(data)
     got = core.decode_column(data)
     if got is not None:

@@ -20,6 +20,7 @@ from storage.bsoncolumn.api import MAX_DECOMPRESSED_SIZE, decompress, rows_to_do
 from storage.bsoncolumn.decoder import decode_elements
 from storage.bsoncolumn.reader import VALUES_CODEC_OPTIONS
 
+from .strategies import EDITS, mutated
 from .test_native_builder import Row, _python, _rows
 from .vectors import INVALID, VALID
 
@@ -84,26 +85,10 @@ def test_generated_columns_match_the_reference(rows: list[Row], data) -> None:
 @given(
     st.one_of(st.sampled_from([v.column for v in VALID]),
               _rows.map(lambda rows: _python(rows).finalize())),
-    st.lists(st.tuples(st.integers(0, 4), st.integers(0, 2**16), st.integers(0, 255)),
-             min_size=1, max_size=3),
+    EDITS,
 )
 def test_mutated_columns_give_the_reference_outcome(column: bytes, edits: list) -> None:
-    c = bytearray(column)
-    for op, at, byte in edits:
-        if not c:
-            break
-        at %= len(c)
-        if op == 0:
-            c[at] ^= 1 << (byte % 8)
-        elif op == 1:
-            c[at] = byte
-        elif op == 2:
-            del c[at:]
-        elif op == 3:
-            c.insert(at, byte)
-        else:
-            c[at:at] = c[at : at + 1 + byte % 16]
-    _agree(bytes(c))
+    _agree(mutated(column, edits))
 
 
 def test_max_values_declines_as_the_reference_raises() -> None:
