@@ -62,6 +62,7 @@ from storage.timeseries import (
     unpack_columns,
 )
 from storage.timeseries.constants import CONTROL, CONTROL_COUNT, CONTROL_MAX, CONTROL_MIN, META
+from storage.timeseries.metadata import is_meta_path
 from storage.timeseries.unpack import numeric_bucket
 from storage.vocabulary.bson_types import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64
 from storage.vocabulary.missing import MISSING
@@ -184,7 +185,7 @@ def _split_filter(flt: dict[str, Any], tf: str, mf: str | None,
         if k == "$and" and type(v) is list and v and all(type(c) is dict for c in v):
             for c in v:
                 _split_filter(c, tf, mf, time_preds, meta_conds, row_preds)
-        elif mf is not None and (k == mf or k.startswith(mf + ".")):
+        elif is_meta_path(k, mf):
             meta_conds.append({k: v})
         elif k == tf:
             if type(v) is dict and v and all(op in _TIME_OPS for op in v):
@@ -216,7 +217,7 @@ def _id_shape(spec: Any, tf: str, mf: str | None) -> tuple[bool, int | None]:
                 raise _Decline
             if e.startswith("$"):
                 path = e[1:]
-                if mf is None or not (path == mf or path.startswith(mf + ".")):
+                if not is_meta_path(path, mf):
                     raise _Decline
                 uses_meta = True
         elif t is dict:

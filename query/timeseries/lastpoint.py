@@ -29,6 +29,7 @@ from storage.collection import Collection
 from storage.keystring import component_spans, encode_value
 from storage.timeseries import BucketSpec, TimeseriesOptions, bucket_filter, unpack_bucket
 from storage.timeseries.bucket_predicates import meta_only_filter
+from storage.timeseries.metadata import is_meta_path
 
 from .scan import BucketScan, ReadStats
 
@@ -270,7 +271,7 @@ def _shape(stages: list[Any], time_field: str, meta_field: str
     if keys[-1] != (time_field, -1) or type(keys[-1][1]) is not int:
         return False
     for k, d in keys[:-1]:
-        if not _is_meta_path(k, meta_field) or type(d) is not int or d not in (1, -1):
+        if not is_meta_path(k, meta_field) or type(d) is not int or d not in (1, -1):
             return False
     if "_id" not in group or not _meta_only_expr(group["_id"], meta_field):
         return False
@@ -286,15 +287,12 @@ def _only(stage: Any) -> str | None:
     return next(iter(stage)) if isinstance(stage, dict) and len(stage) == 1 else None
 
 
-def _is_meta_path(path: str, meta_field: str) -> bool:
-    return path == meta_field or path.startswith(meta_field + ".")
-
 
 def _meta_only_expr(e: Any, meta_field: str) -> bool:
     """A group key made of `$<meta>` paths, plain objects of them, and constants."""
     if isinstance(e, str):
         return not e.startswith("$") or (not e.startswith("$$")
-                                         and _is_meta_path(e[1:], meta_field))
+                                         and is_meta_path(e[1:], meta_field))
     if isinstance(e, dict):
         return all(not k.startswith("$") and _meta_only_expr(v, meta_field)
                    for k, v in e.items())

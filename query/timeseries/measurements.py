@@ -25,6 +25,7 @@ from storage.timeseries import (
     unpack_bucket,
 )
 from storage.timeseries.constants import DATA, META
+from storage.timeseries.metadata import is_meta_path
 from storage.timeseries.row_filter import compile_row_filter, select_measurements
 
 from .scan import BucketScan, ReadStats
@@ -105,13 +106,8 @@ def _split_meta(flt: dict[str, Any] | None, meta_field: str | None
                 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the filter's top-level conditions on the meta field or its subfields, the others);
     the first is empty when it has none."""
-    if not flt or meta_field is None:
-        return {}, flt or {}
     meta: dict[str, Any] = {}
     rest: dict[str, Any] = {}
-    for k, v in flt.items():
-        if k == meta_field or k.startswith(meta_field + "."):
-            meta[k] = v
-        else:
-            rest[k] = v
+    for k, v in (flt or {}).items():
+        (meta if is_meta_path(k, meta_field) else rest)[k] = v
     return meta, rest

@@ -32,6 +32,7 @@ from storage.vocabulary.error_codes import ErrorCode
 
 from .bucket_predicates import meta_only_filter
 from .constants import CONTROL, CONTROL_MAX, CONTROL_MIN, DATA, META
+from .metadata import is_meta_path
 from .options import TimeseriesOptions
 
 __all__ = [
@@ -190,7 +191,7 @@ def bucket_index_spec(options: TimeseriesOptions, spec: Mapping[str, Any]) -> di
             key = spec.get("key")
             if isinstance(key, Mapping):
                 for k in key:
-                    if k == tf or (mf is not None and (k == mf or k.startswith(mf + "."))):
+                    if k == tf or is_meta_path(k, mf):
                         continue
                     raise MongoError(ErrorCode.InvalidOptions,
                                      "Sparse indexes are not supported on time-series "

@@ -18,7 +18,12 @@ import bson
 from storage.bsonutil import CODEC_OPTIONS
 from storage.vocabulary.missing import MISSING
 
-__all__ = ["normalize_meta", "series_key", "meta_values_equal"]
+__all__ = ["is_meta_path", "meta_values_equal", "normalize_meta", "series_key"]
+
+
+def is_meta_path(path: str, meta_field: str | None) -> bool:
+    """Whether a measurement path reads the meta field (it or a field inside it)."""
+    return meta_field is not None and (path == meta_field or path.startswith(meta_field + "."))
 
 
 def _field_sort_key(name: str) -> bytes:

@@ -37,6 +37,7 @@ from storage.bsoncolumn.native import DECODED_DTYPES, decode_uniform, decompress
 from storage.bsoncolumn.reader import VALUES_CODEC_OPTIONS
 from storage.vocabulary.bson_types import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64
 
+from .metadata import is_meta_path
 from .unpack import BucketSpec, NumericBucket, column_values, numeric_bucket
 
 __all__ = ["RowFilter", "compile_row_filter", "select_measurements"]
@@ -142,7 +143,7 @@ def compile_row_filter(flt: Mapping[str, Any], time_field: str,
     times: list[tuple[str, int]] = []
     exact = True
     for name, cond in flt.items():
-        if meta_field is not None and (name == meta_field or name.startswith(meta_field + ".")):
+        if is_meta_path(name, meta_field):
             continue
         if name == time_field:
             got = _time_compares(cond)
@@ -236,13 +237,21 @@ def select_measurements(bucket: Mapping[str, Any], spec: BucketSpec,
 _ABSENT: Final = object()
 
 
+def _column_bytes(col: Any) -> bytes | None:
+    """A stored column's BSONColumn bytes (None: not a column)."""
+    if not isinstance(col, Binary | bytes) or (isinstance(col, Binary) and col.subtype != 7):
+        return None
+    return bytes(col)
+
+
 def _picked_values(col: Any, picked: list[int]) -> list[Any] | None:
     """A stored column's values at rows `picked` (`_ABSENT` where it has none), only
     those rows decoded by the native core; None when it does not take the column
     (`column_values` then decodes it or words the error)."""
-    if not isinstance(col, Binary | bytes) or (isinstance(col, Binary) and col.subtype != 7):
+    data = _column_bytes(col)
+    if data is None:
         return None
-    doc = decompress_rows(bytes(col), picked)
+    doc = decompress_rows(data, picked)
     if doc is None:
         return None
     got = bson.decode(doc, VALUES_CODEC_OPTIONS)
@@ -255,9 +264,9 @@ def _numeric_values(col: Any, n: int, picked: np.ndarray) -> tuple[list[Any], bo
     """A stored column's values at rows `picked` (`_ABSENT` where it has none), read as
     numbers, and whether one is `_ABSENT`; None when that would not give them back
     exactly."""
-    if not isinstance(col, Binary | bytes) or (isinstance(col, Binary) and col.subtype != 7):
+    col = _column_bytes(col)
+    if col is None:
         return None
-    col = bytes(col)
     uniform = decode_uniform(col)
     if uniform is not None and uniform[2] == n:  # the common column: one type, no skip
         t, raw, _ = uniform
