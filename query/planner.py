@@ -299,8 +299,8 @@ class _Candidate:
 def _candidate(ix: IndexInfo, by_field: dict[str, tuple[int, list[Interval]]],
                sort_fields: list[tuple[str, int]],
                ranges: dict[str, list[Interval]] | None = None) -> _Candidate:
-    """`ranges`: each field's single-interval range predicates, intersected where `ix`
-    is not multikey."""
+    """`ranges`: each field's single-interval range predicates, intersected on `_id` (never
+    an array) and on every field of an `ix` that is not multikey."""
     bounds: list[list[Interval]] = []
     eq_prefix = 0
     bounded = 0
@@ -312,7 +312,8 @@ def _candidate(ix: IndexInfo, by_field: dict[str, tuple[int, list[Interval]]],
             still_eq = still_bounded = False
             continue
         rank, ivs = got
-        if rank == 1 and ranges is not None and not ix.multikey and len(ranges.get(f, ())) > 1:
+        if rank == 1 and ranges is not None and (f == "_id" or not ix.multikey) \
+                and len(ranges.get(f, ())) > 1:
             merged = _intersect_ranges(ranges[f])
             if merged is not None:
                 ivs = merged
@@ -433,11 +434,6 @@ def plan_query(filter_spec: dict[str, Any] | Matcher | None, sort_spec: dict[str
         prev = by_field.get(leaf.path)
         if prev is None or got[0] > prev[0]:
             by_field[leaf.path] = got
-    id_ranges = ranges.get("_id", [])
-    if len(id_ranges) > 1 and by_field["_id"][0] == 1:
-        merged = _intersect_ranges(id_ranges)
-        if merged is not None:
-            by_field["_id"] = (1, merged)
 
     if hint is not None and hint != {}:
         if isinstance(hint, dict) and "$natural" in hint:
