@@ -3,8 +3,8 @@
 A cursor wraps an iterator of documents. Iterators that read storage must be advanced
 on the storage thread, so each cursor carries the `run` function that executes a
 batch fetch where it belongs. Documents are encoded once, when batched, into
-`RawBSONDocument`s: their size decides the batch (16 MiB per reply, as mongod) and the
-reply encoder copies their bytes.
+`RawBSONDocument`s: their size decides the batch (16 MiB per reply, as mongod: a document
+that does not fit opens the next one) and the reply encoder copies their bytes.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ async def run_inline(fn: Callable[[], Any]) -> Any:
 class Cursor:
     id: int
     ns: str
-    source: Iterator[Any]
+    source: Lookahead
     run: Runner
     created: float = field(default_factory=time.monotonic)
     last_used: float = field(default_factory=time.monotonic)
@@ -138,32 +138,11 @@ def first_batch_limit(batch_size: int | None) -> int:
     return DEFAULT_FIRST_BATCH if batch_size is None else batch_size
 
 
-def take_batch(source: Iterator[Any], limit: int | None, max_bytes: int = MAX_BATCH_BYTES
+def take_batch(source: Lookahead, limit: int | None, max_bytes: int = MAX_BATCH_BYTES
                ) -> tuple[list[RawBSONDocument], bool]:
-    """Up to `limit` documents (None: only the byte bound); (batch, exhausted). A
-    `Lookahead` source has its documents encoded in runs (those past the byte bound go
-    back to it); any other one by one."""
-    if isinstance(source, Lookahead):
-        return _take_runs(source, limit, max_bytes)
-    batch: list[RawBSONDocument] = []
-    size = 0
-    n = 0
-    while limit is None or n < limit:
-        try:
-            doc = next(source)
-        except StopIteration:
-            return batch, True
-        raw = _raw(doc)
-        batch.append(raw)
-        n += 1
-        size += len(raw.raw)
-        if size >= max_bytes:
-            break
-    return batch, False
-
-
-def _take_runs(source: Lookahead, limit: int | None, max_bytes: int
-               ) -> tuple[list[RawBSONDocument], bool]:
+    """Up to `limit` documents (None: only the byte bound) that fit in `max_bytes` together,
+    the first whatever its size (mongod's haveSpaceForNext); (batch, exhausted). They are
+    encoded in runs; those that do not fit go back to `source` for the next batch."""
     batch: list[RawBSONDocument] = []
     size = 0
     run = 16
@@ -174,11 +153,12 @@ def _take_runs(source: Lookahead, limit: int | None, max_bytes: int
         docs = source.take(want)
         raws = _encode_run(docs)
         for k, raw in enumerate(raws):
-            batch.append(raw)
-            size += len(raw.raw)
-            if size >= max_bytes:
-                source.put_back(raws[k + 1:])
+            n = len(raw.raw)
+            if batch and size + n > max_bytes:
+                source.put_back(raws[k:])
                 return batch, False
+            batch.append(raw)
+            size += n
         if len(docs) < want:
             return batch, True
         run = min(run * 2, _RUN_MAX)
@@ -217,7 +197,7 @@ class CursorManager:
             cursor_id = self._new_id()
             op = CURRENT_OP.get()
             self._cursors[cursor_id] = Cursor(
-                cursor_id, ns, source, run, conn_id=conn_id, returned=len(batch),
+                cursor_id, ns, Lookahead.of(source), run, conn_id=conn_id, returned=len(batch),
                 on_close=on_close, originating_command=op.command if op is not None else None)
         return {"firstBatch": batch, "id": Int64(cursor_id), "ns": ns}
 
