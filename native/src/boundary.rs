@@ -7,6 +7,7 @@
 //! is always a bug, into a `NativeError` with code 1 (InternalError) for that call, so a
 //! panic never unwinds into the interpreter and never takes the server down.
 
+use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use pyo3::create_exception;
@@ -38,18 +39,21 @@ pub fn native_error(code: i32, message: impl Into<String>) -> PyErr {
 pub fn guard<T>(entry: &str, work: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     match catch_unwind(AssertUnwindSafe(work)) {
         Ok(result) => result,
-        Err(payload) => {
-            let what = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_string());
-            Err(native_error(
-                INTERNAL_ERROR,
-                format!("native core panicked in {entry}: {what}"),
-            ))
-        }
+        Err(payload) => Err(panicked(entry, payload)),
     }
+}
+
+/// The `NativeError` (InternalError) for a panic caught in `entry`.
+pub fn panicked(entry: &str, payload: Box<dyn Any + Send>) -> PyErr {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string());
+    native_error(
+        INTERNAL_ERROR,
+        format!("native core panicked in {entry}: {what}"),
+    )
 }
 
 /// `_native.panic_for_test()`: panics inside `guard`, so tests can see a panic become an

@@ -13,6 +13,9 @@
 //! 1 double, 8 bool, 9 date.
 
 use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::Mutex;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
@@ -24,7 +27,7 @@ const PARALLEL_FROM: usize = 32;
 use super::bucket::{head_doc, max_time, meta_doc, read_rows, rows_at_time, Rows, Val};
 use super::group::{AccOp, Arg, Cmp, Fold, Plan, State};
 use super::Decline;
-use crate::boundary::{guard, Declined};
+use crate::boundary::{guard, panicked, Declined};
 use crate::bsoncolumn::values::*;
 
 type ValueTuple = (u8, i64, f64);
@@ -71,6 +74,8 @@ pub struct BlockGroup {
     classes: Vec<i32>,
     /// buckets fed of a class (not -1)
     matched: u64,
+    /// the last batch fed, while the pool folds it
+    in_flight: Option<InFlight>,
 }
 
 #[pymethods]
@@ -138,6 +143,7 @@ impl BlockGroup {
             metas: HashMap::new(),
             classes: Vec::new(),
             matched: 0,
+            in_flight: None,
         })
     }
 
@@ -177,68 +183,62 @@ impl BlockGroup {
     }
 
     /// Decodes and folds `buckets` (scan order), each of the series class of its meta.
+    /// The batch is folded on the thread pool while the caller reads the next one: a
+    /// batch's outcome (a decline) is reported by the next `feed`, `groups` or `counters`.
     fn feed(&mut self, py: Python<'_>, buckets: &Bound<'_, PyList>) -> PyResult<()> {
         guard("BlockGroup.feed", || {
-            let mut fold = self
+            self.settle(py)?;
+            let fold = self
                 .fold
                 .take()
                 .ok_or_else(|| declined("a fold that declined"))?;
             let objs = buckets
                 .iter()
-                .map(|b| b.cast_into::<PyBytes>().map_err(PyErr::from))
+                .map(|b| {
+                    b.cast_into::<PyBytes>()
+                        .map(Bound::unbind)
+                        .map_err(PyErr::from)
+                })
                 .collect::<PyResult<Vec<_>>>()?;
-            let raws: Vec<&[u8]> = objs.iter().map(|b| b.as_bytes()).collect();
-            let (metas, classes) = (&self.metas, &self.classes);
-            let done = py.detach(|| -> Result<(Fold, u64), Decline> {
-                let plan = &fold.plan;
-                let read = |raw: &&[u8]| -> Result<Option<(usize, i32, Rows)>, Decline> {
-                    let meta = *metas
-                        .get(&meta_doc(raw)?)
-                        .ok_or(Decline("a meta value without a class"))?;
-                    let class = *classes
-                        .get(meta)
-                        .ok_or(Decline("a meta value without a class"))?;
-                    if class < 0 {
-                        return Ok(None);
-                    }
-                    Ok(Some((
-                        meta,
-                        class,
-                        read_rows(raw, &plan.time_field, &plan.fields)?,
-                    )))
-                };
-                // a few buckets cost less than waking the pool's threads
-                let rows: Vec<_> = if raws.len() < PARALLEL_FROM {
-                    raws.iter().map(read).collect()
-                } else {
-                    raws.par_iter().map(read).collect()
-                };
-                let mut matched = 0;
-                for r in rows {
-                    if let Some((meta, class, r)) = r? {
-                        fold.feed(meta, class, &r)?;
-                        matched += 1;
-                    } else {
-                        fold.buckets += 1;
-                    }
-                }
-                Ok((fold, matched))
-            });
-            match done {
-                Ok((fold, matched)) => {
-                    self.fold = Some(fold);
-                    self.matched += matched;
-                    Ok(())
-                }
-                Err(Decline(why)) => Err(declined(why)),
+            let mut batch = Vec::with_capacity(objs.len());
+            for b in &objs {
+                let raw = b.as_bytes(py);
+                let meta = *self
+                    .metas
+                    .get(&meta_doc(raw).map_err(|Decline(why)| declined(why))?)
+                    .ok_or_else(|| declined("a meta value without a class"))?;
+                let class = *self
+                    .classes
+                    .get(meta)
+                    .ok_or_else(|| declined("a meta value without a class"))?;
+                batch.push(Pending {
+                    bytes: raw.as_ptr(),
+                    len: raw.len(),
+                    meta,
+                    class,
+                });
             }
+            let (tx, rx) = mpsc::channel();
+            let batch = Batch(batch);
+            rayon::spawn(move || {
+                let batch = batch;
+                let outcome = catch_unwind(AssertUnwindSafe(|| fold_batch(fold, &batch)));
+                // the receiver is gone only if the BlockGroup was dropped without waiting
+                let _ = tx.send(outcome);
+            });
+            self.in_flight = Some(InFlight {
+                _buckets: objs,
+                done: Mutex::new(rx),
+            });
+            Ok(())
         })
     }
 
     /// The groups in first-seen order: (class, bin start ms, meta number, states); a
     /// state is an int (`$count`), (int sum, int count, saw int64, saw double, double
     /// sum, compensation, double count) for `$sum`/`$avg`, or (seen, value) otherwise.
-    fn groups<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    fn groups<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.settle(py)?;
         let fold = self
             .fold
             .as_ref()
@@ -262,11 +262,113 @@ impl BlockGroup {
     }
 
     /// (buckets fed, buckets of a class, columns decoded, rows passing the filter)
-    fn counters(&self) -> (usize, u64, u64, u64) {
-        self.fold.as_ref().map_or((0, 0, 0, 0), |f| {
+    fn counters(&mut self, py: Python<'_>) -> PyResult<(usize, u64, u64, u64)> {
+        self.settle(py)?;
+        Ok(self.fold.as_ref().map_or((0, 0, 0, 0), |f| {
             (f.buckets, self.matched, f.columns_decoded, f.rows_passed)
-        })
+        }))
     }
+}
+
+impl BlockGroup {
+    /// Waits for the batch in flight (the GIL released) and takes its outcome.
+    fn settle(&mut self, py: Python<'_>) -> PyResult<()> {
+        let Some(flight) = self.in_flight.take() else {
+            return Ok(());
+        };
+        let outcome = py.detach(|| flight.wait());
+        drop(flight); // the batch's bytes, released with the GIL held
+        match outcome {
+            Some(Ok(Ok((fold, matched)))) => {
+                self.fold = Some(fold);
+                self.matched += matched;
+                Ok(())
+            }
+            Some(Ok(Err(Decline(why)))) => Err(declined(why)),
+            Some(Err(payload)) => Err(panicked("BlockGroup.feed", payload)),
+            None => Err(declined("the fold's worker stopped")),
+        }
+    }
+}
+
+impl Drop for BlockGroup {
+    fn drop(&mut self) {
+        // the pool may still be reading the batch's bytes: they outlive its work
+        if let Some(flight) = self.in_flight.take() {
+            flight.wait();
+        }
+    }
+}
+
+/// A bucket of a batch in flight: its bytes (owned by the batch's `Py<PyBytes>`), its
+/// meta value's number and its series class.
+struct Pending {
+    bytes: *const u8,
+    len: usize,
+    meta: usize,
+    class: i32,
+}
+
+struct Batch(Vec<Pending>);
+
+// SAFETY: the pointers are into immutable `bytes` objects that `InFlight` keeps alive
+// until the job has sent its outcome (`settle`, `Drop`), and the job only reads them.
+unsafe impl Send for Batch {}
+// SAFETY: as for `Send`: shared reads of immutable bytes.
+unsafe impl Sync for Batch {}
+
+type Outcome = std::thread::Result<Result<(Fold, u64), Decline>>;
+
+/// A batch being folded on the pool.
+struct InFlight {
+    _buckets: Vec<Py<PyBytes>>,
+    /// (a `Mutex` only so the pyclass is `Sync`: one thread ever waits)
+    done: Mutex<Receiver<Outcome>>,
+}
+
+impl InFlight {
+    /// The job's outcome (None if it vanished without one).
+    fn wait(&self) -> Option<Outcome> {
+        let rx = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        rx.recv().ok()
+    }
+}
+
+/// Decodes a batch's buckets (in parallel when there are enough) and folds them in
+/// order; the fold and the number of buckets of a class.
+fn fold_batch(mut fold: Fold, batch: &Batch) -> Result<(Fold, u64), Decline> {
+    let plan = &fold.plan;
+    let read = |b: &Pending| -> Result<Option<(usize, i32, Rows)>, Decline> {
+        if b.class < 0 {
+            return Ok(None);
+        }
+        // SAFETY: see `Batch`
+        let raw = unsafe { std::slice::from_raw_parts(b.bytes, b.len) };
+        Ok(Some((
+            b.meta,
+            b.class,
+            read_rows(raw, &plan.time_field, &plan.fields)?,
+        )))
+    };
+    // a few buckets cost less than waking the pool's threads
+    let rows: Vec<_> = if batch.0.len() < PARALLEL_FROM {
+        batch.0.iter().map(read).collect()
+    } else {
+        (0..batch.0.len())
+            .into_par_iter()
+            .map(|i| read(&batch.0[i]))
+            .collect()
+    };
+    let mut matched = 0;
+    for r in rows {
+        if let Some((meta, class, r)) = r? {
+            fold.feed(meta, class, &r)?;
+            matched += 1;
+        } else {
+            fold.buckets += 1;
+        }
+    }
+    Ok((fold, matched))
 }
 
 /// bucket_metas(buckets) -> list[bytes | None]: each bucket's `{"m": meta}`, None for a

@@ -11,7 +11,9 @@ the data hold what it leaves to Python (a decimal, NaN in a filtered field).
 
 from __future__ import annotations
 
+import gc
 import math
+from array import array
 
 import pytest
 from bson import Decimal128, Int64
@@ -21,7 +23,7 @@ from hypothesis import strategies as st
 
 from query.context import PipelineContext
 from query.pipeline import compile_pipeline
-from query.timeseries.block_group import group_raw
+from query.timeseries.block_group import _core_group, group_raw
 from query.timeseries.columnar_group import _Groups, plan_group
 from query.timeseries.group_order import fused_sort
 from query.timeseries.scan import MetaGate
@@ -220,6 +222,37 @@ def test_declines(what: str) -> None:
     if what == "v1":
         raws = [encode(_to_v1(decode(raws[0])))]
     assert native_group(stages, raws) is None
+
+
+@pytest.mark.parametrize("where", ["first", "middle", "last"])
+def test_a_decline_in_any_batch_declines_the_whole_fold(where: str) -> None:
+    # a batch is folded while the next is read: its decline surfaces a call later
+    docs = _tsbs(300)[0]
+    docs[{"first": 0, "middle": 150, "last": -1}[where]]["u"] = Decimal128("2")
+    raws = stored([docs], max_count=10)
+    assert len(raws) > 10
+    stages = [{"$group": {"_id": "$tags.h", "m": {"$max": "$u"}}}]
+    assert native_group(stages, raws, batch=2) is None
+
+
+def test_a_fold_dropped_with_a_batch_in_flight_waits_for_it() -> None:
+    raws = stored(_tsbs(3000), max_count=10)
+    plan = plan_group([{"$group": {"_id": "$tags.h", "s": {"$sum": "$u"}}}], OPTS,
+                      PipelineContext())
+    assert plan is not None
+    for _ in range(20):
+        fold = _core_group(plan)
+        batch = list(raws)
+        fold.new_metas(batch)
+        fold.set_classes(array("i", range(3)).tobytes())
+        fold.feed(batch)
+        del fold, batch  # the bytes outlive the pool's reading of them
+        gc.collect()
+    fold = _core_group(plan)
+    fold.new_metas(raws)
+    fold.set_classes(array("i", range(3)).tobytes())
+    fold.feed(raws)
+    assert sum(st[0][0] for *_, st in fold.groups()) == sum(int(d["u"]) for d in _tsbs(3000)[0])
 
 
 def test_too_many_groups_declines() -> None:
