@@ -4,8 +4,9 @@
 //! `$group`'s fold; `new_metas(buckets)` names the meta values of a batch of stored
 //! buckets (raw bytes, in scan order) not seen before, `set_classes(classes)` gives their
 //! int32 series classes (-1: skip their buckets), `feed(buckets)` then decodes and folds
-//! the batch with the GIL released, decoding the buckets in parallel and folding them in
-//! order; `groups()` gives the partial states; `counters()` explain's counts. `Declined` means
+//! the batch, bucket by bucket in order, on the thread pool while the caller reads the
+//! next batch (so SQLite's reading and the fold overlap); `groups()` gives the partial
+//! states; `counters()` explain's counts. `Declined` means
 //! the Python path must answer the query (the fold is then unusable).
 //! `bucket_metas(buckets)` gives each bucket's meta as the document `{"m": meta}`.
 //!
@@ -19,12 +20,8 @@ use std::sync::Mutex;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
-use rayon::prelude::*;
 
-/// The fewest buckets of one `feed` whose columns are decoded on the thread pool.
-const PARALLEL_FROM: usize = 32;
-
-use super::bucket::{head_doc, max_time, meta_doc, read_rows, rows_at_time, Rows, Val};
+use super::bucket::{head_doc, max_time, meta_doc, read_rows, rows_at_time, Val};
 use super::group::{AccOp, Arg, Cmp, Fold, Plan, State};
 use super::Decline;
 use crate::boundary::{guard, panicked, Declined};
@@ -334,39 +331,20 @@ impl InFlight {
     }
 }
 
-/// Decodes a batch's buckets (in parallel when there are enough) and folds them in
-/// order; the fold and the number of buckets of a class.
+/// Decodes and folds a batch's buckets one at a time, in order (a bucket's rows are
+/// folded while they are in cache); the fold and the number of buckets of a class.
 fn fold_batch(mut fold: Fold, batch: &Batch) -> Result<(Fold, u64), Decline> {
-    let plan = &fold.plan;
-    let read = |b: &Pending| -> Result<Option<(usize, i32, Rows)>, Decline> {
+    let mut matched = 0;
+    for b in &batch.0 {
         if b.class < 0 {
-            return Ok(None);
+            fold.buckets += 1;
+            continue;
         }
         // SAFETY: see `Batch`
         let raw = unsafe { std::slice::from_raw_parts(b.bytes, b.len) };
-        Ok(Some((
-            b.meta,
-            b.class,
-            read_rows(raw, &plan.time_field, &plan.fields)?,
-        )))
-    };
-    // a few buckets cost less than waking the pool's threads
-    let rows: Vec<_> = if batch.0.len() < PARALLEL_FROM {
-        batch.0.iter().map(read).collect()
-    } else {
-        (0..batch.0.len())
-            .into_par_iter()
-            .map(|i| read(&batch.0[i]))
-            .collect()
-    };
-    let mut matched = 0;
-    for r in rows {
-        if let Some((meta, class, r)) = r? {
-            fold.feed(meta, class, &r)?;
-            matched += 1;
-        } else {
-            fold.buckets += 1;
-        }
+        let rows = read_rows(raw, &fold.plan.time_field, &fold.plan.fields)?;
+        fold.feed(b.meta, b.class, &rows)?;
+        matched += 1;
     }
     Ok((fold, matched))
 }
