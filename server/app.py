@@ -18,6 +18,7 @@ import time
 from storage import native
 from storage.files import make_dirs, restrict_umask
 
+from .allocator import tune_allocator
 from .commands.buildinfo import build_info
 from .config import Config
 from .connection import serve_connection
@@ -74,6 +75,7 @@ class Server:
                  options=self.config.parsed())
         # bucketd's own: which path the per-measurement work takes (native/ or Python)
         LOG.info("CONTROL", 9000002, "initandlisten", "Native core", **native.describe())
+        LOG.info("CONTROL", 9000003, "initandlisten", "Allocator", **tune_allocator())
         tls_context = self._tls_context()
         state.cursors = CursorManager()
         await self._open_storage()

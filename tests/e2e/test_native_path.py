@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 from pathlib import Path
 from typing import Any
 
 import pymongo
 import pytest
 
+from server.allocator import MMAP_THRESHOLD, TRIM_THRESHOLD
 from storage import native
 
 from ..conftest import start_server
@@ -48,3 +50,9 @@ def test_startup_log_names_the_path(tmp_path: Path) -> None:
     assert len(entries) == 1, entries
     assert entries[0]["c"] == "CONTROL" and entries[0]["id"] == 9000002
     _check_path(entries[0]["attr"])
+    # the allocator's settings are logged beside it (see server/allocator.py)
+    tuned = [json.loads(line) for line in lines if '"Allocator"' in line]
+    assert len(tuned) == 1 and tuned[0]["id"] == 9000003, tuned
+    if platform.libc_ver()[0] == "glibc":
+        assert tuned[0]["attr"] == {"trimThreshold": TRIM_THRESHOLD,
+                                    "mmapThreshold": MMAP_THRESHOLD}
