@@ -21,7 +21,6 @@ path, else the general path, answers.
 from __future__ import annotations
 
 import math
-from array import array
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
 
@@ -220,16 +219,14 @@ def _fold(batches: Iterable[list[bytes]], plan: Any, groups: Any, variables: dic
     fold = _core_group(plan)
     classes = _Classes(plan, variables)
     metas: list[MetaTemplate | None] = []  # by the core's meta number, for the groups' _id
+
+    def classify(m: bytes | None) -> int:
+        c, meta = classes.of(m)
+        metas.append(meta)
+        return c
+
     for batch in batches:
-        new = fold.new_metas(batch)
-        if new:
-            cls = array("i")
-            for m in new:
-                c, meta = classes.of(m)
-                cls.append(c)
-                metas.append(meta)
-            fold.set_classes(cls.tobytes())
-        fold.feed(batch)
+        fold.feed(batch, classify)
     made = fold.groups()
     if sort is not None:
         sort.order(made, lambda g: metas[g[2]])

@@ -1,13 +1,12 @@
 //! PyO3 layer of block processing (Python facade: `query/timeseries/block_group.py`).
 //!
 //! `BlockGroup(time_field, fields, time_preds, row_preds, bin_ms, accs)` holds one
-//! `$group`'s fold; `new_metas(buckets)` names the meta values of a batch of stored
-//! buckets (raw bytes, in scan order) not seen before, `set_classes(classes)` gives their
-//! int32 series classes (-1: skip their buckets), `feed(buckets)` then decodes and folds
-//! the batch, bucket by bucket in order, on the thread pool while the caller reads the
-//! next batch (so SQLite's reading and the fold overlap); `groups()` gives the partial
-//! states; `counters()` explain's counts. `Declined` means
-//! the Python path must answer the query (the fold is then unusable).
+//! `$group`'s fold; `feed(buckets, classify)` takes a batch of stored buckets (raw bytes,
+//! in scan order), asks `classify` the series class of each meta value not seen before
+//! (-1: skip its buckets), then decodes and folds the batch, bucket by bucket in order,
+//! on the thread pool while the caller reads the next batch (so SQLite's reading and the
+//! fold overlap); `groups()` gives the partial states; `counters()` explain's counts.
+//! `Declined` means the Python path must answer the query (the fold is then unusable).
 //! `bucket_metas(buckets)` gives each bucket's meta as the document `{"m": meta}`.
 //!
 //! Values cross as (type byte, int64, float64): 0 missing, 10 null, 16 int32, 18 int64,
@@ -21,7 +20,7 @@ use std::sync::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
-use super::bucket::{head_doc, max_time, meta_doc, read_rows, rows_at_time, Val};
+use super::bucket::{head_doc, max_time, meta_doc, meta_key, read_rows, rows_at_time, Val};
 use super::group::{AccOp, Arg, Cmp, Fold, Plan, State};
 use super::Decline;
 use crate::boundary::{guard, panicked, Declined};
@@ -65,10 +64,8 @@ fn cmp_of(op: &str) -> PyResult<Cmp> {
 #[pyclass(module = "storage._native")]
 pub struct BlockGroup {
     fold: Option<Fold>,
-    /// the number of each meta value seen (`{"m": meta}` bytes, None for none)
-    metas: HashMap<Option<Vec<u8>>, usize>,
-    /// the series class of each meta value, by number
-    classes: Vec<i32>,
+    /// the number and series class of each meta value seen, by its `meta_key`
+    metas: HashMap<Vec<u8>, (usize, i32)>,
     /// buckets fed of a class (not -1)
     matched: u64,
     /// the last batch fed, while the pool folds it
@@ -138,51 +135,22 @@ impl BlockGroup {
         Ok(BlockGroup {
             fold: Some(fold),
             metas: HashMap::new(),
-            classes: Vec::new(),
             matched: 0,
             in_flight: None,
         })
     }
 
-    /// The meta values (each as `{"m": meta}`, None for none) of `buckets` the fold has not
-    /// seen yet, in first-seen order: the caller gives their series classes
-    /// (`set_classes`) before feeding these buckets.
-    fn new_metas<'py>(
-        &mut self,
-        py: Python<'py>,
-        buckets: &Bound<'py, PyList>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        guard("BlockGroup.new_metas", || {
-            let out = PyList::empty(py);
-            for b in buckets.iter() {
-                let meta = meta_of(&b)?;
-                if !self.metas.contains_key(&meta) {
-                    append_meta(&out, &meta)?;
-                    self.metas.insert(meta, self.metas.len());
-                }
-            }
-            Ok(out)
-        })
-    }
-
-    /// The int32 series classes (-1: skip its buckets) of the meta values `new_metas`
-    /// gave, in its order.
-    fn set_classes(&mut self, classes: &[u8]) -> PyResult<()> {
-        if classes.len() % 4 != 0 || self.classes.len() + classes.len() / 4 > self.metas.len() {
-            return Err(declined("classes do not match the meta values"));
-        }
-        self.classes.extend(
-            classes
-                .chunks_exact(4)
-                .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-        );
-        Ok(())
-    }
-
-    /// Decodes and folds `buckets` (scan order), each of the series class of its meta.
+    /// Decodes and folds `buckets` (scan order), each of the series class of its meta:
+    /// `classify(meta)` gives the int series class (-1: skip its buckets) of a meta value
+    /// not seen before (`{"m": meta}` bytes, None for none), in first-seen order.
     /// The batch is folded on the thread pool while the caller reads the next one: a
     /// batch's outcome (a decline) is reported by the next `feed`, `groups` or `counters`.
-    fn feed(&mut self, py: Python<'_>, buckets: &Bound<'_, PyList>) -> PyResult<()> {
+    fn feed(
+        &mut self,
+        py: Python<'_>,
+        buckets: &Bound<'_, PyList>,
+        classify: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
         guard("BlockGroup.feed", || {
             self.settle(py)?;
             let fold = self
@@ -198,16 +166,24 @@ impl BlockGroup {
                 })
                 .collect::<PyResult<Vec<_>>>()?;
             let mut batch = Vec::with_capacity(objs.len());
+            let mut key = Vec::new();
             for b in &objs {
                 let raw = b.as_bytes(py);
-                let meta = *self
-                    .metas
-                    .get(&meta_doc(raw).map_err(|Decline(why)| declined(why))?)
-                    .ok_or_else(|| declined("a meta value without a class"))?;
-                let class = *self
-                    .classes
-                    .get(meta)
-                    .ok_or_else(|| declined("a meta value without a class"))?;
+                meta_key(raw, &mut key).map_err(|Decline(why)| declined(why))?;
+                let (meta, class) = match self.metas.get(key.as_slice()) {
+                    Some(&known) => known,
+                    None => {
+                        let doc = meta_doc(raw).map_err(|Decline(why)| declined(why))?;
+                        let arg = match &doc {
+                            Some(m) => PyBytes::new(py, m).into_any(),
+                            None => py.None().into_bound(py),
+                        };
+                        let class: i32 = classify.call1((arg,))?.extract()?;
+                        let known = (self.metas.len(), class);
+                        self.metas.insert(key.clone(), known);
+                        known
+                    }
+                };
                 batch.push(Pending {
                     bytes: raw.as_ptr(),
                     len: raw.len(),

@@ -144,6 +144,26 @@ pub fn meta_doc(raw: &[u8]) -> Result<Option<Vec<u8>>, Decline> {
     }
 }
 
+/// Writes into `key` a name of a stored bucket's meta value: equal keys for equal stored
+/// values (the type, then the value's bytes); empty for a bucket without meta.
+pub fn meta_key(raw: &[u8], key: &mut Vec<u8>) -> Result<(), Decline> {
+    key.clear();
+    let doc = RawDocument::from_bytes(raw).map_err(|_| Decline("a malformed bucket"))?;
+    let v = match doc.get("meta") {
+        Ok(None) => return Ok(()),
+        Ok(Some(v)) => v,
+        Err(_) => return Err(Decline("a malformed bucket")),
+    };
+    key.push(v.element_type() as u8);
+    match v {
+        RawBsonRef::Document(d) => key.extend_from_slice(d.as_bytes()),
+        RawBsonRef::Array(a) => key.extend_from_slice(a.as_bytes()),
+        RawBsonRef::String(s) => key.extend_from_slice(s.as_bytes()),
+        _ => key.extend(meta_doc(raw)?.unwrap_or_default()),
+    }
+    Ok(())
+}
+
 /// `control.max.<time_field>` of a stored bucket in ms (None: absent or not a date).
 pub fn max_time(raw: &[u8], time_field: &str) -> Result<Option<i64>, Decline> {
     let doc = RawDocument::from_bytes(raw).map_err(|_| Decline("a malformed bucket"))?;

@@ -12,8 +12,8 @@ the data hold what it leaves to Python (a decimal, NaN in a filtered field).
 from __future__ import annotations
 
 import gc
+import itertools
 import math
-from array import array
 
 import pytest
 from bson import Decimal128, Int64
@@ -240,18 +240,19 @@ def test_a_fold_dropped_with_a_batch_in_flight_waits_for_it() -> None:
     plan = plan_group([{"$group": {"_id": "$tags.h", "s": {"$sum": "$u"}}}], OPTS,
                       PipelineContext())
     assert plan is not None
+    counter = itertools.count()
+
+    def classify(_meta: bytes | None) -> int:
+        return next(counter) % 3
+
     for _ in range(20):
         fold = _core_group(plan)
         batch = list(raws)
-        fold.new_metas(batch)
-        fold.set_classes(array("i", range(3)).tobytes())
-        fold.feed(batch)
+        fold.feed(batch, classify)
         del fold, batch  # the bytes outlive the pool's reading of them
         gc.collect()
     fold = _core_group(plan)
-    fold.new_metas(raws)
-    fold.set_classes(array("i", range(3)).tobytes())
-    fold.feed(raws)
+    fold.feed(raws, classify)
     assert sum(st[0][0] for *_, st in fold.groups()) == sum(int(d["u"]) for d in _tsbs(3000)[0])
 
 
