@@ -46,7 +46,7 @@ fn column_bytes<'a>(data: &'a RawDocument, name: &str) -> Result<Option<&'a [u8]
 /// The rows of a column as values (a skipped row is `Missing`).
 pub fn decode_values(column: &[u8]) -> Result<Vec<Val>, Decline> {
     if let Some(u) = decode_uniform(column, MAX_ROWS) {
-        let ints = u.values.chunks_exact(8).map(|c| read_u64(c) as i64);
+        let ints = u.values.iter().map(|&v| v as i64);
         return Ok(match u.t {
             T_INT32 => ints.map(|v| Val::Int32(v as i32)).collect(),
             T_INT64 => ints.map(Val::Int64).collect(),
@@ -101,11 +101,7 @@ pub fn read_rows(raw: &[u8], time_field: &str, fields: &[String]) -> Result<Rows
     };
     let times = match decode_uniform(time_col, MAX_ROWS) {
         // the usual time column: straight to milliseconds, no value per row in between
-        Some(u) if u.t == T_DATE => u
-            .values
-            .chunks_exact(8)
-            .map(|c| read_u64(c) as i64)
-            .collect(),
+        Some(u) if u.t == T_DATE => u.values.into_iter().map(|v| v as i64).collect(),
         _ => decode_values(time_col)?
             .into_iter()
             .map(|v| match v {
@@ -234,7 +230,7 @@ pub fn rows_at_time(
             }
             for (k, &r) in picked.iter().enumerate() {
                 if r < u.count {
-                    let v = &u.values[8 * r..8 * r + 8];
+                    let v = u.values[r].to_le_bytes();
                     let bytes = if u.t == T_INT32 {
                         v[..4].to_vec()
                     } else {

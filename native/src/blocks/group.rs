@@ -334,6 +334,16 @@ impl Fold {
     pub fn feed(&mut self, meta: usize, class: i32, rows: &Rows) -> Result<(), Decline> {
         self.buckets += 1;
         self.columns_decoded += 1 + rows.columns.len() as u64;
+        if let Some(g) = self.one_group(class, meta, rows)? {
+            // every row passes and shares a group: no per-row filter, bin or pick
+            let n = rows.times.len() as u32;
+            self.rows_passed += n as u64;
+            let states = &mut self.groups[g].states;
+            for (state, &(op, arg)) in states.iter_mut().zip(&self.plan.accs) {
+                fold_arg(state, op, arg, rows, 0..n)?;
+            }
+            return Ok(());
+        }
         let mut picked = std::mem::take(&mut self.picked);
         picked.clear();
         // consecutive rows mostly share a bin: no division or hashing for them
@@ -360,6 +370,31 @@ impl Fold {
         result
     }
 
+    /// The group of every row of a bucket, when all pass the filter and share one: no
+    /// row predicate, and the first and last times within the time predicates and one bin.
+    fn one_group(
+        &mut self,
+        class: i32,
+        meta: usize,
+        rows: &Rows,
+    ) -> Result<Option<usize>, Decline> {
+        if !self.plan.row_preds.is_empty() || rows.times.is_empty() {
+            return Ok(None);
+        }
+        let (lo, hi) = rows
+            .times
+            .iter()
+            .fold((i64::MAX, i64::MIN), |(lo, hi), &t| (lo.min(t), hi.max(t)));
+        if lo < self.times.0 || hi > self.times.1 {
+            return Ok(None);
+        }
+        let (bin, start, end) = self.bin_range(lo)?;
+        if !(start <= lo && hi < end) {
+            return Ok(None);
+        }
+        Ok(Some(self.group_of(class, bin, meta)))
+    }
+
     /// Each accumulator over the picked rows, a run of rows of one group at a time: the
     /// group's state is looked up once a run, and folded in a local copy.
     fn accumulate(&mut self, rows: &Rows, picked: &[(u32, u32)]) -> Result<(), Decline> {
@@ -370,18 +405,29 @@ impl Fold {
             while j < picked.len() && picked[j].1 == g {
                 j += 1;
             }
-            let run = &picked[i..j];
+            let run = picked[i..j].iter().map(|&(r, _)| r);
             let states = &mut self.groups[g as usize].states;
             for (state, &(op, arg)) in states.iter_mut().zip(&self.plan.accs) {
-                match arg {
-                    Arg::Field(c) => fold_run(state, op, run, |r| rows.columns[c][r as usize])?,
-                    Arg::Time => fold_run(state, op, run, |r| Val::Date(rows.times[r as usize]))?,
-                    Arg::Const(v) => fold_run(state, op, run, |_| v)?,
-                }
+                fold_arg(state, op, arg, rows, run.clone())?;
             }
             i = j;
         }
         Ok(())
+    }
+}
+
+/// One accumulator's state over rows `run` of a bucket (all of one group).
+fn fold_arg(
+    state: &mut State,
+    op: AccOp,
+    arg: Arg,
+    rows: &Rows,
+    run: impl DoubleEndedIterator<Item = u32> + ExactSizeIterator,
+) -> Result<(), Decline> {
+    match arg {
+        Arg::Field(c) => fold_run(state, op, run, |r| rows.columns[c][r as usize]),
+        Arg::Time => fold_run(state, op, run, |r| Val::Date(rows.times[r as usize])),
+        Arg::Const(v) => fold_run(state, op, run, |_| v),
     }
 }
 
@@ -408,18 +454,18 @@ fn time_range(preds: &[(Cmp, i64)]) -> (i64, i64) {
     (first, last)
 }
 
-/// One accumulator's state over a run of picked rows (`value` reads a row's argument).
+/// One accumulator's state over a run of rows (`value` reads a row's argument).
 fn fold_run(
     state: &mut State,
     op: AccOp,
-    run: &[(u32, u32)],
+    mut run: impl DoubleEndedIterator<Item = u32> + ExactSizeIterator,
     value: impl Fn(u32) -> Val,
 ) -> Result<(), Decline> {
     match (op, state) {
         (AccOp::Count, State::Count(n)) => *n += run.len() as i64,
         (AccOp::Sum, State::Sum(s)) => {
             let mut local = *s;
-            for &(r, _) in run {
+            for r in run {
                 local.add(value(r))?;
             }
             *s = local;
@@ -431,7 +477,7 @@ fn fold_run(
                 Ordering::Less
             };
             let mut local = *kept;
-            for &(r, _) in run {
+            for r in run {
                 let v = value(r);
                 if class_of(v) == 0 {
                     continue;
@@ -443,13 +489,13 @@ fn fold_run(
             *kept = local;
         }
         (AccOp::First, State::Seen(kept, seen)) if !*seen => {
-            if let Some(&(r, _)) = run.first() {
+            if let Some(r) = run.next() {
                 *kept = value(r);
                 *seen = true;
             }
         }
         (AccOp::Last, State::Seen(kept, seen)) => {
-            if let Some(&(r, _)) = run.last() {
+            if let Some(r) = run.next_back() {
                 *kept = value(r);
                 *seen = true;
             }
@@ -614,6 +660,56 @@ mod tests {
         assert_eq!(f.groups[1].states[0], State::Seen(Double(1.5), true));
         assert_eq!(f.groups[1].states[1], State::Seen(Date(t + 2), true));
         assert_eq!(f.rows_passed, 4);
+    }
+
+    #[test]
+    fn a_bucket_of_one_group_folds_as_row_by_row() {
+        use Val::*;
+        let accs = vec![
+            (AccOp::Sum, Arg::Field(0)),
+            (AccOp::Min, Arg::Field(0)),
+            (AccOp::First, Arg::Field(0)),
+            (AccOp::Last, Arg::Time),
+            (AccOp::Count, Arg::Time),
+        ];
+        let t = REF_UTC_MS + 120_000;
+        let buckets = [
+            rows(
+                vec![t + 5, t, t + 59_999],
+                vec![Int32(3), Double(0.5), Int64(-2)],
+            ),
+            rows(vec![t + 59_999, t + 60_000], vec![Int32(1), Int32(4)]), // two bins
+            rows(vec![t - 1, t + 1], vec![Double(7.0), Int32(6)]),        // starts before
+            rows(vec![t + 3], vec![Double(-1.5)]),
+        ];
+        let fold = |row_by_row: bool| {
+            let mut p = plan(accs.clone(), Some(60_000));
+            p.time_preds = vec![(Cmp::Gte, t)];
+            if row_by_row {
+                // a predicate every row here passes: the rows go one by one
+                p.row_preds = vec![(0, Cmp::Gte, Double(f64::NEG_INFINITY))];
+            }
+            let mut f = Fold::new(p).unwrap();
+            for (i, b) in buckets.iter().enumerate() {
+                f.feed(i % 2, 0, b).unwrap();
+            }
+            (f.groups, f.rows_passed)
+        };
+        let whole = fold(false);
+        assert_eq!(whole, fold(true));
+        assert_eq!(whole.1, 7);
+        assert_eq!(
+            whole.0[0].states[0],
+            State::Sum(Sum {
+                ival: 8,
+                nint: 4,
+                long: true,
+                dbl: true,
+                fsum: -1.0,
+                fcomp: 0.0,
+                ndbl: 2
+            })
+        );
     }
 
     #[test]

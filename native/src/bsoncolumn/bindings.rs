@@ -201,7 +201,7 @@ fn decode_uniform<'py>(
         let max = usize::try_from(max_values).unwrap_or(0);
         let data: &[u8] = &data;
         let got = maybe_detach(py, data.len(), || decoder::decode_uniform(data, max));
-        Ok(got.map(|u| (u.t, PyByteArray::new(py, &u.values), u.count)))
+        Ok(got.map(|u| (u.t, PyByteArray::new(py, &u.le_bytes()), u.count)))
     })
 }
 

@@ -9,13 +9,31 @@
 use super::simple8b::{block_layout, BlockLayout, RLE_MULTIPLIER};
 use super::values::*;
 
-/// A column decoded by `decode_uniform`: its type and `count` little-endian 8-byte values
-/// (int64 for int64/int32/date, the float64 bits for doubles).
+/// A column decoded by `decode_uniform`: its type and `count` values (int64 for
+/// int64/int32/date, the float64 bits for doubles).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Uniform {
     pub t: u8,
-    pub values: Vec<u8>,
+    pub values: Vec<u64>,
     pub count: usize,
+}
+
+impl Uniform {
+    /// The values as little-endian bytes, 8 a value.
+    pub fn le_bytes(&self) -> std::borrow::Cow<'_, [u8]> {
+        #[cfg(target_endian = "little")]
+        {
+            // SAFETY: any initialized u64 memory is valid as bytes, u8 has alignment 1,
+            // and the slice borrows `self.values` for its lifetime
+            std::borrow::Cow::Borrowed(unsafe {
+                std::slice::from_raw_parts(self.values.as_ptr().cast::<u8>(), self.values.len() * 8)
+            })
+        }
+        #[cfg(not(target_endian = "little"))]
+        {
+            std::borrow::Cow::Owned(self.values.iter().flat_map(|v| v.to_le_bytes()).collect())
+        }
+    }
 }
 
 fn numeric_size(t: u8) -> Option<usize> {
@@ -104,7 +122,7 @@ struct Fill {
     enc: u64,     // running value (dates: running delta)
     dod_enc: u64, // dates: running value
     last: f64,    // doubles: last value
-    out: Vec<u8>,
+    out: Vec<u64>,
 }
 
 impl Fill {
@@ -122,7 +140,7 @@ impl Fill {
             }
             _ => self.enc,
         };
-        self.out.extend_from_slice(&v.to_le_bytes());
+        self.out.push(v);
     }
 }
 
@@ -131,7 +149,7 @@ impl Fill {
 fn fill(d: &[u8], s: &mut Fill, count: usize) -> bool {
     let mut pos = 0usize;
     let mut prev = 0u64; // what an RLE block repeats (skips never get here)
-    let emitted = |s: &Fill| s.out.len() / 8;
+    let emitted = |s: &Fill| s.out.len();
     while pos < d.len() && d[pos] != 0 {
         let c = d[pos];
         if is_literal_control(c) {
@@ -140,7 +158,7 @@ fn fill(d: &[u8], s: &mut Fill, count: usize) -> bool {
             if emitted(s) >= count {
                 return false;
             }
-            s.out.extend_from_slice(&raw.to_le_bytes());
+            s.out.push(raw);
             s.scale = MEMORY_AS_INTEGER;
             prev = 0;
             match c {
@@ -224,7 +242,7 @@ pub fn decode_uniform(column: &[u8], max_values: usize) -> Option<Uniform> {
         enc: 0,
         dod_enc: 0,
         last: 0.0,
-        out: Vec::with_capacity(count * 8),
+        out: Vec::with_capacity(count),
     };
     if !fill(column, &mut s, count) {
         return None;
