@@ -7,10 +7,12 @@ column and the needed `data.<field>` columns into typed arrays, applies the per-
 (time range, numeric comparisons of fields) and folds each group's accumulators. Python
 sees one object per distinct meta value and one per group: each distinct meta is given a
 series class (the `_id`'s meta part, under the `$match`'s meta conditions) before the
-fold. Each group's `_id` is made from its meta value's template and its bin
-(`group_order`), and each accumulator's result from its partial state the way the generic
-accumulator makes it (`_RESULT`; sums through the generic `SumState`). So the result is
-the generic `$group`'s, value and type; a following `$sort` on the `_id` may be fused.
+fold. The core then makes the result documents: each group's `_id` from its meta value's
+template with its bin in place (`group_order.trunc_paths`), each accumulator's value from
+its partial state as the generic accumulator types it (native/src/blocks/results.rs,
+against `SumState`), in the order of a following `$sort` on the `_id` when it is fused
+(the meta values' ranks come from the generic sort's keys, `FusedSort.native_keys`). So
+the result is the generic `$group`'s, value and type.
 
 The core declines (`Declined`) anything it does not reproduce exactly — v1 buckets, types
 other than int32/int64/double/bool/date/null in a needed column, NaN in a filtered
@@ -21,24 +23,21 @@ path, else the general path, answers.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
 from bson import Int64
 from bson.datetime_ms import DatetimeMS
 
-from query.expressions.reducers import SumState, double_total
-from query.expressions.values import K_DOUBLE, K_LONG, int_or_long
 from query.stages.group import group_key
 from storage import native
 from storage.bsonutil import decode
 from storage.collection import Collection
 from storage.errors import MongoError
 from storage.timeseries import ControlFilter
-from storage.vocabulary.bson_types import T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64, T_NULL
-from storage.vocabulary.missing import MISSING
+from storage.vocabulary.bson_types import T_BOOL, T_DOUBLE, T_INT32, T_INT64, T_NULL
 
-from .group_order import FusedSort, MetaTemplate, bin_substitution
+from .group_order import FusedSort, MetaTemplate, trunc_paths
 from .scan import BucketScan, MetaGate, ReadStats, stored_control
 
 __all__ = ["Decline", "block_group", "group_raw"]
@@ -73,23 +72,6 @@ def _value_tuple(v: Any) -> tuple[int, int, float]:
     if t is str:
         return 0, 0, 0.0  # $sum of a string constant adds nothing, as missing does
     raise Decline
-
-
-def _py_value(t: int, i: int, f: float) -> Any:
-    """A value from the core as the generic unpacking gives it."""
-    if t == T_DOUBLE:
-        return f
-    if t == T_INT32:
-        return i
-    if t == T_INT64:
-        return Int64(i)
-    if t == T_BOOL:
-        return bool(i)
-    if t == T_DATE:
-        return DatetimeMS(i)
-    if t == T_NULL:
-        return None
-    return MISSING
 
 
 def _core_group(plan: Any) -> Any:
@@ -227,62 +209,13 @@ def _fold(batches: Iterable[list[bytes]], plan: Any, groups: Any, variables: dic
 
     for batch in batches:
         fold.feed(batch, classify)
-    made = fold.groups()
-    if sort is not None:
-        sort.order(made, lambda g: metas[g[2]])
-    substitute = bin_substitution(plan.group.spec["_id"]) if plan.bin_ms is not None else None
-    names = [a.name for a in plan.accs]
-    makers = [_RESULT[a.op] for a in plan.accs]
-    docs = []
-    one = len(names) == 1
-    for _cls, bin_start, first, states in made:
-        meta = metas[first]
-        assert meta is not None  # a bucket of class -1 makes no group
-        groups.reserve(meta.size)
-        doc = {"_id": meta.template if substitute is None else
-               substitute(meta.template, DatetimeMS(bin_start))}
-        if one:
-            doc[names[0]] = makers[0](states[0])
-        else:
-            for name, make, st in zip(names, makers, states):
-                doc[name] = make(st)
-        docs.append(doc)
+    # each group holds its meta value's _id: counted against the memory limit first
+    counts = fold.groups_per_meta()
+    groups.reserve_many(sum(n * meta.size for meta, n in zip(metas, counts) if meta is not None),
+                        sum(counts))
+    docs = fold.documents(
+        [None if m is None else m.template for m in metas],
+        trunc_paths(plan.group.spec["_id"]) if plan.bin_ms is not None else [],
+        [a.name for a in plan.accs], [a.op for a in plan.accs],
+        [] if sort is None else sort.native_keys(metas), DatetimeMS, Int64)
     return docs, fold.counters()
-
-
-def _sum_state(st: tuple[int, int, bool, bool, float, float, int]) -> SumState:
-    """The generic summation state of a core's partial `$sum`/`$avg`."""
-    ival, nint, saw_long, saw_double, fsum, fcomp, ndbl = st
-    s = SumState()
-    s.ival = ival
-    s.count = nint + ndbl
-    if saw_long:
-        s.kind = K_LONG
-    if saw_double:
-        s.kind = K_DOUBLE
-        s.fsum, s.fcomp = fsum, fcomp
-    return s
-
-
-def _average(st: tuple[int, int, bool, bool, float, float, int]) -> float | None:
-    """`SumState.average` of a core's partial `$avg` (never decimal: the core declines
-    decimals)."""
-    ival, nint, _long, _double, fsum, fcomp, ndbl = st
-    n = nint + ndbl
-    return double_total(ival, fsum, fcomp) / n if n else None
-
-
-def _kept(st: tuple[bool, tuple[int, int, float]]) -> Any:
-    """The value a `$min`/`$max`/`$first`/`$last` state holds (null for none or missing)."""
-    seen, v = st
-    got = _py_value(*v) if seen else None
-    return None if got is MISSING else got
-
-
-# each accumulator's result from the core's state, as the generic accumulator gives it
-_RESULT: Final[dict[str, Callable[[Any], Any]]] = {
-    "$count": int_or_long,
-    "$sum": lambda st: _sum_state(st).total(),
-    "$avg": _average,
-    "$min": _kept, "$max": _kept, "$first": _kept, "$last": _kept,
-}

@@ -428,10 +428,10 @@ class _Groups:
                 raise _Decline
         return g
 
-    def reserve(self, size: int) -> None:
-        """Count a group block processing makes (its `_id` sized `size`) against the
-        memory limit."""
-        self.used += size + self.overhead
+    def reserve_many(self, size: int, n: int) -> None:
+        """Count `n` groups block processing makes (their `_id`s sized `size` together)
+        against the memory limit."""
+        self.used += size + n * self.overhead
         if self.used > self.budget:
             raise _Decline
 

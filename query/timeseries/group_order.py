@@ -10,18 +10,15 @@ the bin does not change, and one class's groups differ by their bins.
 A `$sort` right after the `$group` is fused into the fold when each of its keys is a path
 into the `_id` reaching either a `$dateTrunc` part (ordered by the bin) or a part with
 none below it (the same for every group of a meta value: ordered by the generic sort's
-key of the meta's template there). Python's sort is stable, as the generic one is, so
-ties keep the groups' first-seen order (a descending bin is sorted with `reverse`, which
-keeps ties in order too).
+key of the meta's template there). The core sorts the groups (native/src/blocks/
+results.rs) by the bin and by each meta value's rank under those keys, stably, as the
+generic sort is: ties keep the groups' first-seen order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-from bson.datetime_ms import DatetimeMS
 
 from query.accumulators import approx_size
 from query.sort import SortSpec, parse_sort
@@ -29,10 +26,7 @@ from storage.collation import Collator
 from storage.errors import MongoError
 from storage.vocabulary.missing import MISSING
 
-__all__ = ["FusedSort", "MetaTemplate", "bin_substitution", "fused_sort"]
-
-Substitute = Callable[[Any, DatetimeMS], Any]
-
+__all__ = ["FusedSort", "MetaTemplate", "fused_sort", "trunc_paths"]
 
 def _is_trunc(spec: Any) -> bool:
     return type(spec) is dict and bool(spec) and next(iter(spec)).startswith("$")
@@ -44,25 +38,16 @@ def _has_trunc(spec: Any) -> bool:
     return type(spec) is dict and any(_has_trunc(v) for v in spec.values())
 
 
-def bin_substitution(id_spec: Any) -> Substitute | None:
-    """How a template becomes a group's `_id` given its bin start (None: the `_id` has no
-    `$dateTrunc`, the template is the `_id`). The columnar plan admits only `$dateTrunc`
-    as an operator in the `_id`, and no arrays."""
+def trunc_paths(id_spec: Any) -> list[list[str]]:
+    """The paths in the `_id` of its `$dateTrunc` parts (`[]`: the `_id` is one), where a
+    group's `_id` holds its bin start; none when the `_id` has none (its template is the
+    `_id`). The columnar plan admits only `$dateTrunc` as an operator in the `_id`, and no
+    arrays."""
     if _is_trunc(id_spec):
-        return lambda _v, d: d
+        return [[]]
     if type(id_spec) is not dict:
-        return None
-    parts = [(k, f) for k, s in id_spec.items() if (f := bin_substitution(s)) is not None]
-    if not parts:
-        return None
-
-    def substitute(v: Any, d: DatetimeMS) -> Any:
-        out = dict(v)  # the template is shared by the meta's groups
-        for k, f in parts:
-            out[k] = f(out[k], d)  # a $dateTrunc of the time is never missing
-        return out
-
-    return substitute
+        return []
+    return [[k, *p] for k, s in id_spec.items() for p in trunc_paths(s)]
 
 
 @dataclass(slots=True)
@@ -88,15 +73,29 @@ class FusedSort:
 
     keys: list[tuple[SortSpec | None, int]] = field(default_factory=list)
 
-    def order(self, groups: list[Any], meta_of: Callable[[Any], MetaTemplate]) -> None:
-        """Sort the core's groups `(class, bin start, ...)` in place, `meta_of` giving a
-        group's meta template: one stable pass per key, the last key first."""
-        for i in range(len(self.keys) - 1, -1, -1):
-            spec, d = self.keys[i]
+    def native_keys(self, metas: list[MetaTemplate | None]
+                    ) -> list[tuple[int, list[int] | None]]:
+        """The keys as the core's fold orders its groups (by meta value number): per key
+        `(direction, None)` for the bin, or `(1, ranks)`, each meta value's dense rank
+        under the generic sort's key of its template there (equal keys, equal ranks: the
+        core's stable sort then keeps their groups' first-seen order, as the generic
+        `$sort` does). A meta value of no group (None) ranks 0."""
+        out: list[tuple[int, list[int] | None]] = []
+        for i, (spec, d) in enumerate(self.keys):
             if spec is None:
-                groups.sort(key=lambda g: g[1], reverse=d < 0)
-            else:
-                groups.sort(key=lambda g: self._meta_key(meta_of(g), i))
+                out.append((d, None))
+                continue
+            present = [(self._meta_key(m, i), j) for j, m in enumerate(metas) if m is not None]
+            present.sort(key=lambda kj: kj[0])
+            ranks = [0] * len(metas)
+            rank, prev = 0, None
+            for n, (k, j) in enumerate(present):
+                if n and prev < k:
+                    rank += 1
+                ranks[j] = rank
+                prev = k
+            out.append((1, ranks))
+        return out
 
     def _meta_key(self, meta: MetaTemplate, i: int) -> Any:
         if meta.sort_keys is None:

@@ -18,10 +18,11 @@ use std::sync::mpsc::{self, Receiver};
 use std::sync::Mutex;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyList, PyString};
 
 use super::bucket::{head_doc, max_time, meta_doc, meta_key, read_rows, rows_at_time, Val};
 use super::group::{AccOp, Arg, Cmp, Fold, Plan, State};
+use super::results::{self, ordered, Finish, OrderKey, Out};
 use super::Decline;
 use crate::boundary::{guard, panicked, Declined};
 use crate::bsoncolumn::values::*;
@@ -234,6 +235,108 @@ impl BlockGroup {
         Ok(out)
     }
 
+    /// The number of groups of each meta value, by its number (for the memory limit:
+    /// each group holds its meta value's `_id`).
+    fn groups_per_meta(&mut self, py: Python<'_>) -> PyResult<Vec<u64>> {
+        self.settle(py)?;
+        let fold = self
+            .fold
+            .as_ref()
+            .ok_or_else(|| declined("a fold that declined"))?;
+        let mut counts = vec![0u64; self.metas.len()];
+        for g in &fold.groups {
+            if let Some(c) = counts.get_mut(g.first_meta) {
+                *c += 1;
+            }
+        }
+        Ok(counts)
+    }
+
+    /// The groups' result documents `{"_id": ..., name: value, ...}` (dicts), ordered by
+    /// `order` (per key: `(direction, None)` for the bin, `(1, ranks)` for ranks by meta
+    /// number), or in first-seen order. A group's `_id` is its meta value's template with
+    /// the value at each of `paths` (`[]`: the `_id` itself) replaced by its bin start;
+    /// `finish` names each accumulator (`$count`, `$sum`, `$avg`, else a kept value);
+    /// dates and int64s are made with `date_type` and `int64_type`.
+    #[pyo3(signature = (templates, paths, names, finish, order, date_type, int64_type))]
+    #[allow(clippy::too_many_arguments)]
+    fn documents<'py>(
+        &mut self,
+        py: Python<'py>,
+        templates: Vec<Bound<'py, PyAny>>,
+        paths: Vec<Vec<String>>,
+        names: Vec<String>,
+        finish: Vec<String>,
+        order: Vec<(i32, Option<Vec<u32>>)>,
+        date_type: &Bound<'py, PyAny>,
+        int64_type: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        guard("BlockGroup.documents", || {
+            self.settle(py)?;
+            let fold = self
+                .fold
+                .as_ref()
+                .ok_or_else(|| declined("a fold that declined"))?;
+            let how = finish
+                .iter()
+                .map(|op| match op.as_str() {
+                    "$count" => Finish::Count,
+                    "$sum" => Finish::Total,
+                    "$avg" => Finish::Average,
+                    _ => Finish::Kept,
+                })
+                .collect::<Vec<_>>();
+            if names.len() != how.len() || fold.plan.accs.len() != how.len() {
+                return Err(declined("accumulators that do not match the fold"));
+            }
+            let keys = order
+                .into_iter()
+                .map(|(dir, ranks)| match ranks {
+                    None => OrderKey::Bin {
+                        descending: dir < 0,
+                    },
+                    Some(r) => OrderKey::Meta(r),
+                })
+                .collect::<Vec<_>>();
+            let idx = ordered(&fold.groups, &keys).map_err(|Decline(why)| declined(why))?;
+            let names = names
+                .iter()
+                .map(|n| PyString::new(py, n))
+                .collect::<Vec<_>>();
+            let id_key = PyString::new(py, "_id");
+            let mut bins: HashMap<i64, Bound<'py, PyAny>> = HashMap::new();
+            let out = PyList::empty(py);
+            for i in idx {
+                let g = &fold.groups[i];
+                let template = templates
+                    .get(g.first_meta)
+                    .ok_or_else(|| declined("a group without a template"))?;
+                let id = if paths.is_empty() {
+                    template.clone()
+                } else {
+                    let date = match bins.get(&g.bin_start) {
+                        Some(d) => d.clone(),
+                        None => {
+                            let d = date_type.call1((g.bin_start,))?;
+                            bins.insert(g.bin_start, d.clone());
+                            d
+                        }
+                    };
+                    substituted(template, &paths, &date)?
+                };
+                let doc = PyDict::new(py);
+                doc.set_item(&id_key, id)?;
+                for ((name, &h), state) in names.iter().zip(&how).zip(&g.states) {
+                    let v = results::finish(h, state)
+                        .ok_or_else(|| declined("a state of another accumulator"))?;
+                    doc.set_item(name, py_out(py, v, date_type, int64_type)?)?;
+                }
+                out.append(doc)?;
+            }
+            Ok(out)
+        })
+    }
+
     /// (buckets fed, buckets of a class, columns decoded, rows passing the filter)
     fn counters(&mut self, py: Python<'_>) -> PyResult<(usize, u64, u64, u64)> {
         self.settle(py)?;
@@ -323,6 +426,54 @@ fn fold_batch(mut fold: Fold, batch: &Batch) -> Result<(Fold, u64), Decline> {
         matched += 1;
     }
     Ok((fold, matched))
+}
+
+/// `template` with the value at each of `paths` replaced by `date` (`[]`: `date` itself);
+/// the documents on the way are copied, the template is shared by its meta's groups.
+fn substituted<'py>(
+    template: &Bound<'py, PyAny>,
+    paths: &[Vec<String>],
+    date: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut id = template.clone();
+    for path in paths {
+        let Some((last, inner)) = path.split_last() else {
+            id = date.clone();
+            continue;
+        };
+        let top = id.cast::<PyDict>().map_err(PyErr::from)?.copy()?;
+        let mut cur = top.clone();
+        for k in inner {
+            let child = cur
+                .get_item(k)?
+                .ok_or_else(|| declined("a template without its bin"))?
+                .cast_into::<PyDict>()
+                .map_err(PyErr::from)?
+                .copy()?;
+            cur.set_item(k, &child)?;
+            cur = child;
+        }
+        cur.set_item(last, date)?;
+        id = top.into_any();
+    }
+    Ok(id)
+}
+
+/// An accumulator's value as the generic `$group` gives it in Python.
+fn py_out<'py>(
+    py: Python<'py>,
+    v: Out,
+    date_type: &Bound<'py, PyAny>,
+    int64_type: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        Out::Null => py.None().into_bound(py),
+        Out::Int32(i) => i.into_pyobject(py)?.into_any(),
+        Out::Int64(i) => int64_type.call1((i,))?,
+        Out::Double(d) => PyFloat::new(py, d).into_any(),
+        Out::Bool(b) => PyBool::new(py, b).to_owned().into_any(),
+        Out::Date(ms) => date_type.call1((ms,))?,
+    })
 }
 
 /// bucket_metas(buckets) -> list[bytes | None]: each bucket's `{"m": meta}`, None for a

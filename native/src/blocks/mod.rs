@@ -10,6 +10,7 @@
 //!   rows of the needed columns;
 //! - `group`: the row filter, the group key (series class, `$dateTrunc` bin) and the
 //!   partial accumulator states per group;
+//! - `results`: the groups' output order under a fused `$sort` and their values;
 //! - `bindings`: the PyO3 layer (`BlockGroup`, `bucket_metas`).
 //!
 //! Anything the reference would answer differently is declined (`Decline`), never
@@ -17,6 +18,7 @@
 
 pub mod bucket;
 pub mod group;
+pub mod results;
 
 mod bindings;
 pub use bindings::register;
