@@ -22,7 +22,7 @@ Supported (anything else falls back to the generic path, silently):
 - `_id`: constants, meta field paths, `{$dateTrunc: {date: "$<time>", unit, binSize?}}`
   with unit millisecond..day (UTC), and objects of these;
 - `$sum`/`$avg` of a top-level field or a numeric constant, `$min`/`$max`/`$first`/`$last`
-  of a top-level field, `$count`; fields whose values are int32, int64, double, bool,
+  and `$stdDevPop`/`$stdDevSamp` of a top-level field, `$count`; fields whose values are int32, int64, double, bool,
   date or null/missing (columns other than that make the whole query fall back).
 
 The read planner (`read_plan`) decides when this path is tried; `STATS` counts uses and
@@ -255,7 +255,8 @@ def _trunc_size(arg: Any, tf: str) -> int:
 def _acc(name: str, op: str, arg: Any, tf: str, mf: str | None) -> _Acc:
     if op == "$count":
         return _Acc(name, op, None)
-    if op not in ("$sum", "$avg", "$min", "$max", "$first", "$last"):
+    if op not in ("$sum", "$avg", "$min", "$max", "$first", "$last", "$stdDevPop",
+                  "$stdDevSamp"):
         raise _Decline
     if type(arg) is list:
         if len(arg) != 1:
@@ -548,6 +549,11 @@ def _fold(plan: GroupPlan, groups: _Groups, metas: list[tuple[Any, bool]],
             col = cols[a.field]
         if a.op in ("$sum", "$avg"):
             _fold_sum(targets, col, starts, counts)
+        elif a.op in ("$stdDevPop", "$stdDevSamp"):
+            # Welford's updates depend on their order: each group's rows one by one
+            for acc, s, c in zip(targets, starts.tolist(), counts.tolist()):
+                for r in range(s, s + c):
+                    acc.process(_value(col, r))
         elif a.op in ("$first", "$last"):
             rows = starts if a.op == "$first" else starts + counts - 1
             for acc, r in zip(targets, rows.tolist()):

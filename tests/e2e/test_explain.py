@@ -200,6 +200,24 @@ def test_block_processing_names_its_stage_and_counts(db: Any) -> None:
     assert got == [{"_id": f"h{h}", "m": 44, "n": 35} for h in range(HOSTS)]
 
 
+@pytest.mark.skipif(not native.AVAILABLE, reason="block processing is the native core's")
+def test_block_processing_takes_standard_deviations(db: Any) -> None:
+    # the same documents in a plain collection: the generic $group answers there
+    db.copy.insert_many(db.ts.find({}, {"_id": 0}))
+    db.ts.insert_one({"t": T0, "host": "h0", "v": 2.5})
+    db.copy.insert_one({"t": T0, "host": "h0", "v": 2.5})
+    pipeline = [{"$group": {"_id": {"h": "$host",
+                                    "hour": {"$dateTrunc": {"date": "$t", "unit": "hour"}}},
+                            "pop": {"$stdDevPop": "$v"}, "samp": {"$stdDevSamp": "$v"}}},
+                {"$sort": {"_id.h": -1, "_id.hour": 1}}]
+    _cursor, unpack, *_rest = _ts_explain(db, pipeline)
+    assert unpack["$_internalUnpackBucket"]["bucketdPath"] == "blockGroup"
+    got = list(db.ts.aggregate(pipeline))
+    assert got == list(db.copy.aggregate(pipeline))
+    assert [g["_id"]["h"] for g in got] == [f"h{h}" for h in reversed(range(HOSTS))]
+    assert isinstance(got[0]["pop"], float) and got[0]["pop"] > 0
+
+
 def test_time_series_general_path_counts_every_stage(db: Any) -> None:
     stages = _ts_explain(db, [{"$match": {"v": {"$lt": 10}}},
                               {"$project": {"v": 1, "_id": 0}},

@@ -5,8 +5,9 @@
 //! in scan order), asks `classify` the series class of each meta value not seen before
 //! (-1: skip its buckets), then decodes and folds the batch, bucket by bucket in order,
 //! on the thread pool while the caller reads the next batch (so SQLite's reading and the
-//! fold overlap); `groups()` gives the partial states; `counters()` explain's counts.
-//! `Declined` means the Python path must answer the query (the fold is then unusable).
+//! fold overlap); `groups_per_meta()` and `documents(...)` give the results (see
+//! `results`); `counters()` explain's counts. `Declined` means the Python path must
+//! answer the query (the fold is then unusable).
 //! `bucket_metas(buckets)` gives each bucket's meta as the document `{"m": meta}`.
 //!
 //! Values cross as (type byte, int64, float64): 0 missing, 10 null, 16 int32, 18 int64,
@@ -21,7 +22,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyList, PyString};
 
 use super::bucket::{head_doc, max_time, meta_doc, meta_key, read_rows, rows_at_time, Val};
-use super::group::{AccOp, Arg, Cmp, Fold, Plan, State};
+use super::group::{AccOp, Arg, Cmp, Fold, Plan};
 use super::results::{self, ordered, Finish, OrderKey, Out};
 use super::Decline;
 use crate::boundary::{guard, panicked, Declined};
@@ -40,18 +41,6 @@ fn val_of((t, i, f): ValueTuple) -> PyResult<Val> {
         T_DATE => Val::Date(i),
         _ => return Err(declined("a constant of another type")),
     })
-}
-
-fn tuple_of(v: Val) -> ValueTuple {
-    match v {
-        Val::Missing => (0, 0, 0.0),
-        Val::Null => (T_NULL, 0, 0.0),
-        Val::Int32(i) => (T_INT32, i as i64, 0.0),
-        Val::Int64(i) => (T_INT64, i, 0.0),
-        Val::Double(f) => (T_DOUBLE, 0, f),
-        Val::Bool(b) => (T_BOOL, b as i64, 0.0),
-        Val::Date(ms) => (T_DATE, ms, 0.0),
-    }
 }
 
 fn declined(why: &'static str) -> PyErr {
@@ -113,6 +102,7 @@ impl BlockGroup {
                     "$max" => AccOp::Max,
                     "$first" => AccOp::First,
                     "$last" => AccOp::Last,
+                    "$stdDevPop" | "$stdDevSamp" => AccOp::StdDev,
                     _ => return Err(declined("an unsupported accumulator")),
                 };
                 let arg = match arg {
@@ -208,33 +198,6 @@ impl BlockGroup {
         })
     }
 
-    /// The groups in first-seen order: (class, bin start ms, meta number, states); a
-    /// state is an int (`$count`), (int sum, int count, saw int64, saw double, double
-    /// sum, compensation, double count) for `$sum`/`$avg`, or (seen, value) otherwise.
-    fn groups<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        self.settle(py)?;
-        let fold = self
-            .fold
-            .as_ref()
-            .ok_or_else(|| declined("a fold that declined"))?;
-        let out = PyList::empty(py);
-        for g in &fold.groups {
-            let states = PyList::empty(py);
-            for s in &g.states {
-                match *s {
-                    State::Count(n) => states.append(n)?,
-                    State::Sum(s) => {
-                        states.append((s.ival, s.nint, s.long, s.dbl, s.fsum, s.fcomp, s.ndbl))?
-                    }
-                    State::Pick(v) => states.append((!matches!(v, Val::Missing), tuple_of(v)))?,
-                    State::Seen(v, seen) => states.append((seen, tuple_of(v)))?,
-                }
-            }
-            out.append((g.class, g.bin_start, g.first_meta, states))?;
-        }
-        Ok(out)
-    }
-
     /// The number of groups of each meta value, by its number (for the memory limit:
     /// each group holds its meta value's `_id`).
     fn groups_per_meta(&mut self, py: Python<'_>) -> PyResult<Vec<u64>> {
@@ -283,6 +246,8 @@ impl BlockGroup {
                     "$count" => Finish::Count,
                     "$sum" => Finish::Total,
                     "$avg" => Finish::Average,
+                    "$stdDevPop" => Finish::StdDevPop,
+                    "$stdDevSamp" => Finish::StdDevSamp,
                     _ => Finish::Kept,
                 })
                 .collect::<Vec<_>>();

@@ -71,6 +71,8 @@ pub enum AccOp {
     Max,
     First,
     Last,
+    /// `$stdDevPop`/`$stdDevSamp` (they differ only in their result)
+    StdDev,
 }
 
 /// The shape of a supported `[$match] $group`.
@@ -134,11 +136,36 @@ impl Sum {
     }
 }
 
+/// Welford's online variance (`StdDevAcc`): the numbers seen, their mean, and the sum of
+/// squared differences from it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Welford {
+    pub n: i64,
+    pub mean: f64,
+    pub m2: f64,
+}
+
+impl Welford {
+    fn add(&mut self, v: Val) {
+        let x = match v {
+            Val::Int32(i) => i as f64,
+            Val::Int64(i) => i as f64,
+            Val::Double(d) => d,
+            _ => return, // not a number (bools and dates included)
+        };
+        self.n += 1;
+        let delta = x - self.mean;
+        self.mean += delta / self.n as f64;
+        self.m2 += delta * (x - self.mean);
+    }
+}
+
 /// A partial accumulator state.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum State {
     Count(i64),
     Sum(Sum),
+    Welford(Welford),
     /// min/max: the value kept (Missing: none yet)
     Pick(Val),
     /// first/last: the value kept, and whether a row was seen
@@ -260,6 +287,7 @@ impl Fold {
                 AccOp::Sum => State::Sum(Sum::default()),
                 AccOp::Min | AccOp::Max => State::Pick(Val::Missing),
                 AccOp::First | AccOp::Last => State::Seen(Val::Missing, false),
+                AccOp::StdDev => State::Welford(Welford::default()),
             })
             .collect()
     }
@@ -469,6 +497,13 @@ fn fold_run(
                 local.add(value(r))?;
             }
             *s = local;
+        }
+        (AccOp::StdDev, State::Welford(w)) => {
+            let mut local = *w;
+            for r in run {
+                local.add(value(r));
+            }
+            *w = local;
         }
         (AccOp::Min | AccOp::Max, State::Pick(kept)) => {
             let want = if op == AccOp::Max {

@@ -4,7 +4,8 @@
 //! Python reference: `SumState.total`/`SumState.average` (`query/expressions/reducers.py`:
 //! the narrowest type holding an integer sum, int64 once an int64 was summed, a double
 //! once a double was; the average a double, null for no number), `int_or_long` (`$count`),
-//! the min/max/first/last accumulators (null for none or missing), and
+//! the min/max/first/last accumulators (null for none or missing), `StdDevAcc` (null
+//! without a number, or for a sample of one), and
 //! `query/timeseries/group_order.py` (`FusedSort`: stable, the bin ordered by its start,
 //! the other keys by the rank the generic sort gives each meta value's `_id` there).
 
@@ -31,6 +32,8 @@ pub enum Finish {
     Average,
     /// the value kept by `$min`/`$max`/`$first`/`$last`
     Kept,
+    StdDevPop,
+    StdDevSamp,
 }
 
 /// An accumulator's value.
@@ -129,12 +132,21 @@ pub fn finish(how: Finish, state: &State) -> Option<Out> {
             n => Out::Double(double_total(s) / n as f64),
         },
         (Finish::Kept, State::Pick(v) | State::Seen(v, _)) => value(*v),
+        (Finish::StdDevPop, State::Welford(w)) => match w.n {
+            0 => Out::Null,
+            n => Out::Double((w.m2 / n as f64).sqrt()),
+        },
+        (Finish::StdDevSamp, State::Welford(w)) => match w.n {
+            0 | 1 => Out::Null,
+            n => Out::Double((w.m2 / (n - 1) as f64).sqrt()),
+        },
         _ => return None,
     })
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::group::Welford;
     use super::*;
 
     fn group(bin_start: i64, first_meta: usize) -> Group {
@@ -219,5 +231,28 @@ mod tests {
             Some(Out::Date(-3))
         );
         assert_eq!(finish(Finish::Count, &State::Pick(Val::Null)), None);
+        let mut w = Welford::default();
+        assert_eq!(
+            finish(Finish::StdDevPop, &State::Welford(w)),
+            Some(Out::Null)
+        );
+        w.n = 1;
+        assert_eq!(
+            finish(Finish::StdDevSamp, &State::Welford(w)),
+            Some(Out::Null)
+        );
+        w = Welford {
+            n: 4,
+            mean: 2.5,
+            m2: 5.0,
+        };
+        assert_eq!(
+            finish(Finish::StdDevPop, &State::Welford(w)),
+            Some(Out::Double(1.25f64.sqrt()))
+        );
+        assert_eq!(
+            finish(Finish::StdDevSamp, &State::Welford(w)),
+            Some(Out::Double((5.0f64 / 3.0).sqrt()))
+        );
     }
 }

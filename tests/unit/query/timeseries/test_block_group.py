@@ -117,7 +117,8 @@ row_match = st.fixed_dictionaries({f: st.dictionaries(
     for f in FIELDS[:1]})
 accumulator = st.one_of(
     st.builds(lambda op, arg: {op: arg},
-              st.sampled_from(["$sum", "$avg", "$min", "$max", "$first", "$last"]),
+              st.sampled_from(["$sum", "$avg", "$min", "$max", "$first", "$last",
+                               "$stdDevPop", "$stdDevSamp"]),
               st.sampled_from(["$a", "$b", "$time", "$nope"])),
     st.builds(lambda op, arg: {op: arg}, st.sampled_from(["$sum", "$avg"]),
               st.sampled_from([1, Int64(2), 0.5, None, "x", True])),

@@ -151,7 +151,8 @@ def _accs(fields: list[str]) -> dict:
                  "cl": {"$avg": Int64(3)}, "nil": {"$sum": "x"}, "tmin": {"$min": "$time"},
                  "tlast": {"$last": "$time"}}
     for f in fields:
-        for op in ("$sum", "$avg", "$min", "$max", "$first", "$last"):
+        for op in ("$sum", "$avg", "$min", "$max", "$first", "$last", "$stdDevPop",
+                   "$stdDevSamp"):
             out[f"{f}_{op[1:]}"] = {op: f"${f}"}
     out["absent"] = {"$max": "$nosuchfield"}
     return out
@@ -225,7 +226,7 @@ def test_chunks_fold_like_one_pass(monkeypatch):
 
 @pytest.mark.parametrize("stages", [
     [{"$group": {"_id": None, "p": {"$push": "$d"}}}],
-    [{"$group": {"_id": None, "s": {"$stdDevPop": "$d"}}}],
+    [{"$group": {"_id": None, "s": {"$stdDevPop": 5}}}],
     [{"$group": {"_id": _trunc("hour", timezone="Europe/Paris"), "m": {"$max": "$d"}}}],
     [{"$group": {"_id": _trunc("week"), "m": {"$max": "$d"}}}],
     [{"$group": {"_id": "$time", "m": {"$max": "$d"}}}],
