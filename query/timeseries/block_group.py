@@ -4,10 +4,10 @@ The first try of the columnar `$group` path (`columnar_group`): the candidate bu
 from the bucket scan as the bytes the storage returns (never decoded into Python); the
 native core (`storage._native.BlockGroup`, native/src/blocks/) decodes only the time
 column and the needed `data.<field>` columns into typed arrays, applies the per-row filter
-(time range, numeric comparisons of fields) and folds each group's accumulators. Python
-sees one object per distinct meta value and one per group: each distinct meta is given a
-series class (the `_id`'s meta part, under the `$match`'s meta conditions) before the
-fold. The core then makes the result documents: each group's `_id` from its meta value's
+(time range, numeric comparisons and `$in` of fields) and folds each group's accumulators.
+Python sees one object per distinct meta value and one per group: each distinct meta is
+given a series class (the `_id`'s meta part, under the `$match`'s meta conditions) before
+the fold. The core then makes the result documents: each group's `_id` from its meta value's
 template with its bin in place (`group_order.trunc_paths`), each accumulator's value from
 its partial state as the generic accumulator types it (native/src/blocks/results.rs,
 against `SumState`), in the order of a following `$sort` on the `_id` when it is fused
@@ -86,14 +86,22 @@ def _core_group(plan: Any) -> Any:
         else:
             accs.append((a.op, _TIME if a.field == plan.time_field else col[a.field],
                          (0, 0, 0.0)))
-    preds = []
+    preds, sets = [], []
     for f, op, v in plan.row_preds:
-        c = _value_tuple(v)
-        if c[0] not in (T_INT32, T_INT64, T_DOUBLE) or (type(v) is float and math.isnan(v)):
-            raise Decline
-        preds.append((col[f], op, c))
+        if op == "$in":
+            sets.append((col[f], [_number_tuple(x) for x in v]))
+        else:
+            preds.append((col[f], op, _number_tuple(v)))
     return native.core.BlockGroup(plan.time_field, fields, plan.time_preds, preds,
-                                  plan.bin_ms, accs)
+                                  plan.bin_ms, accs, sets)
+
+
+def _number_tuple(v: Any) -> tuple[int, int, float]:
+    """A row predicate's constant as the core reads it: a number, never NaN."""
+    c = _value_tuple(v)
+    if c[0] not in (T_INT32, T_INT64, T_DOUBLE) or (type(v) is float and math.isnan(v)):
+        raise Decline
+    return c
 
 
 class _Classes:

@@ -18,7 +18,8 @@ bytes) is tried first; this numpy fold answers when it declines or the core is n
 Supported (anything else falls back to the generic path, silently):
 - a leading `$match` made of `$and`-ed conditions on the meta field (any predicate, tested
   once per bucket) and `$eq/$gt/$gte/$lt/$lte` on the time field against dates; plus, for
-  block processing only, `$eq/$gt/$gte/$lt/$lte` of top-level fields against numbers;
+  block processing only, `$eq/$gt/$gte/$lt/$lte` of top-level fields against numbers and
+  `$in` of numbers;
 - `_id`: constants, meta field paths, `{$dateTrunc: {date: "$<time>", unit, binSize?}}`
   with unit millisecond..day (UTC), and objects of these;
 - `$sum`/`$avg` of a top-level field or a numeric constant, `$min`/`$max`/`$first`/`$last`
@@ -118,6 +119,7 @@ class GroupPlan:
     fields: list[str] = field(default_factory=list)  # data columns to decode
     # (field, op, number): numeric comparisons of measurement fields (block processing
     # only: the numpy fold declines them)
+    # (field, op, number), or (field, "$in", numbers)
     row_preds: list[tuple[str, str, Any]] = field(default_factory=list)
 
 
@@ -193,9 +195,12 @@ def _split_filter(flt: dict[str, Any], tf: str, mf: str | None,
             else:
                 time_preds.append(("$eq", _date_ms(v)))
         elif k and not k.startswith("$") and "." not in k and k != mf:
-            if type(v) is dict and v and all(op in _TIME_OPS and _number(x)
-                                             for op, x in v.items()):
-                row_preds.extend((k, op, x) for op, x in v.items())
+            if type(v) is dict and v and all(
+                    (op in _TIME_OPS and _number(x))
+                    or (op == "$in" and type(x) is list and all(_number(e) for e in x))
+                    for op, x in v.items()):
+                row_preds.extend((k, op, tuple(x) if op == "$in" else x)
+                                 for op, x in v.items())
             elif _number(v):
                 row_preds.append((k, "$eq", v))
             else:

@@ -1,6 +1,6 @@
 //! PyO3 layer of block processing (Python facade: `query/timeseries/block_group.py`).
 //!
-//! `BlockGroup(time_field, fields, time_preds, row_preds, bin_ms, accs)` holds one
+//! `BlockGroup(time_field, fields, time_preds, row_preds, bin_ms, accs, row_sets)` holds one
 //! `$group`'s fold; `feed(buckets, classify)` takes a batch of stored buckets (raw bytes,
 //! in scan order), asks `classify` the series class of each meta value not seen before
 //! (-1: skip its buckets), then decodes and folds the batch, bucket by bucket in order,
@@ -65,7 +65,7 @@ pub struct BlockGroup {
 #[pymethods]
 impl BlockGroup {
     #[new]
-    #[pyo3(signature = (time_field, fields, time_preds, row_preds, bin_ms, accs))]
+    #[pyo3(signature = (time_field, fields, time_preds, row_preds, bin_ms, accs, row_sets=Vec::new()))]
     fn py_new(
         time_field: String,
         fields: Vec<String>,
@@ -73,23 +73,35 @@ impl BlockGroup {
         row_preds: Vec<(usize, String, ValueTuple)>,
         bin_ms: Option<i64>,
         accs: Vec<(String, i64, ValueTuple)>,
+        row_sets: Vec<(usize, Vec<ValueTuple>)>,
     ) -> PyResult<Self> {
         let time_preds = time_preds
             .iter()
             .map(|(op, ms)| Ok((cmp_of(op)?, *ms)))
             .collect::<PyResult<Vec<_>>>()?;
         let n = fields.len();
+        let number = |c: usize, v: ValueTuple| -> PyResult<Val> {
+            let v = val_of(v)?;
+            if c >= n || !matches!(v, Val::Int32(_) | Val::Int64(_) | Val::Double(_)) {
+                return Err(declined("a row predicate on another type"));
+            }
+            if matches!(v, Val::Double(d) if d.is_nan()) {
+                return Err(declined("a NaN constant"));
+            }
+            Ok(v)
+        };
         let row_preds = row_preds
             .into_iter()
-            .map(|(c, op, v)| {
-                let v = val_of(v)?;
-                if c >= n || !matches!(v, Val::Int32(_) | Val::Int64(_) | Val::Double(_)) {
-                    return Err(declined("a row predicate on another type"));
-                }
-                if matches!(v, Val::Double(d) if d.is_nan()) {
-                    return Err(declined("a NaN constant"));
-                }
-                Ok((c, cmp_of(&op)?, v))
+            .map(|(c, op, v)| Ok((c, cmp_of(&op)?, number(c, v)?)))
+            .collect::<PyResult<Vec<_>>>()?;
+        let row_sets = row_sets
+            .into_iter()
+            .map(|(c, vs)| {
+                let vs = vs
+                    .into_iter()
+                    .map(|v| number(c, v))
+                    .collect::<PyResult<Vec<_>>>()?;
+                Ok((c, vs))
             })
             .collect::<PyResult<Vec<_>>>()?;
         let accs = accs
@@ -119,6 +131,7 @@ impl BlockGroup {
             fields,
             time_preds,
             row_preds,
+            row_sets,
             bin_ms,
             accs,
         };

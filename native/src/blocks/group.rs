@@ -84,6 +84,9 @@ pub struct Plan {
     /// (column, comparison, numeric constant): the row passes when the value is a number
     /// that compares so with the constant (type bracketing); a NaN value declines
     pub row_preds: Vec<(usize, Cmp, Val)>,
+    /// (column, numeric constants): the row passes when the value is a number equal to
+    /// one of them (`$in`); a NaN value declines
+    pub row_sets: Vec<(usize, Vec<Val>)>,
     /// the `$dateTrunc` bin size in ms, when the `_id` has one
     pub bin_ms: Option<i64>,
     pub accs: Vec<(AccOp, Arg)>,
@@ -322,6 +325,18 @@ impl Fold {
                 _ => return Ok(false),
             }
         }
+        for (c, set) in &self.plan.row_sets {
+            let v = rows.columns[*c][r];
+            match v {
+                Val::Double(d) if d.is_nan() => return Err(Decline("NaN in a filtered field")),
+                Val::Int32(_) | Val::Int64(_) | Val::Double(_) => {
+                    if !set.iter().any(|&k| cmp_num(v, k) == Some(Ordering::Equal)) {
+                        return Ok(false);
+                    }
+                }
+                _ => return Ok(false),
+            }
+        }
         Ok(true)
     }
 
@@ -406,7 +421,10 @@ impl Fold {
         meta: usize,
         rows: &Rows,
     ) -> Result<Option<usize>, Decline> {
-        if !self.plan.row_preds.is_empty() || rows.times.is_empty() {
+        if !self.plan.row_preds.is_empty()
+            || !self.plan.row_sets.is_empty()
+            || rows.times.is_empty()
+        {
             return Ok(None);
         }
         let (lo, hi) = rows
@@ -550,6 +568,7 @@ mod tests {
             fields: vec!["x".into()],
             time_preds: vec![],
             row_preds: vec![],
+            row_sets: vec![],
             bin_ms,
             accs,
         }

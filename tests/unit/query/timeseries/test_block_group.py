@@ -112,8 +112,10 @@ def dataset(draw: st.DrawFn) -> list[list[dict]]:
 
 numbers = st.one_of(st.integers(-10, 10), st.integers(-10, 10).map(Int64),
                     st.floats(-10, 10, allow_nan=False))
-row_match = st.fixed_dictionaries({f: st.dictionaries(
-    st.sampled_from(["$gt", "$gte", "$lt", "$lte", "$eq"]), numbers, min_size=1)
+row_match = st.fixed_dictionaries({f: st.one_of(
+    st.dictionaries(st.sampled_from(["$gt", "$gte", "$lt", "$lte", "$eq"]), numbers,
+                    min_size=1),
+    st.fixed_dictionaries({"$in": st.lists(numbers, max_size=4)}))
     for f in FIELDS[:1]})
 accumulator = st.one_of(
     st.builds(lambda op, arg: {op: arg},
