@@ -23,7 +23,7 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyList, PyString};
 
 use super::bucket::{head_doc, max_time, meta_doc, meta_key, read_rows, rows_at_time, Val};
 use super::group::{AccOp, Arg, Cmp, Fold, Plan};
-use super::results::{self, ordered, Finish, OrderKey, Out};
+use super::results::{self, ordered, Finish, OrderKey};
 use super::Decline;
 use crate::boundary::{guard, panicked, Declined};
 use crate::bsoncolumn::values::*;
@@ -440,17 +440,17 @@ fn substituted<'py>(
 /// An accumulator's value as the generic `$group` gives it in Python.
 fn py_out<'py>(
     py: Python<'py>,
-    v: Out,
+    v: Val,
     date_type: &Bound<'py, PyAny>,
     int64_type: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
     Ok(match v {
-        Out::Null => py.None().into_bound(py),
-        Out::Int32(i) => i.into_pyobject(py)?.into_any(),
-        Out::Int64(i) => int64_type.call1((i,))?,
-        Out::Double(d) => PyFloat::new(py, d).into_any(),
-        Out::Bool(b) => PyBool::new(py, b).to_owned().into_any(),
-        Out::Date(ms) => date_type.call1((ms,))?,
+        Val::Missing | Val::Null => py.None().into_bound(py),
+        Val::Int32(i) => i.into_pyobject(py)?.into_any(),
+        Val::Int64(i) => int64_type.call1((i,))?,
+        Val::Double(d) => PyFloat::new(py, d).into_any(),
+        Val::Bool(b) => PyBool::new(py, b).to_owned().into_any(),
+        Val::Date(ms) => date_type.call1((ms,))?,
     })
 }
 

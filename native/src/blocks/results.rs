@@ -36,17 +36,6 @@ pub enum Finish {
     StdDevSamp,
 }
 
-/// An accumulator's value.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Out {
-    Null,
-    Int32(i32),
-    Int64(i64),
-    Double(f64),
-    Bool(bool),
-    Date(i64),
-}
-
 /// The groups' indexes in output order: by `keys` (the first decides, ties keep the
 /// first-seen order), or first-seen order without keys.
 pub fn ordered(groups: &[Group], keys: &[OrderKey]) -> Result<Vec<usize>, Decline> {
@@ -85,10 +74,10 @@ pub fn ordered(groups: &[Group], keys: &[OrderKey]) -> Result<Vec<usize>, Declin
 }
 
 /// MongoDB's createIntOrLong.
-fn int_or_long(n: i64) -> Out {
+fn int_or_long(n: i64) -> Val {
     match i32::try_from(n) {
-        Ok(i) => Out::Int32(i),
-        Err(_) => Out::Int64(n),
+        Ok(i) => Val::Int32(i),
+        Err(_) => Val::Int64(n),
     }
 }
 
@@ -101,44 +90,37 @@ fn double_total(s: &Sum) -> f64 {
     }
 }
 
-fn value(v: Val) -> Out {
-    match v {
-        Val::Missing | Val::Null => Out::Null,
-        Val::Int32(i) => Out::Int32(i),
-        Val::Int64(i) => Out::Int64(i),
-        Val::Double(d) => Out::Double(d),
-        Val::Bool(b) => Out::Bool(b),
-        Val::Date(ms) => Out::Date(ms),
-    }
-}
-
-/// The value of an accumulator's state (None: the state is not of that accumulator).
-pub fn finish(how: Finish, state: &State) -> Option<Out> {
+/// The value of an accumulator's state, `Null` for null (None: the state is not of that
+/// accumulator).
+pub fn finish(how: Finish, state: &State) -> Option<Val> {
     Some(match (how, state) {
         (Finish::Count, State::Count(n)) => int_or_long(*n),
         (Finish::Total, State::Sum(s)) => {
             if s.dbl {
-                Out::Double(double_total(s))
+                Val::Double(double_total(s))
             } else {
                 match i64::try_from(s.ival) {
-                    Ok(i) if s.long => Out::Int64(i),
+                    Ok(i) if s.long => Val::Int64(i),
                     Ok(i) => int_or_long(i),
-                    Err(_) => Out::Double(s.ival as f64),
+                    Err(_) => Val::Double(s.ival as f64),
                 }
             }
         }
         (Finish::Average, State::Sum(s)) => match s.nint + s.ndbl {
-            0 => Out::Null,
-            n => Out::Double(double_total(s) / n as f64),
+            0 => Val::Null,
+            n => Val::Double(double_total(s) / n as f64),
         },
-        (Finish::Kept, State::Pick(v) | State::Seen(v, _)) => value(*v),
+        (Finish::Kept, State::Pick(v) | State::Seen(v, _)) => match v {
+            Val::Missing => Val::Null,
+            v => *v,
+        },
         (Finish::StdDevPop, State::Welford(w)) => match w.n {
-            0 => Out::Null,
-            n => Out::Double((w.m2 / n as f64).sqrt()),
+            0 => Val::Null,
+            n => Val::Double((w.m2 / n as f64).sqrt()),
         },
         (Finish::StdDevSamp, State::Welford(w)) => match w.n {
-            0 | 1 => Out::Null,
-            n => Out::Double((w.m2 / (n - 1) as f64).sqrt()),
+            0 | 1 => Val::Null,
+            n => Val::Double((w.m2 / (n - 1) as f64).sqrt()),
         },
         _ => return None,
     })
@@ -195,51 +177,51 @@ mod tests {
             })
         };
         let total = |s: &State| finish(Finish::Total, s).unwrap();
-        assert_eq!(total(&sum(7, false, false, 0.0, 2)), Out::Int32(7));
+        assert_eq!(total(&sum(7, false, false, 0.0, 2)), Val::Int32(7));
         assert_eq!(
             total(&sum(1 << 40, false, false, 0.0, 2)),
-            Out::Int64(1 << 40)
+            Val::Int64(1 << 40)
         );
-        assert_eq!(total(&sum(7, true, false, 0.0, 2)), Out::Int64(7));
+        assert_eq!(total(&sum(7, true, false, 0.0, 2)), Val::Int64(7));
         assert_eq!(
             total(&sum(1 << 70, true, false, 0.0, 2)),
-            Out::Double(2f64.powi(70))
+            Val::Double(2f64.powi(70))
         );
-        assert_eq!(total(&sum(1, false, true, 0.5, 1)), Out::Double(1.5));
+        assert_eq!(total(&sum(1, false, true, 0.5, 1)), Val::Double(1.5));
         assert_eq!(
             finish(Finish::Total, &sum(1, false, true, f64::INFINITY, 1)),
-            Some(Out::Double(f64::INFINITY))
+            Some(Val::Double(f64::INFINITY))
         );
         assert_eq!(
             finish(Finish::Average, &sum(3, false, true, 0.0, 2)),
-            Some(Out::Double(1.0))
+            Some(Val::Double(1.0))
         );
         assert_eq!(
             finish(Finish::Average, &sum(0, false, false, 0.0, 0)),
-            Some(Out::Null)
+            Some(Val::Null)
         );
         assert_eq!(
             finish(Finish::Count, &State::Count(1 << 31)),
-            Some(Out::Int64(1 << 31))
+            Some(Val::Int64(1 << 31))
         );
         assert_eq!(
             finish(Finish::Kept, &State::Pick(Val::Missing)),
-            Some(Out::Null)
+            Some(Val::Null)
         );
         assert_eq!(
             finish(Finish::Kept, &State::Seen(Val::Date(-3), true)),
-            Some(Out::Date(-3))
+            Some(Val::Date(-3))
         );
         assert_eq!(finish(Finish::Count, &State::Pick(Val::Null)), None);
         let mut w = Welford::default();
         assert_eq!(
             finish(Finish::StdDevPop, &State::Welford(w)),
-            Some(Out::Null)
+            Some(Val::Null)
         );
         w.n = 1;
         assert_eq!(
             finish(Finish::StdDevSamp, &State::Welford(w)),
-            Some(Out::Null)
+            Some(Val::Null)
         );
         w = Welford {
             n: 4,
@@ -248,11 +230,11 @@ mod tests {
         };
         assert_eq!(
             finish(Finish::StdDevPop, &State::Welford(w)),
-            Some(Out::Double(1.25f64.sqrt()))
+            Some(Val::Double(1.25f64.sqrt()))
         );
         assert_eq!(
             finish(Finish::StdDevSamp, &State::Welford(w)),
-            Some(Out::Double((5.0f64 / 3.0).sqrt()))
+            Some(Val::Double((5.0f64 / 3.0).sqrt()))
         );
     }
 }
