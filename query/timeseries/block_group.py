@@ -10,7 +10,7 @@ given a series class (the `_id`'s meta part, under the `$match`'s meta condition
 the fold. The core then makes the result documents: each group's `_id` from its meta value's
 template with its bin in place (`group_order.trunc_paths`), each accumulator's value from
 its partial state as the generic accumulator types it (native/src/blocks/results.rs,
-against `SumState`), in the order of a following `$sort` on the `_id` when it is fused
+against `SumState` and `StdDevAcc`), in the order of a following `$sort` on the `_id` when it is fused
 (the meta values' ranks come from the generic sort's keys, `FusedSort.native_keys`). So
 the result is the generic `$group`'s, value and type.
 
