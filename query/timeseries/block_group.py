@@ -4,15 +4,16 @@ The first try of the columnar `$group` path (`columnar_group`): the candidate bu
 from the bucket scan as the bytes the storage returns (never decoded into Python); the
 native core (`storage._native.BlockGroup`, native/src/blocks/) decodes only the time
 column and the needed `data.<field>` columns into typed arrays, applies the per-row filter
-(time range, numeric comparisons and `$in` of fields) and folds each group's accumulators.
-Python sees one object per distinct meta value and one per group: each distinct meta is
-given a series class (the `_id`'s meta part, under the `$match`'s meta conditions) before
-the fold. The core then makes the result documents: each group's `_id` from its meta value's
-template with its bin in place (`group_order.trunc_paths`), each accumulator's value from
-its partial state as the generic accumulator types it (native/src/blocks/results.rs,
-against `SumState` and `StdDevAcc`), in the order of a following `$sort` on the `_id` when it is fused
-(the meta values' ranks come from the generic sort's keys, `FusedSort.native_keys`). So
-the result is the generic `$group`'s, value and type.
+(time range, numeric comparisons, `$in`s and `$or`s of fields) and folds each group's
+accumulators. Python sees one object per distinct meta value and one per group: each
+distinct meta is given a series class (the `_id`'s meta part, under the `$match`'s meta
+conditions) before the fold. The core then makes the result documents: each group's
+`_id` from its meta value's template with its bin in place (`group_order.trunc_paths`),
+each accumulator's value from its partial state as the generic accumulator types it
+(native/src/blocks/results.rs, against `SumState` and `StdDevAcc`), in the order of a
+following `$sort` on the `_id` when it is fused (the meta values' ranks come from the
+generic sort's keys, `FusedSort.native_keys`). So the result is the generic `$group`'s,
+value and type.
 
 The core declines (`Declined`) anything it does not reproduce exactly — v1 buckets, types
 other than int32/int64/double/bool/date/null in a needed column, NaN in a filtered
@@ -92,8 +93,10 @@ def _core_group(plan: Any) -> Any:
             sets.append((col[f], [_number_tuple(x) for x in v]))
         else:
             preds.append((col[f], op, _number_tuple(v)))
+    ors = [[[(col[f], op, _number_tuple(v)) for f, op, v in branch] for branch in branches]
+           for branches in plan.row_ors]
     return native.core.BlockGroup(plan.time_field, fields, plan.time_preds, preds,
-                                  plan.bin_ms, accs, sets)
+                                  plan.bin_ms, accs, sets, ors)
 
 
 def _number_tuple(v: Any) -> tuple[int, int, float]:

@@ -18,8 +18,8 @@ bytes) is tried first; this numpy fold answers when it declines or the core is n
 Supported (anything else falls back to the generic path, silently):
 - a leading `$match` made of `$and`-ed conditions on the meta field (any predicate, tested
   once per bucket) and `$eq/$gt/$gte/$lt/$lte` on the time field against dates; plus, for
-  block processing only, `$eq/$gt/$gte/$lt/$lte` of top-level fields against numbers and
-  `$in` of numbers;
+  block processing only, `$eq/$gt/$gte/$lt/$lte` of top-level fields against numbers,
+  `$in` of numbers, and `$or`s of such comparisons;
 - `_id`: constants, meta field paths, `{$dateTrunc: {date: "$<time>", unit, binSize?}}`
   with unit millisecond..day (UTC), and objects of these;
 - `$sum`/`$avg` of a top-level field or a numeric constant, `$min`/`$max`/`$first`/`$last`
@@ -117,10 +117,11 @@ class GroupPlan:
     accs: list[_Acc]
     rest: list[Any]
     fields: list[str] = field(default_factory=list)  # data columns to decode
-    # (field, op, number): numeric comparisons of measurement fields (block processing
-    # only: the numpy fold declines them)
-    # (field, op, number), or (field, "$in", numbers)
+    # numeric comparisons of measurement fields (block processing only: the numpy fold
+    # declines them): (field, op, number), or (field, "$in", numbers)
     row_preds: list[tuple[str, str, Any]] = field(default_factory=list)
+    # `$or`s of them: per `$or`, its branches, each a conjunction of (field, op, number)
+    row_ors: list[list[list[tuple[str, str, Any]]]] = field(default_factory=list)
 
 
 def plan_group(stages: list[Any], opts: TimeseriesOptions, ctx: PipelineContext
@@ -149,16 +150,18 @@ def _plan(stages: list[Any], opts: TimeseriesOptions, ctx: PipelineContext) -> G
     time_preds: list[tuple[str, int]] = []
     meta_conds: list[dict[str, Any]] = []
     row_preds: list[tuple[str, str, Any]] = []
+    row_ors: list[list[list[tuple[str, str, Any]]]] = []
     if flt:
-        _split_filter(flt, tf, mf, time_preds, meta_conds, row_preds)
+        _split_filter(flt, tf, mf, time_preds, meta_conds, row_preds, row_ors)
     meta_matcher = compile_filter({"$and": meta_conds}) if meta_conds else None
     group = GroupStage(spec, ctx)
     uses_meta, bins = _id_shape(spec["_id"], tf, mf)
     accs = [_acc(name, d.op, d.spec, tf, mf) for name, d in group.accs]
     fields = sorted({a.field for a in accs if a.field is not None and a.field != tf}
-                    | {f for f, _, _ in row_preds})
+                    | {f for f, _, _ in row_preds}
+                    | {f for branches in row_ors for b in branches for f, _, _ in b})
     return GroupPlan(tf, mf, flt, time_preds, meta_matcher, group, uses_meta,
-                     bins, accs, stages[i + 1:], fields, row_preds)
+                     bins, accs, stages[i + 1:], fields, row_preds, row_ors)
 
 
 def _single(stage: Any) -> str | None:
@@ -182,11 +185,14 @@ def _number(v: Any) -> bool:
 
 def _split_filter(flt: dict[str, Any], tf: str, mf: str | None,
                   time_preds: list[tuple[str, int]], meta_conds: list[dict[str, Any]],
-                  row_preds: list[tuple[str, str, Any]]) -> None:
+                  row_preds: list[tuple[str, str, Any]],
+                  row_ors: list[list[list[tuple[str, str, Any]]]]) -> None:
     for k, v in flt.items():
         if k == "$and" and type(v) is list and v and all(type(c) is dict for c in v):
             for c in v:
-                _split_filter(c, tf, mf, time_preds, meta_conds, row_preds)
+                _split_filter(c, tf, mf, time_preds, meta_conds, row_preds, row_ors)
+        elif k == "$or" and type(v) is list and v and all(type(c) is dict and c for c in v):
+            row_ors.append([_row_branch(c, tf, mf) for c in v])
         elif is_meta_path(k, mf):
             meta_conds.append({k: v})
         elif k == tf:
@@ -207,6 +213,23 @@ def _split_filter(flt: dict[str, Any], tf: str, mf: str | None,
                 raise _Decline
         else:
             raise _Decline
+
+
+def _row_branch(flt: dict[str, Any], tf: str, mf: str | None
+                ) -> list[tuple[str, str, Any]]:
+    """A branch of an `$or`: numeric comparisons of measurement fields only (a condition
+    on the meta or the time field, or any other, declines)."""
+    preds: list[tuple[str, str, Any]] = []
+    for k, v in flt.items():
+        if not k or k.startswith("$") or "." in k or k in (tf, mf):
+            raise _Decline
+        if type(v) is dict and v and all(op in _TIME_OPS and _number(x) for op, x in v.items()):
+            preds.extend((k, op, x) for op, x in v.items())
+        elif _number(v):
+            preds.append((k, "$eq", v))
+        else:
+            raise _Decline
+    return preds
 
 
 def _id_shape(spec: Any, tf: str, mf: str | None) -> tuple[bool, int | None]:
@@ -473,7 +496,7 @@ def group_buckets(plan: GroupPlan, buckets: Iterable[Mapping[str, Any]], *,
 
 def _group_buckets(plan: GroupPlan, buckets: Iterable[Mapping[str, Any]],
                    variables: dict[str, Any], memory_limit: int) -> list[dict[str, Any]]:
-    if plan.row_preds:
+    if plan.row_preds or plan.row_ors:
         raise _Decline
     spec = BucketSpec(plan.time_field, plan.meta_field)
     groups = _Groups(plan, variables, memory_limit)

@@ -1,7 +1,7 @@
 //! PyO3 layer of block processing (Python facade: `query/timeseries/block_group.py`).
 //!
-//! `BlockGroup(time_field, fields, time_preds, row_preds, bin_ms, accs, row_sets)` holds one
-//! `$group`'s fold; `feed(buckets, classify)` takes a batch of stored buckets (raw bytes,
+//! `BlockGroup(time_field, fields, time_preds, row_preds, bin_ms, accs, row_sets, row_ors)`
+//! holds one `$group`'s fold; `feed(buckets, classify)` takes a batch of stored buckets (raw bytes,
 //! in scan order), asks `classify` the series class of each meta value not seen before
 //! (-1: skip its buckets), then decodes and folds the batch, bucket by bucket in order,
 //! on the thread pool while the caller reads the next batch (so SQLite's reading and the
@@ -65,7 +65,8 @@ pub struct BlockGroup {
 #[pymethods]
 impl BlockGroup {
     #[new]
-    #[pyo3(signature = (time_field, fields, time_preds, row_preds, bin_ms, accs, row_sets=Vec::new()))]
+    #[pyo3(signature = (time_field, fields, time_preds, row_preds, bin_ms, accs, row_sets=Vec::new(), row_ors=Vec::new()))]
+    #[allow(clippy::too_many_arguments)]
     fn py_new(
         time_field: String,
         fields: Vec<String>,
@@ -74,6 +75,7 @@ impl BlockGroup {
         bin_ms: Option<i64>,
         accs: Vec<(String, i64, ValueTuple)>,
         row_sets: Vec<(usize, Vec<ValueTuple>)>,
+        row_ors: Vec<Vec<Vec<(usize, String, ValueTuple)>>>,
     ) -> PyResult<Self> {
         let time_preds = time_preds
             .iter()
@@ -90,10 +92,21 @@ impl BlockGroup {
             }
             Ok(v)
         };
-        let row_preds = row_preds
+        let preds = |ps: Vec<(usize, String, ValueTuple)>| {
+            ps.into_iter()
+                .map(|(c, op, v)| Ok((c, cmp_of(&op)?, number(c, v)?)))
+                .collect::<PyResult<Vec<_>>>()
+        };
+        let row_ors = row_ors
             .into_iter()
-            .map(|(c, op, v)| Ok((c, cmp_of(&op)?, number(c, v)?)))
+            .map(|branches| {
+                branches
+                    .into_iter()
+                    .map(preds)
+                    .collect::<PyResult<Vec<_>>>()
+            })
             .collect::<PyResult<Vec<_>>>()?;
+        let row_preds = preds(row_preds)?;
         let row_sets = row_sets
             .into_iter()
             .map(|(c, vs)| {
@@ -132,6 +145,7 @@ impl BlockGroup {
             time_preds,
             row_preds,
             row_sets,
+            row_ors,
             bin_ms,
             accs,
         };

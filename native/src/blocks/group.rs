@@ -87,9 +87,19 @@ pub struct Plan {
     /// (column, numeric constants): the row passes when the value is a number equal to
     /// one of them (`$in`); a NaN value declines
     pub row_sets: Vec<(usize, Vec<Val>)>,
+    /// `$or`s: the row passes each when every predicate of one of its branches holds
+    /// (as `row_preds`)
+    pub row_ors: Vec<Vec<Vec<(usize, Cmp, Val)>>>,
     /// the `$dateTrunc` bin size in ms, when the `_id` has one
     pub bin_ms: Option<i64>,
     pub accs: Vec<(AccOp, Arg)>,
+}
+
+impl Plan {
+    /// Whether rows are filtered by their values (not only by their times).
+    pub fn filters_rows(&self) -> bool {
+        !(self.row_preds.is_empty() && self.row_sets.is_empty() && self.row_ors.is_empty())
+    }
 }
 
 /// A partial `SumState` (`$sum`/`$avg`): integers exactly, doubles compensated.
@@ -312,17 +322,9 @@ impl Fold {
         if t < self.times.0 || t > self.times.1 {
             return Ok(false);
         }
-        for &(c, op, k) in &self.plan.row_preds {
-            let v = rows.columns[c][r];
-            match v {
-                Val::Double(d) if d.is_nan() => return Err(Decline("NaN in a filtered field")),
-                Val::Int32(_) | Val::Int64(_) | Val::Double(_) => {
-                    let o = cmp_num(v, k).ok_or(Decline("an uncomparable constant"))?;
-                    if !op.holds(o) {
-                        return Ok(false);
-                    }
-                }
-                _ => return Ok(false),
+        for &pred in &self.plan.row_preds {
+            if !holds(rows, r, pred)? {
+                return Ok(false);
             }
         }
         for (c, set) in &self.plan.row_sets {
@@ -335,6 +337,25 @@ impl Fold {
                     }
                 }
                 _ => return Ok(false),
+            }
+        }
+        for branches in &self.plan.row_ors {
+            let mut any = false;
+            for branch in branches {
+                let mut all = true;
+                for &pred in branch {
+                    if !holds(rows, r, pred)? {
+                        all = false;
+                        break;
+                    }
+                }
+                if all {
+                    any = true;
+                    break;
+                }
+            }
+            if !any {
+                return Ok(false);
             }
         }
         Ok(true)
@@ -421,10 +442,7 @@ impl Fold {
         meta: usize,
         rows: &Rows,
     ) -> Result<Option<usize>, Decline> {
-        if !self.plan.row_preds.is_empty()
-            || !self.plan.row_sets.is_empty()
-            || rows.times.is_empty()
-        {
+        if self.plan.filters_rows() || rows.times.is_empty() {
             return Ok(None);
         }
         let (lo, hi) = rows
@@ -474,6 +492,20 @@ fn fold_arg(
         Arg::Field(c) => fold_run(state, op, run, |r| rows.columns[c][r as usize]),
         Arg::Time => fold_run(state, op, run, |r| Val::Date(rows.times[r as usize])),
         Arg::Const(v) => fold_run(state, op, run, |_| v),
+    }
+}
+
+/// Whether row `r`'s value of column `c` is a number comparing with `k` as `op` says (a NaN
+/// value declines).
+fn holds(rows: &Rows, r: usize, (c, op, k): (usize, Cmp, Val)) -> Result<bool, Decline> {
+    let v = rows.columns[c][r];
+    match v {
+        Val::Double(d) if d.is_nan() => Err(Decline("NaN in a filtered field")),
+        Val::Int32(_) | Val::Int64(_) | Val::Double(_) => {
+            let o = cmp_num(v, k).ok_or(Decline("an uncomparable constant"))?;
+            Ok(op.holds(o))
+        }
+        _ => Ok(false),
     }
 }
 
@@ -569,6 +601,7 @@ mod tests {
             time_preds: vec![],
             row_preds: vec![],
             row_sets: vec![],
+            row_ors: vec![],
             bin_ms,
             accs,
         }

@@ -112,11 +112,14 @@ def dataset(draw: st.DrawFn) -> list[list[dict]]:
 
 numbers = st.one_of(st.integers(-10, 10), st.integers(-10, 10).map(Int64),
                     st.floats(-10, 10, allow_nan=False))
-row_match = st.fixed_dictionaries({f: st.one_of(
-    st.dictionaries(st.sampled_from(["$gt", "$gte", "$lt", "$lte", "$eq"]), numbers,
-                    min_size=1),
-    st.fixed_dictionaries({"$in": st.lists(numbers, max_size=4)}))
-    for f in FIELDS[:1]})
+comparisons = st.dictionaries(st.sampled_from(["$gt", "$gte", "$lt", "$lte", "$eq"]),
+                              numbers, min_size=1)
+row_match = st.one_of(
+    st.fixed_dictionaries({FIELDS[0]: st.one_of(
+        comparisons, st.fixed_dictionaries({"$in": st.lists(numbers, max_size=4)}))}),
+    st.fixed_dictionaries({"$or": st.lists(
+        st.dictionaries(st.sampled_from(FIELDS), comparisons, min_size=1),
+        min_size=1, max_size=3)}))
 accumulator = st.one_of(
     st.builds(lambda op, arg: {op: arg},
               st.sampled_from(["$sum", "$avg", "$min", "$max", "$first", "$last",
@@ -157,7 +160,8 @@ SORTS = [{"_id": 1}, {"_id": -1}, {"_id.h": -1, "_id.t": 1}, {"_id.t": -1, "_id.
 def _may_decline(stages: list, batches: list[list[dict]]) -> bool:
     """Whether the data hold what block processing leaves to Python."""
     match = stages[0].get("$match") or {} if "$match" in stages[0] else {}
-    filtered = {f for f in FIELDS if f in match}
+    branches = [match, *match.get("$or", [])]
+    filtered = {f for f in FIELDS if any(f in b for b in branches)}
     for docs in batches:
         for m in docs:
             for f in FIELDS:
