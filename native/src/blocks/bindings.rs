@@ -1,11 +1,11 @@
 //! PyO3 layer of block processing (Python facade: `query/timeseries/block_group.py`).
 //!
 //! `BlockGroup(time_field, fields, time_preds, row_preds, bin_ms, accs, row_sets, row_ors)`
-//! holds one `$group`'s fold; `feed(buckets, classify)` takes a batch of stored buckets (raw bytes,
-//! in scan order), asks `classify` the series class of each meta value not seen before
-//! (-1: skip its buckets), then decodes and folds the batch, bucket by bucket in order,
-//! on the thread pool while the caller reads the next batch (so SQLite's reading and the
-//! fold overlap); `groups_per_meta()` and `documents(...)` give the results (see
+//! holds one `$group`'s fold; `feed(buckets, classify)` takes a batch of stored buckets
+//! (raw bytes, in scan order), asks `classify` the series class of each meta value not
+//! seen before (-1: skip its buckets), then decodes and folds the batch, bucket by bucket
+//! in order, on the thread pool while the caller reads the next batch (so SQLite's reading
+//! and the fold overlap); `groups_per_meta()` and `documents(...)` give the results (see
 //! `results`); `counters()` explain's counts. `Declined` means the Python path must
 //! answer the query (the fold is then unusable).
 //! `bucket_metas(buckets)` gives each bucket's meta as the document `{"m": meta}`.
@@ -162,7 +162,7 @@ impl BlockGroup {
     /// `classify(meta)` gives the int series class (-1: skip its buckets) of a meta value
     /// not seen before (`{"m": meta}` bytes, None for none), in first-seen order.
     /// The batch is folded on the thread pool while the caller reads the next one: a
-    /// batch's outcome (a decline) is reported by the next `feed`, `groups` or `counters`.
+    /// batch's outcome (a decline) is reported by the next call.
     fn feed(
         &mut self,
         py: Python<'_>,
