@@ -8,7 +8,7 @@ column and the needed `data.<field>` columns into typed arrays, applies the per-
 accumulators. Python sees one object per distinct meta value and one per group: each
 distinct meta is given a series class (the `_id`'s meta part, under the `$match`'s meta
 conditions) before the fold. The core then makes the result documents: each group's
-`_id` from its meta value's template with its bin in place (`group_order.trunc_paths`),
+`_id` from its meta value's template with its bin's values in place (`group_order`),
 each accumulator's value from its partial state as the generic accumulator types it
 (native/src/blocks/results.rs, against `SumState` and `StdDevAcc`), in the order of a
 following `$sort` on the `_id` when it is fused (the meta values' ranks come from the
@@ -38,7 +38,7 @@ from storage.errors import MongoError
 from storage.timeseries import ControlFilter
 from storage.vocabulary.bson_types import T_BOOL, T_DOUBLE, T_INT32, T_INT64, T_NULL
 
-from .group_order import FusedSort, MetaTemplate, trunc_paths
+from .group_order import FusedSort, MetaTemplate, bin_parts, bin_paths
 from .scan import BucketScan, MetaGate, ReadStats, stored_control
 
 __all__ = ["Decline", "block_group", "group_raw"]
@@ -224,9 +224,17 @@ def _fold(batches: Iterable[list[bytes]], plan: Any, groups: Any, variables: dic
     counts = fold.groups_per_meta()
     groups.reserve_many(sum(n * meta.size for meta, n in zip(metas, counts) if meta is not None),
                         sum(counts))
+    paths = bin_paths(plan.group.spec["_id"]) if plan.bin_ms is not None else []
+    parts = bin_parts(plan.group.id_fn, variables, plan.time_field, paths)
+
+    def bin_values(start: int) -> list[Any]:
+        try:
+            return parts(start)
+        except MongoError:
+            raise Decline from None
+
     docs = fold.documents(
-        [None if m is None else m.template for m in metas],
-        trunc_paths(plan.group.spec["_id"]) if plan.bin_ms is not None else [],
+        [None if m is None else m.template for m in metas], paths, bin_values,
         [a.name for a in plan.accs], [a.op for a in plan.accs],
         [] if sort is None else sort.native_keys(metas), DatetimeMS, Int64)
     return docs, fold.counters()

@@ -21,7 +21,9 @@ Supported (anything else falls back to the generic path, silently):
   block processing only, `$eq/$gt/$gte/$lt/$lte` of top-level fields against numbers,
   `$in` of numbers, and `$or`s of such comparisons;
 - `_id`: constants, meta field paths, `{$dateTrunc: {date: "$<time>", unit, binSize?}}`
-  with unit millisecond..day (UTC), and objects of these;
+  with unit millisecond..day (UTC), `{$dateToString: {date: "$<time>", format?}}` whose
+  strings name UTC bins one to one (`%Y`, `%m`, `%d`, then optionally `%H`, `%M`, `%S`,
+  `%L`, in order), and objects of these (one bin size);
 - `$sum`/`$avg` of a top-level field or a numeric constant, `$min`/`$max`/`$first`/`$last`
   and `$stdDevPop`/`$stdDevSamp` of a top-level field, `$count`; fields whose values are int32, int64, double, bool,
   date or null/missing (columns other than that make the whole query fall back).
@@ -233,7 +235,8 @@ def _row_branch(flt: dict[str, Any], tf: str, mf: str | None
 
 
 def _id_shape(spec: Any, tf: str, mf: str | None) -> tuple[bool, int | None]:
-    """(references the meta field, $dateTrunc bin size in ms or None) of a supported _id."""
+    """(references the meta field, bin size in ms or None) of a supported _id: its
+    `$dateTrunc`s and `$dateToString`s of the time make one bin size."""
     uses_meta = False
     sizes: set[int] = set()
 
@@ -250,9 +253,14 @@ def _id_shape(spec: Any, tf: str, mf: str | None) -> tuple[bool, int | None]:
                 uses_meta = True
         elif t is dict:
             if e and next(iter(e)).startswith("$"):
-                if len(e) != 1 or "$dateTrunc" not in e:
+                if len(e) != 1:
                     raise _Decline
-                sizes.add(_trunc_size(e["$dateTrunc"], tf))
+                if "$dateTrunc" in e:
+                    sizes.add(_trunc_size(e["$dateTrunc"], tf))
+                elif "$dateToString" in e:
+                    sizes.add(_format_size(e["$dateToString"], tf))
+                else:
+                    raise _Decline
             else:
                 for v in e.values():
                     walk(v)
@@ -278,6 +286,39 @@ def _trunc_size(arg: Any, tf: str) -> int:
     if size >= _SAFE_TIME:
         raise _Decline
     return size
+
+
+# $dateToString's specifiers in the order that makes its strings name UTC bins one to one
+_BIN_SPECIFIERS: Final = ("Y", "m", "d", "H", "M", "S", "L")
+_SPECIFIER_MS: Final = {"d": 86_400_000, "H": 3_600_000, "M": 60_000, "S": 1_000, "L": 1}
+_DEFAULT_FORMAT: Final = "%Y-%m-%dT%H:%M:%S.%LZ"
+
+
+def _format_size(arg: Any, tf: str) -> int:
+    """The bin of a `$dateToString` of the time whose strings name its bins one to one:
+    UTC, and a format whose specifiers are `%Y %m %d` then optionally `%H`, `%M`, `%S`,
+    `%L`, in that order, between literal text (rows share a string exactly when they
+    share the bin of the last specifier)."""
+    if type(arg) is not dict or set(arg) - {"date", "format", "timezone"}:
+        raise _Decline  # onNull: the time is never null
+    if arg.get("date") != "$" + tf or arg.get("timezone", "UTC") != "UTC":
+        raise _Decline
+    fmt = arg.get("format", _DEFAULT_FORMAT)
+    if type(fmt) is not str:
+        raise _Decline
+    seen: list[str] = []
+    i = 0
+    while i < len(fmt):
+        if fmt[i] == "%":
+            if i + 1 >= len(fmt):
+                raise _Decline
+            seen.append(fmt[i + 1])
+            i += 2
+        else:
+            i += 1
+    if len(seen) < 3 or tuple(seen) != _BIN_SPECIFIERS[:len(seen)]:
+        raise _Decline
+    return _SPECIFIER_MS[seen[-1]]
 
 
 def _acc(name: str, op: str, arg: Any, tf: str, mf: str | None) -> _Acc:

@@ -218,6 +218,20 @@ def test_block_processing_takes_standard_deviations(db: Any) -> None:
     assert isinstance(got[0]["pop"], float) and got[0]["pop"] > 0
 
 
+@pytest.mark.skipif(not native.AVAILABLE, reason="block processing is the native core's")
+def test_block_processing_groups_by_date_strings(db: Any) -> None:
+    db.copy.insert_many(db.ts.find({}, {"_id": 0}))
+    pipeline = [{"$match": {"$or": [{"v": {"$lt": 5}}, {"v": {"$in": [20, 30, 40]}}]}},
+                {"$group": {"_id": {"h": "$host", "d": {"$dateToString": {
+                    "date": "$t", "format": "%Y-%m-%d %H:%M"}}}, "n": {"$count": {}}}},
+                {"$sort": {"_id.h": 1, "_id.d": 1}}]
+    _cursor, unpack, *_rest = _ts_explain(db, pipeline)
+    assert unpack["$_internalUnpackBucket"]["bucketdPath"] == "blockGroup"
+    got = list(db.ts.aggregate(pipeline))
+    assert got == list(db.copy.aggregate(pipeline))
+    assert len(got) == HOSTS * 8 and got[0]["_id"] == {"h": "h0", "d": "2024-06-01 00:00"}
+
+
 def test_time_series_general_path_counts_every_stage(db: Any) -> None:
     stages = _ts_explain(db, [{"$match": {"v": {"$lt": 10}}},
                               {"$project": {"v": 1, "_id": 0}},

@@ -13,6 +13,7 @@
 //! Values cross as (type byte, int64, float64): 0 missing, 10 null, 16 int32, 18 int64,
 //! 1 double, 8 bool, 9 date.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc::{self, Receiver};
@@ -245,16 +246,18 @@ impl BlockGroup {
     /// The groups' result documents `{"_id": ..., name: value, ...}` (dicts), ordered by
     /// `order` (per key: `(direction, None)` for the bin, `(1, ranks)` for ranks by meta
     /// number), or in first-seen order. A group's `_id` is its meta value's template with
-    /// the value at each of `paths` (`[]`: the `_id` itself) replaced by its bin start;
-    /// `finish` names each accumulator (`$count`, `$sum`, `$avg`, else a kept value);
-    /// dates and int64s are made with `date_type` and `int64_type`.
-    #[pyo3(signature = (templates, paths, names, finish, order, date_type, int64_type))]
+    /// the value at each of `paths` (`[]`: the `_id` itself) replaced by what
+    /// `bin_values(bin start)` gives for it (asked once a bin); `finish` names each
+    /// accumulator (`$count`, `$sum`, `$avg`, `$stdDevPop`, `$stdDevSamp`, else a kept
+    /// value); dates and int64s are made with `date_type` and `int64_type`.
+    #[pyo3(signature = (templates, paths, bin_values, names, finish, order, date_type, int64_type))]
     #[allow(clippy::too_many_arguments)]
     fn documents<'py>(
         &mut self,
         py: Python<'py>,
         templates: Vec<Bound<'py, PyAny>>,
         paths: Vec<Vec<String>>,
+        bin_values: &Bound<'py, PyAny>,
         names: Vec<String>,
         finish: Vec<String>,
         order: Vec<(i32, Option<Vec<u32>>)>,
@@ -296,7 +299,7 @@ impl BlockGroup {
                 .map(|n| PyString::new(py, n))
                 .collect::<Vec<_>>();
             let id_key = PyString::new(py, "_id");
-            let mut bins: HashMap<i64, Bound<'py, PyAny>> = HashMap::new();
+            let mut bins: HashMap<i64, Vec<Bound<'py, PyAny>>> = HashMap::new();
             let out = PyList::empty(py);
             for i in idx {
                 let g = &fold.groups[i];
@@ -306,15 +309,18 @@ impl BlockGroup {
                 let id = if paths.is_empty() {
                     template.clone()
                 } else {
-                    let date = match bins.get(&g.bin_start) {
-                        Some(d) => d.clone(),
-                        None => {
-                            let d = date_type.call1((g.bin_start,))?;
-                            bins.insert(g.bin_start, d.clone());
-                            d
+                    let values = match bins.entry(g.bin_start) {
+                        Entry::Occupied(e) => e.into_mut(),
+                        Entry::Vacant(e) => {
+                            let values: Vec<Bound<'py, PyAny>> =
+                                bin_values.call1((g.bin_start,))?.extract()?;
+                            if values.len() != paths.len() {
+                                return Err(declined("bin values that do not match the paths"));
+                            }
+                            e.insert(values)
                         }
                     };
-                    substituted(template, &paths, &date)?
+                    substituted(template, &paths, values)?
                 };
                 let doc = PyDict::new(py);
                 doc.set_item(&id_key, id)?;
@@ -420,17 +426,18 @@ fn fold_batch(mut fold: Fold, batch: &Batch) -> Result<(Fold, u64), Decline> {
     Ok((fold, matched))
 }
 
-/// `template` with the value at each of `paths` replaced by `date` (`[]`: `date` itself);
-/// the documents on the way are copied, the template is shared by its meta's groups.
+/// `template` with the value at each of `paths` replaced by the value of the same index
+/// (`[]`: the value itself); the documents on the way are copied, the template is shared
+/// by its meta's groups.
 fn substituted<'py>(
     template: &Bound<'py, PyAny>,
     paths: &[Vec<String>],
-    date: &Bound<'py, PyAny>,
+    values: &[Bound<'py, PyAny>],
 ) -> PyResult<Bound<'py, PyAny>> {
     let mut id = template.clone();
-    for path in paths {
+    for (path, value) in paths.iter().zip(values) {
         let Some((last, inner)) = path.split_last() else {
-            id = date.clone();
+            id = value.clone();
             continue;
         };
         let top = id.cast::<PyDict>().map_err(PyErr::from)?.copy()?;
@@ -445,7 +452,7 @@ fn substituted<'py>(
             cur.set_item(k, &child)?;
             cur = child;
         }
-        cur.set_item(last, date)?;
+        cur.set_item(last, value)?;
         id = top.into_any();
     }
     Ok(id)

@@ -148,11 +148,14 @@ def pipeline(draw: st.DrawFn) -> list:
 # a bin inside a document of the _id, and the bin twice
 NESTED_IDS = [{"m": {"h": "$tags.h", "t": {"$dateTrunc": {"date": "$time", "unit": "hour"}}}},
               {"t": {"$dateTrunc": {"date": "$time", "unit": "minute"}}, "h": "$tags.h",
-               "d": {"$dateTrunc": {"date": "$time", "unit": "minute"}}}]
+               "d": {"$dateTrunc": {"date": "$time", "unit": "minute"}}},
+              {"t": {"$dateTrunc": {"date": "$time", "unit": "hour"}},
+               "s": {"$dateToString": {"date": "$time", "format": "%Y-%m-%dT%H"}}}]
 
 # fused into the fold where each key reaches the bin or a per-meta part of the _id
 SORTS = [{"_id": 1}, {"_id": -1}, {"_id.h": -1, "_id.t": 1}, {"_id.t": -1, "_id.h": 1},
-         {"_id.m.t": -1, "_id.m.h": 1}, {"_id.m.h": -1},
+         {"_id.m.t": -1, "_id.m.h": 1}, {"_id.m.h": -1}, {"_id.s": 1, "_id.t": -1},
+         {"_id.d": -1},
          {"_id.m.dc": -1}, {"_id.a": 1, "_id.t": -1}, {"_id.k": 1}, {"_id.nope": 1},
          {"p": 1, "_id": 1}]
 

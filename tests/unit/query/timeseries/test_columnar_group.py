@@ -134,6 +134,9 @@ IDS = [
     _trunc("second", binSize=Int64(90)), _trunc("millisecond", binSize=250),
     {"h": "$tags.h", "t": _trunc("minute", binSize=15)}, {"h": "$tags.nope"},
     {"a": "$tags.nope", "t": _trunc("hour")}, {"k": 1, "m": {"dc": "$tags.dc"}},
+    {"$dateToString": {"date": "$time"}},
+    {"h": "$tags.h", "d": {"$dateToString": {"date": "$time", "format": "%Y/%m/%d %H:%M",
+                                               "timezone": "UTC"}}},
 ]
 
 MATCHES = [
@@ -229,6 +232,11 @@ def test_chunks_fold_like_one_pass(monkeypatch):
     [{"$group": {"_id": None, "s": {"$stdDevPop": 5}}}],
     [{"$group": {"_id": _trunc("hour", timezone="Europe/Paris"), "m": {"$max": "$d"}}}],
     [{"$group": {"_id": _trunc("week"), "m": {"$max": "$d"}}}],
+    # strings that do not name bins one to one, or not in UTC
+    [{"$group": {"_id": {"$dateToString": {"date": "$time", "format": "%H:%M"}}}}],
+    [{"$group": {"_id": {"$dateToString": {"date": "$time", "format": "%d/%m/%Y"}}}}],
+    [{"$group": {"_id": {"$dateToString": {"date": "$time", "format": "%Y-%m-%d %%"}}}}],
+    [{"$group": {"_id": {"$dateToString": {"date": "$time", "timezone": "+01:00"}}}}],
     [{"$group": {"_id": "$time", "m": {"$max": "$d"}}}],
     [{"$group": {"_id": "$d", "m": {"$max": "$d"}}}],
     [{"$group": {"_id": None, "m": {"$max": "$tags.dc"}}}],
