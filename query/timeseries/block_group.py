@@ -10,10 +10,10 @@ distinct meta is given a series class (the `_id`'s meta part, under the `$match`
 conditions) before the fold. The core then makes the result documents: each group's
 `_id` from its meta value's template with its bin's values in place (`group_order`),
 each accumulator's value from its partial state as the generic accumulator types it
-(native/src/blocks/results.rs, against `SumState` and `StdDevAcc`), in the order of a
-following `$sort` on the `_id` when it is fused (the meta values' ranks come from the
-generic sort's keys, `FusedSort.native_keys`). So the result is the generic `$group`'s,
-value and type.
+(native/src/blocks/results.rs, against `SumState`, `StdDevAcc` and `BestNAcc`), in the
+order of a following `$sort` on the `_id` when it is fused (the meta values' ranks come
+from the generic sort's keys, `FusedSort.native_keys`). So the result is the generic
+`$group`'s, value and type.
 
 The core declines (`Declined`) anything it does not reproduce exactly — v1 buckets, types
 other than int32/int64/double/bool/date/null in a needed column, NaN in a filtered
@@ -79,14 +79,21 @@ def _core_group(plan: Any) -> Any:
     assert native.core is not None
     fields: list[str] = plan.fields
     col = {f: k for k, f in enumerate(fields)}
-    accs = []
-    for a in plan.accs:
+
+    def arg_of(f: str) -> int:
+        return _TIME if f == plan.time_field else col[f]
+
+    accs, bests = [], []
+    for i, a in enumerate(plan.accs):
+        if a.best is not None:
+            b = a.best
+            bests.append((i, b.descending, a.op.startswith("$bottom"), b.n or 1,
+                          [arg_of(f) for f in b.outputs], b.listed))
         if a.field is None:
             arg = _CONST if a.op != "$count" else _TIME
             accs.append((a.op, arg, _value_tuple(a.const) if arg == _CONST else (0, 0, 0.0)))
         else:
-            accs.append((a.op, _TIME if a.field == plan.time_field else col[a.field],
-                         (0, 0, 0.0)))
+            accs.append((a.op, arg_of(a.field), (0, 0, 0.0)))
     preds, sets = [], []
     for f, op, v in plan.row_preds:
         if op == "$in":
@@ -96,7 +103,7 @@ def _core_group(plan: Any) -> Any:
     ors = [[[(col[f], op, _number_tuple(v)) for f, op, v in branch] for branch in branches]
            for branches in plan.row_ors]
     return native.core.BlockGroup(plan.time_field, fields, plan.time_preds, preds,
-                                  plan.bin_ms, accs, sets, ors)
+                                  plan.bin_ms, accs, sets, ors, bests)
 
 
 def _number_tuple(v: Any) -> tuple[int, int, float]:

@@ -25,7 +25,9 @@ Supported (anything else falls back to the generic path, silently):
   strings name UTC bins one to one (`%Y`, `%m`, `%d`, then optionally `%H`, `%M`, `%S`,
   `%L`, in order), and objects of these (one bin size);
 - `$sum`/`$avg` of a top-level field or a numeric constant, `$min`/`$max`/`$first`/`$last`
-  and `$stdDevPop`/`$stdDevSamp` of a top-level field, `$count`; fields whose values are int32, int64, double, bool,
+  and `$stdDevPop`/`$stdDevSamp` of a top-level field, `$count`; for block processing only,
+  `$top`/`$bottom`/`$topN`/`$bottomN` sorted by one top-level field with top-level fields
+  (one, or an array of them) as output and a constant `n`; fields whose values are int32, int64, double, bool,
   date or null/missing (columns other than that make the whole query fall back).
 
 The read planner (`read_plan`) decides when this path is tried; `STATS` counts uses and
@@ -97,11 +99,25 @@ _TIME_OPS: Final = frozenset({"$eq", "$gt", "$gte", "$lt", "$lte"})
 # ---------------------------------------------------------------- the plan
 
 @dataclass(frozen=True, slots=True)
+class _Best:
+    """What a `$top`/`$bottom`(`N`) keeps: the rows first (or last) by one field (the
+    accumulator's `field`) in a direction, then by arrival; `n` of them (None: one,
+    unwrapped); each as its `outputs` fields' values, in an array when `listed`."""
+
+    descending: bool
+    n: int | None
+    outputs: tuple[str, ...]
+    listed: bool
+
+
+@dataclass(frozen=True, slots=True)
 class _Acc:
     name: str
-    op: str                 # $sum $avg $min $max $first $last $count
-    field: str | None       # top-level measurement field, or None for a constant / $count
+    op: str                 # $sum $avg $min $max $first $last $count $stdDev* $top* $bottom*
+    field: str | None       # top-level measurement field (the sort field of a $top/$bottom),
+                            # or None for a constant / $count
     const: Any = MISSING    # the constant of $sum/$avg
+    best: _Best | None = None  # block processing only: the numpy fold declines it
 
 
 @dataclass(slots=True)
@@ -160,6 +176,7 @@ def _plan(stages: list[Any], opts: TimeseriesOptions, ctx: PipelineContext) -> G
     uses_meta, bins = _id_shape(spec["_id"], tf, mf)
     accs = [_acc(name, d.op, d.spec, tf, mf) for name, d in group.accs]
     fields = sorted({a.field for a in accs if a.field is not None and a.field != tf}
+                    | {f for a in accs if a.best is not None for f in a.best.outputs if f != tf}
                     | {f for f, _, _ in row_preds}
                     | {f for branches in row_ors for b in branches for f, _, _ in b})
     return GroupPlan(tf, mf, flt, time_preds, meta_matcher, group, uses_meta,
@@ -321,9 +338,48 @@ def _format_size(arg: Any, tf: str) -> int:
     return _SPECIFIER_MS[seen[-1]]
 
 
+_BEST_OPS: Final = ("$top", "$bottom", "$topN", "$bottomN")
+_MAX_BEST_N: Final = 1_000  # kept rows a group: the fold does not count them as memory
+
+
+def _plain_field(path: Any, mf: str | None) -> str:
+    """A top-level measurement field (the time field included) named by `path`."""
+    if type(path) is not str or not path or path.startswith("$") or "." in path or path == mf:
+        raise _Decline
+    return path
+
+
+def _best(name: str, op: str, arg: Any, mf: str | None) -> _Acc:
+    with_n = op.endswith("N")
+    if type(arg) is not dict or set(arg) != ({"n", "sortBy", "output"} if with_n
+                                             else {"sortBy", "output"}):
+        raise _Decline  # the generic accumulator reports a malformed one
+    sort_by = arg["sortBy"]
+    if type(sort_by) is not dict or len(sort_by) != 1:
+        raise _Decline
+    ((key, d),) = sort_by.items()
+    if type(d) is not int or d not in (1, -1):
+        raise _Decline
+    out = arg["output"]
+    listed = type(out) is list
+    paths = out if listed else [out]
+    if not paths or not all(type(p) is str and p.startswith("$") for p in paths):
+        raise _Decline
+    n = None
+    if with_n:
+        n = arg["n"]
+        if type(n) not in (int, Int64) or not 1 <= int(n) <= _MAX_BEST_N:
+            raise _Decline
+        n = int(n)
+    outputs = tuple(_plain_field(p[1:], mf) for p in paths)
+    return _Acc(name, op, _plain_field(key, mf), best=_Best(d == -1, n, outputs, listed))
+
+
 def _acc(name: str, op: str, arg: Any, tf: str, mf: str | None) -> _Acc:
     if op == "$count":
         return _Acc(name, op, None)
+    if op in _BEST_OPS:
+        return _best(name, op, arg, mf)
     if op not in ("$sum", "$avg", "$min", "$max", "$first", "$last", "$stdDevPop",
                   "$stdDevSamp"):
         raise _Decline
@@ -537,7 +593,7 @@ def group_buckets(plan: GroupPlan, buckets: Iterable[Mapping[str, Any]], *,
 
 def _group_buckets(plan: GroupPlan, buckets: Iterable[Mapping[str, Any]],
                    variables: dict[str, Any], memory_limit: int) -> list[dict[str, Any]]:
-    if plan.row_preds or plan.row_ors:
+    if plan.row_preds or plan.row_ors or any(a.best is not None for a in plan.accs):
         raise _Decline
     spec = BucketSpec(plan.time_field, plan.meta_field)
     groups = _Groups(plan, variables, memory_limit)

@@ -233,6 +233,21 @@ def test_block_processing_groups_by_date_strings(db: Any) -> None:
     assert len(got) == HOSTS * 5 and got[0]["_id"] == {"h": "h0", "d": "2024-06-01 00:01"}
 
 
+@pytest.mark.skipif(not native.AVAILABLE, reason="block processing is the native core's")
+def test_block_processing_keeps_top_and_bottom_rows(db: Any) -> None:
+    db.copy.insert_many(db.ts.find({}, {"_id": 0}))
+    pipeline = [{"$group": {"_id": "$host",
+                            "last": {"$top": {"sortBy": {"t": -1}, "output": ["$t", "$v"]}},
+                            "low": {"$bottomN": {"n": 2, "sortBy": {"v": -1}, "output": "$v"}}}},
+                {"$sort": {"_id": 1}}]
+    _cursor, unpack, *_rest = _ts_explain(db, pipeline)
+    assert unpack["$_internalUnpackBucket"]["bucketdPath"] == "blockGroup"
+    got = list(db.ts.aggregate(pipeline))
+    assert got == list(db.copy.aggregate(pipeline))
+    last = T0 + dt.timedelta(minutes=PER_HOST - 1)
+    assert got[0] == {"_id": "h0", "last": [last, PER_HOST - 1], "low": [1, 0]}
+
+
 def test_time_series_general_path_counts_every_stage(db: Any) -> None:
     stages = _ts_explain(db, [{"$match": {"v": {"$lt": 10}}},
                               {"$project": {"v": 1, "_id": 0}},

@@ -1,7 +1,7 @@
 //! PyO3 layer of block processing (Python facade: `query/timeseries/block_group.py`).
 //!
-//! `BlockGroup(time_field, fields, time_preds, row_preds, bin_ms, accs, row_sets, row_ors)`
-//! holds one `$group`'s fold; `feed(buckets, classify)` takes a batch of stored buckets
+//! `BlockGroup(time_field, fields, time_preds, row_preds, bin_ms, accs, row_sets, row_ors,
+//! bests)` holds one `$group`'s fold; `feed(buckets, classify)` takes a batch of stored buckets
 //! (raw bytes, in scan order), asks `classify` the series class of each meta value not
 //! seen before (-1: skip its buckets), then decodes and folds the batch, bucket by bucket
 //! in order, on the thread pool while the caller reads the next batch (so SQLite's reading
@@ -23,7 +23,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyList, PyString};
 
 use super::bucket::{head_doc, max_time, meta_doc, meta_key, read_rows, rows_at_time, Val};
-use super::group::{AccOp, Arg, Cmp, Fold, Plan};
+use super::group::{AccOp, Arg, Best, Cmp, Fold, Kept, Plan, State};
 use super::results::{self, ordered, Finish, OrderKey};
 use super::Decline;
 use crate::boundary::{guard, panicked, Declined};
@@ -66,7 +66,7 @@ pub struct BlockGroup {
 #[pymethods]
 impl BlockGroup {
     #[new]
-    #[pyo3(signature = (time_field, fields, time_preds, row_preds, bin_ms, accs, row_sets=Vec::new(), row_ors=Vec::new()))]
+    #[pyo3(signature = (time_field, fields, time_preds, row_preds, bin_ms, accs, row_sets=Vec::new(), row_ors=Vec::new(), bests=Vec::new()))]
     #[allow(clippy::too_many_arguments)]
     fn py_new(
         time_field: String,
@@ -77,6 +77,7 @@ impl BlockGroup {
         accs: Vec<(String, i64, ValueTuple)>,
         row_sets: Vec<(usize, Vec<ValueTuple>)>,
         row_ors: Vec<Vec<Vec<(usize, String, ValueTuple)>>>,
+        bests: Vec<(usize, bool, bool, usize, Vec<i64>, bool)>,
     ) -> PyResult<Self> {
         let time_preds = time_preds
             .iter()
@@ -118,9 +119,40 @@ impl BlockGroup {
                 Ok((c, vs))
             })
             .collect::<PyResult<Vec<_>>>()?;
+        let arg_of = |arg: i64, v: ValueTuple| {
+            Ok(match arg {
+                -1 => Arg::Time,
+                -2 => Arg::Const(val_of(v)?),
+                c if c >= 0 && (c as usize) < n => Arg::Field(c as usize),
+                _ => return Err(declined("an accumulator argument out of range")),
+            })
+        };
+        let mut best_of = HashMap::new();
+        let bests = bests
+            .into_iter()
+            .enumerate()
+            .map(|(b, (acc, descending, largest, keep, outs, listed))| {
+                let (_, key, _) = accs
+                    .get(acc)
+                    .ok_or_else(|| declined("a $top/$bottom without its accumulator"))?;
+                best_of.insert(acc, b);
+                Ok(Best {
+                    key: arg_of(*key, (0, 0, 0.0))?,
+                    descending,
+                    largest,
+                    n: keep.max(1),
+                    outs: outs
+                        .into_iter()
+                        .map(|o| arg_of(o, (0, 0, 0.0)))
+                        .collect::<PyResult<Vec<_>>>()?,
+                    listed,
+                })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
         let accs = accs
             .into_iter()
-            .map(|(op, arg, v)| {
+            .enumerate()
+            .map(|(i, (op, arg, v))| {
                 let op = match op.as_str() {
                     "$count" => AccOp::Count,
                     "$sum" | "$avg" => AccOp::Sum,
@@ -129,15 +161,13 @@ impl BlockGroup {
                     "$first" => AccOp::First,
                     "$last" => AccOp::Last,
                     "$stdDevPop" | "$stdDevSamp" => AccOp::StdDev,
+                    "$top" | "$bottom" | "$topN" | "$bottomN" => match best_of.get(&i) {
+                        Some(&b) => AccOp::Best(b),
+                        None => return Err(declined("a $top/$bottom without its spec")),
+                    },
                     _ => return Err(declined("an unsupported accumulator")),
                 };
-                let arg = match arg {
-                    -1 => Arg::Time,
-                    -2 => Arg::Const(val_of(v)?),
-                    c if c >= 0 && (c as usize) < n => Arg::Field(c as usize),
-                    _ => return Err(declined("an accumulator argument out of range")),
-                };
-                Ok((op, arg))
+                Ok((op, arg_of(arg, v)?))
             })
             .collect::<PyResult<Vec<_>>>()?;
         let plan = Plan {
@@ -147,6 +177,7 @@ impl BlockGroup {
             row_preds,
             row_sets,
             row_ors,
+            bests,
             bin_ms,
             accs,
         };
@@ -278,6 +309,8 @@ impl BlockGroup {
                     "$avg" => Finish::Average,
                     "$stdDevPop" => Finish::StdDevPop,
                     "$stdDevSamp" => Finish::StdDevSamp,
+                    "$top" | "$bottom" => Finish::Best,
+                    "$topN" | "$bottomN" => Finish::BestN,
                     _ => Finish::Kept,
                 })
                 .collect::<Vec<_>>();
@@ -324,7 +357,38 @@ impl BlockGroup {
                 };
                 let doc = PyDict::new(py);
                 doc.set_item(&id_key, id)?;
-                for ((name, &h), state) in names.iter().zip(&how).zip(&g.states) {
+                for (((name, &h), state), (op, _)) in
+                    names.iter().zip(&how).zip(&g.states).zip(&fold.plan.accs)
+                {
+                    if let (State::Best(slot), AccOp::Best(b)) = (state, op) {
+                        let spec = &fold.plan.bests[*b];
+                        let kept = &fold.kept[*slot];
+                        let out = |k: &Kept| -> PyResult<Bound<'py, PyAny>> {
+                            if spec.listed {
+                                let items = PyList::empty(py);
+                                for &v in &k.outs {
+                                    items.append(py_out(py, v, date_type, int64_type)?)?;
+                                }
+                                Ok(items.into_any())
+                            } else {
+                                py_out(py, k.outs[0], date_type, int64_type)
+                            }
+                        };
+                        let v = if h == Finish::Best {
+                            match kept.first() {
+                                Some(k) => out(k)?,
+                                None => py.None().into_bound(py),
+                            }
+                        } else {
+                            let all = PyList::empty(py);
+                            for k in kept {
+                                all.append(out(k)?)?;
+                            }
+                            all.into_any()
+                        };
+                        doc.set_item(name, v)?;
+                        continue;
+                    }
                     let v = results::finish(h, state)
                         .ok_or_else(|| declined("a state of another accumulator"))?;
                     doc.set_item(name, py_out(py, v, date_type, int64_type)?)?;

@@ -73,6 +73,38 @@ pub enum AccOp {
     Last,
     /// `$stdDevPop`/`$stdDevSamp` (they differ only in their result)
     StdDev,
+    /// `$top`/`$bottom`(`N`): the plan's `bests[i]`
+    Best(usize),
+}
+
+/// What a `$top`/`$bottom`(`N`) keeps (`BestNAcc`): the `n` first rows (the last with
+/// `largest`) ordered by `key` (in BSON order, reversed when `descending`), ties by
+/// arrival; each as its `outs`' values (in an array when `listed`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Best {
+    pub key: Arg,
+    pub descending: bool,
+    pub largest: bool,
+    pub n: usize,
+    pub outs: Vec<Arg>,
+    pub listed: bool,
+}
+
+impl Best {
+    /// Whether (key `a`, arrival `sa`) comes before (`b`, `sb`).
+    fn before(&self, a: Val, sa: u64, b: Val, sb: u64) -> bool {
+        let o = cmp_bson(a, b);
+        let o = if self.descending { o.reverse() } else { o };
+        o.then(sa.cmp(&sb)) == Ordering::Less
+    }
+}
+
+/// A row a `$top`/`$bottom` keeps: its key, its arrival and its outputs' values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Kept {
+    pub key: Val,
+    pub seq: u64,
+    pub outs: Vec<Val>,
 }
 
 /// The shape of a supported `[$match] $group`.
@@ -90,6 +122,8 @@ pub struct Plan {
     /// `$or`s: the row passes each when every predicate of one of its branches holds
     /// (as `row_preds`)
     pub row_ors: Vec<Vec<Vec<(usize, Cmp, Val)>>>,
+    /// the `$top`/`$bottom`s of `AccOp::Best`
+    pub bests: Vec<Best>,
     /// the `$dateTrunc` bin size in ms, when the `_id` has one
     pub bin_ms: Option<i64>,
     pub accs: Vec<(AccOp, Arg)>,
@@ -179,6 +213,8 @@ pub enum State {
     Count(i64),
     Sum(Sum),
     Welford(Welford),
+    /// `$top`/`$bottom`: its kept rows are the fold's `kept[i]` (ascending)
+    Best(usize),
     /// min/max: the value kept (Missing: none yet)
     Pick(Val),
     /// first/last: the value kept, and whether a row was seen
@@ -208,6 +244,11 @@ pub struct Fold {
     pub rows_passed: u64,
     pub columns_decoded: u64,
     pub buckets: usize,
+    /// the rows of each `State::Best`
+    pub kept: Vec<Vec<Kept>>,
+    /// the arrival number of the first row of the bucket being fed, and of the next's
+    base: u64,
+    next_base: u64,
 }
 
 /// BSON order of two numbers: NaN below every number and equal to itself, int and double
@@ -288,10 +329,14 @@ impl Fold {
             rows_passed: 0,
             columns_decoded: 0,
             buckets: 0,
+            kept: Vec::new(),
+            base: 0,
+            next_base: 0,
         })
     }
 
-    fn new_states(&self) -> Vec<State> {
+    fn new_states(&mut self) -> Vec<State> {
+        let kept = &mut self.kept;
         self.plan
             .accs
             .iter()
@@ -301,6 +346,10 @@ impl Fold {
                 AccOp::Min | AccOp::Max => State::Pick(Val::Missing),
                 AccOp::First | AccOp::Last => State::Seen(Val::Missing, false),
                 AccOp::StdDev => State::Welford(Welford::default()),
+                AccOp::Best(_) => {
+                    kept.push(Vec::new());
+                    State::Best(kept.len() - 1)
+                }
             })
             .collect()
     }
@@ -398,15 +447,13 @@ impl Fold {
     pub fn feed(&mut self, meta: usize, class: i32, rows: &Rows) -> Result<(), Decline> {
         self.buckets += 1;
         self.columns_decoded += 1 + rows.columns.len() as u64;
+        self.base = self.next_base;
+        self.next_base += rows.times.len() as u64;
         if let Some(g) = self.one_group(class, meta, rows)? {
             // every row passes and shares a group: no per-row filter, bin or pick
             let n = rows.times.len() as u32;
             self.rows_passed += n as u64;
-            let states = &mut self.groups[g].states;
-            for (state, &(op, arg)) in states.iter_mut().zip(&self.plan.accs) {
-                fold_arg(state, op, arg, rows, 0..n)?;
-            }
-            return Ok(());
+            return self.fold_group(g, rows, 0..n);
         }
         let mut picked = std::mem::take(&mut self.picked);
         picked.clear();
@@ -469,14 +516,74 @@ impl Fold {
             while j < picked.len() && picked[j].1 == g {
                 j += 1;
             }
-            let run = picked[i..j].iter().map(|&(r, _)| r);
-            let states = &mut self.groups[g as usize].states;
-            for (state, &(op, arg)) in states.iter_mut().zip(&self.plan.accs) {
-                fold_arg(state, op, arg, rows, run.clone())?;
-            }
+            self.fold_group(g as usize, rows, picked[i..j].iter().map(|&(r, _)| r))?;
             i = j;
         }
         Ok(())
+    }
+
+    /// Each accumulator of group `g` over rows `run` of the bucket being fed.
+    fn fold_group(
+        &mut self,
+        g: usize,
+        rows: &Rows,
+        run: impl DoubleEndedIterator<Item = u32> + ExactSizeIterator + Clone,
+    ) -> Result<(), Decline> {
+        let Fold {
+            groups,
+            plan,
+            kept,
+            base,
+            ..
+        } = self;
+        for (state, &(op, arg)) in groups[g].states.iter_mut().zip(&plan.accs) {
+            match (op, *state) {
+                (AccOp::Best(b), State::Best(slot)) => {
+                    fold_best(&mut kept[slot], &plan.bests[b], rows, run.clone(), *base)
+                }
+                _ => fold_arg(state, op, arg, rows, run.clone())?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A row's value of `arg`.
+fn arg_value(arg: Arg, rows: &Rows, r: u32) -> Val {
+    match arg {
+        Arg::Field(c) => rows.columns[c][r as usize],
+        Arg::Time => Val::Date(rows.times[r as usize]),
+        Arg::Const(v) => v,
+    }
+}
+
+/// A `$top`/`$bottom`'s kept rows (ascending) after rows `run` of a bucket whose first row
+/// arrived `base`-th: as `BestNAcc.offer`, the `n` first (or last) by key, then arrival.
+fn fold_best(
+    list: &mut Vec<Kept>,
+    spec: &Best,
+    rows: &Rows,
+    run: impl Iterator<Item = u32>,
+    base: u64,
+) {
+    for r in run {
+        let key = arg_value(spec.key, rows, r);
+        let seq = base + r as u64;
+        let pos = list.partition_point(|k| spec.before(k.key, k.seq, key, seq));
+        let full = list.len() >= spec.n;
+        let at = if !full {
+            pos
+        } else if spec.largest && pos > 0 {
+            list.remove(0);
+            pos - 1
+        } else if !spec.largest && pos < list.len() {
+            list.pop();
+            pos
+        } else {
+            continue;
+        };
+        let outs = spec.outs.iter().map(|&a| arg_value(a, rows, r)).collect();
+        list.insert(at, Kept { key, seq, outs });
     }
 }
 
@@ -602,6 +709,7 @@ mod tests {
             row_preds: vec![],
             row_sets: vec![],
             row_ors: vec![],
+            bests: vec![],
             bin_ms,
             accs,
         }

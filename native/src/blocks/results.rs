@@ -34,6 +34,10 @@ pub enum Finish {
     Kept,
     StdDevPop,
     StdDevSamp,
+    /// `$top`/`$bottom`: the first kept row's output (made from the fold's kept rows)
+    Best,
+    /// `$topN`/`$bottomN`: the kept rows' outputs
+    BestN,
 }
 
 /// The groups' indexes in output order: by `keys` (the first decides, ties keep the

@@ -127,7 +127,13 @@ accumulator = st.one_of(
               st.sampled_from(["$a", "$b", "$time", "$nope"])),
     st.builds(lambda op, arg: {op: arg}, st.sampled_from(["$sum", "$avg"]),
               st.sampled_from([1, Int64(2), 0.5, None, "x", True])),
-    st.just({"$count": {}}))
+    st.just({"$count": {}}),
+    st.builds(lambda op, key, d, out, n: {op: {"sortBy": {key: d}, "output": out,
+                                                **({"n": n} if op.endswith("N") else {})}},
+              st.sampled_from(["$top", "$bottom", "$topN", "$bottomN"]),
+              st.sampled_from(["a", "b", "time", "nope"]), st.sampled_from([1, -1]),
+              st.sampled_from(["$a", "$time", ["$b", "$a"], ["$nope"]]),
+              st.integers(1, 4)))
 accumulators = st.dictionaries(st.sampled_from(["p", "q", "r", "s", "t"]), accumulator,
                                min_size=1, max_size=4)
 
@@ -216,6 +222,21 @@ def test_tsbs_shapes_are_answered_and_equal() -> None:
         assert fast is not None
         assert fast == generic(stages, [decode(r) for r in raws])
         assert fast  # the shapes select rows: the comparison is not of empty results
+
+
+def test_top_and_bottom_keep_the_generic_rows() -> None:
+    # u repeats every 97 rows: ties on the sort key, broken by arrival
+    raws = stored(_tsbs(1200), max_count=50)
+    for d in (1, -1):
+        accs = {"t": {"$top": {"sortBy": {"u": d}, "output": ["$time", "$v"]}},
+                "b": {"$bottom": {"sortBy": {"u": d}, "output": "$time"}},
+                "tn": {"$topN": {"n": 3, "sortBy": {"v": d}, "output": "$time"}},
+                "bn": {"$bottomN": {"n": 4, "sortBy": {"time": d}, "output": ["$u"]}}}
+        for gid in ("$tags.h", {"$dateTrunc": {"date": "$time", "unit": "hour"}}):
+            stages = [{"$group": {"_id": gid, **accs}}]
+            fast = native_group(stages, raws, batch=4)
+            assert fast is not None
+            assert fast == generic(stages, [decode(r) for r in raws])
 
 
 def test_batches_fold_like_one_pass() -> None:
