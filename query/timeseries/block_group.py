@@ -94,16 +94,11 @@ def _core_group(plan: Any) -> Any:
             accs.append((a.op, arg, _value_tuple(a.const) if arg == _CONST else (0, 0, 0.0)))
         else:
             accs.append((a.op, arg_of(a.field), (0, 0, 0.0)))
-    preds, sets = [], []
-    for f, op, v in plan.row_preds:
-        if op == "$in":
-            sets.append((col[f], [_number_tuple(x) for x in v]))
-        else:
-            preds.append((col[f], op, _number_tuple(v)))
+    preds = [(col[f], op, _number_tuple(v)) for f, op, v in plan.row_preds]
     ors = [[[(col[f], op, _number_tuple(v)) for f, op, v in branch] for branch in branches]
            for branches in plan.row_ors]
     return native.core.BlockGroup(plan.time_field, fields, plan.time_preds, preds,
-                                  plan.bin_ms, accs, sets, ors, bests)
+                                  plan.bin_ms, accs, ors, bests)
 
 
 def _number_tuple(v: Any) -> tuple[int, int, float]:

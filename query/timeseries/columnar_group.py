@@ -136,9 +136,10 @@ class GroupPlan:
     rest: list[Any]
     fields: list[str] = field(default_factory=list)  # data columns to decode
     # numeric comparisons of measurement fields (block processing only: the numpy fold
-    # declines them): (field, op, number), or (field, "$in", numbers)
+    # declines them): (field, op, number)
     row_preds: list[tuple[str, str, Any]] = field(default_factory=list)
-    # `$or`s of them: per `$or`, its branches, each a conjunction of (field, op, number)
+    # `$or`s of them (`$in`s too): per `$or`, its branches, each a conjunction of
+    # (field, op, number)
     row_ors: list[list[list[tuple[str, str, Any]]]] = field(default_factory=list)
 
 
@@ -224,8 +225,11 @@ def _split_filter(flt: dict[str, Any], tf: str, mf: str | None,
                     (op in _TIME_OPS and _number(x))
                     or (op == "$in" and type(x) is list and all(_number(e) for e in x))
                     for op, x in v.items()):
-                row_preds.extend((k, op, tuple(x) if op == "$in" else x)
-                                 for op, x in v.items())
+                for op, x in v.items():
+                    if op == "$in":  # a number equal to one of them: an $or of equalities
+                        row_ors.append([[(k, "$eq", e)] for e in x])
+                    else:
+                        row_preds.append((k, op, x))
             elif _number(v):
                 row_preds.append((k, "$eq", v))
             else:

@@ -1,7 +1,7 @@
 //! PyO3 layer of block processing (Python facade: `query/timeseries/block_group.py`).
 //!
-//! `BlockGroup(time_field, fields, time_preds, row_preds, bin_ms, accs, row_sets, row_ors,
-//! bests)` holds one `$group`'s fold; `feed(buckets, classify)` takes a batch of stored buckets
+//! `BlockGroup(time_field, fields, time_preds, row_preds, bin_ms, accs, row_ors, bests)`
+//! holds one `$group`'s fold; `feed(buckets, classify)` takes a batch of stored buckets
 //! (raw bytes, in scan order), asks `classify` the series class of each meta value not
 //! seen before (-1: skip its buckets), then decodes and folds the batch, bucket by bucket
 //! in order, on the thread pool while the caller reads the next batch (so SQLite's reading
@@ -66,7 +66,7 @@ pub struct BlockGroup {
 #[pymethods]
 impl BlockGroup {
     #[new]
-    #[pyo3(signature = (time_field, fields, time_preds, row_preds, bin_ms, accs, row_sets=Vec::new(), row_ors=Vec::new(), bests=Vec::new()))]
+    #[pyo3(signature = (time_field, fields, time_preds, row_preds, bin_ms, accs, row_ors=Vec::new(), bests=Vec::new()))]
     #[allow(clippy::too_many_arguments)]
     fn py_new(
         time_field: String,
@@ -75,7 +75,6 @@ impl BlockGroup {
         row_preds: Vec<(usize, String, ValueTuple)>,
         bin_ms: Option<i64>,
         accs: Vec<(String, i64, ValueTuple)>,
-        row_sets: Vec<(usize, Vec<ValueTuple>)>,
         row_ors: Vec<Vec<Vec<(usize, String, ValueTuple)>>>,
         bests: Vec<(usize, bool, bool, usize, Vec<i64>, bool)>,
     ) -> PyResult<Self> {
@@ -109,16 +108,6 @@ impl BlockGroup {
             })
             .collect::<PyResult<Vec<_>>>()?;
         let row_preds = preds(row_preds)?;
-        let row_sets = row_sets
-            .into_iter()
-            .map(|(c, vs)| {
-                let vs = vs
-                    .into_iter()
-                    .map(|v| number(c, v))
-                    .collect::<PyResult<Vec<_>>>()?;
-                Ok((c, vs))
-            })
-            .collect::<PyResult<Vec<_>>>()?;
         let arg_of = |arg: i64, v: ValueTuple| {
             Ok(match arg {
                 -1 => Arg::Time,
@@ -175,7 +164,6 @@ impl BlockGroup {
             fields,
             time_preds,
             row_preds,
-            row_sets,
             row_ors,
             bests,
             bin_ms,
@@ -260,12 +248,9 @@ impl BlockGroup {
     /// The number of groups of each meta value, by its number (for the memory limit:
     /// each group holds its meta value's `_id`).
     fn groups_per_meta(&mut self, py: Python<'_>) -> PyResult<Vec<u64>> {
-        self.settle(py)?;
-        let fold = self
-            .fold
-            .as_ref()
-            .ok_or_else(|| declined("a fold that declined"))?;
-        let mut counts = vec![0u64; self.metas.len()];
+        let metas = self.metas.len();
+        let fold = self.settled(py)?;
+        let mut counts = vec![0u64; metas];
         for g in &fold.groups {
             if let Some(c) = counts.get_mut(g.first_meta) {
                 *c += 1;
@@ -296,11 +281,7 @@ impl BlockGroup {
         int64_type: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
         guard("BlockGroup.documents", || {
-            self.settle(py)?;
-            let fold = self
-                .fold
-                .as_ref()
-                .ok_or_else(|| declined("a fold that declined"))?;
+            let fold = self.settled(py)?;
             let how = finish
                 .iter()
                 .map(|op| match op.as_str() {
@@ -409,6 +390,14 @@ impl BlockGroup {
 }
 
 impl BlockGroup {
+    /// The fold once the batch in flight is folded (a decline: it is unusable).
+    fn settled(&mut self, py: Python<'_>) -> PyResult<&Fold> {
+        self.settle(py)?;
+        self.fold
+            .as_ref()
+            .ok_or_else(|| declined("a fold that declined"))
+    }
+
     /// Waits for the batch in flight (the GIL released) and takes its outcome.
     fn settle(&mut self, py: Python<'_>) -> PyResult<()> {
         let Some(flight) = self.in_flight.take() else {

@@ -116,11 +116,8 @@ pub struct Plan {
     /// (column, comparison, numeric constant): the row passes when the value is a number
     /// that compares so with the constant (type bracketing); a NaN value declines
     pub row_preds: Vec<(usize, Cmp, Val)>,
-    /// (column, numeric constants): the row passes when the value is a number equal to
-    /// one of them (`$in`); a NaN value declines
-    pub row_sets: Vec<(usize, Vec<Val>)>,
-    /// `$or`s: the row passes each when every predicate of one of its branches holds
-    /// (as `row_preds`)
+    /// `$or`s (`$in`s too, as `$or`s of `$eq`s): the row passes each when every predicate
+    /// of one of its branches holds (as `row_preds`)
     pub row_ors: Vec<Vec<Vec<(usize, Cmp, Val)>>>,
     /// the `$top`/`$bottom`s of `AccOp::Best`
     pub bests: Vec<Best>,
@@ -132,7 +129,7 @@ pub struct Plan {
 impl Plan {
     /// Whether rows are filtered by their values (not only by their times).
     pub fn filters_rows(&self) -> bool {
-        !(self.row_preds.is_empty() && self.row_sets.is_empty() && self.row_ors.is_empty())
+        !(self.row_preds.is_empty() && self.row_ors.is_empty())
     }
 }
 
@@ -376,18 +373,6 @@ impl Fold {
                 return Ok(false);
             }
         }
-        for (c, set) in &self.plan.row_sets {
-            let v = rows.columns[*c][r];
-            match v {
-                Val::Double(d) if d.is_nan() => return Err(Decline("NaN in a filtered field")),
-                Val::Int32(_) | Val::Int64(_) | Val::Double(_) => {
-                    if !set.iter().any(|&k| cmp_num(v, k) == Some(Ordering::Equal)) {
-                        return Ok(false);
-                    }
-                }
-                _ => return Ok(false),
-            }
-        }
         for branches in &self.plan.row_ors {
             let mut any = false;
             for branch in branches {
@@ -587,7 +572,9 @@ fn fold_best(
     }
 }
 
-/// One accumulator's state over rows `run` of a bucket (all of one group).
+/// One accumulator's state over rows `run` of a bucket (all of one group). The argument's
+/// kind is matched once a run, not once a row as `arg_value` does: each loop of
+/// `fold_run` is compiled for one kind.
 fn fold_arg(
     state: &mut State,
     op: AccOp,
@@ -707,7 +694,6 @@ mod tests {
             fields: vec!["x".into()],
             time_preds: vec![],
             row_preds: vec![],
-            row_sets: vec![],
             row_ors: vec![],
             bests: vec![],
             bin_ms,
