@@ -27,8 +27,9 @@ Supported (anything else falls back to the generic path, silently):
 - `$sum`/`$avg` of a top-level field or a numeric constant, `$min`/`$max`/`$first`/`$last`
   and `$stdDevPop`/`$stdDevSamp` of a top-level field, `$count`; for block processing only,
   `$top`/`$bottom`/`$topN`/`$bottomN` sorted by one top-level field with top-level fields
-  (one, or an array of them) as output and a constant `n`; fields whose values are int32, int64, double, bool,
-  date or null/missing (columns other than that make the whole query fall back).
+  (one, or an array of them) as output and a constant `n`; fields whose values are int32,
+  int64, double, bool, date or null/missing (columns other than that make the whole query
+  fall back).
 
 The read planner (`read_plan`) decides when this path is tried; `STATS` counts uses and
 declines.
@@ -220,22 +221,27 @@ def _split_filter(flt: dict[str, Any], tf: str, mf: str | None,
                 time_preds.extend((op, _date_ms(x)) for op, x in v.items())
             else:
                 time_preds.append(("$eq", _date_ms(v)))
-        elif k and not k.startswith("$") and "." not in k and k != mf:
-            if type(v) is dict and v and all(
-                    (op in _TIME_OPS and _number(x))
-                    or (op == "$in" and type(x) is list and all(_number(e) for e in x))
-                    for op, x in v.items()):
-                for op, x in v.items():
-                    if op == "$in":  # a number equal to one of them: an $or of equalities
-                        row_ors.append([[(k, "$eq", e)] for e in x])
-                    else:
-                        row_preds.append((k, op, x))
-            elif _number(v):
-                row_preds.append((k, "$eq", v))
-            else:
-                raise _Decline
         else:
-            raise _Decline
+            _field_conditions(_plain_field(k, mf), v, row_preds, row_ors)
+
+
+def _field_conditions(k: str, v: Any, row_preds: list[tuple[str, str, Any]],
+                      row_ors: list[list[list[tuple[str, str, Any]]]]) -> None:
+    """The numeric comparisons of measurement field `k` that `v` makes, its `$in`s as
+    `$or`s of equalities (anything else declines)."""
+    if type(v) is dict and v and all(
+            (op in _TIME_OPS and _number(x))
+            or (op == "$in" and type(x) is list and all(_number(e) for e in x))
+            for op, x in v.items()):
+        for op, x in v.items():
+            if op == "$in":  # a number equal to one of them
+                row_ors.append([[(k, "$eq", e)] for e in x])
+            else:
+                row_preds.append((k, op, x))
+    elif _number(v):
+        row_preds.append((k, "$eq", v))
+    else:
+        raise _Decline
 
 
 def _row_branch(flt: dict[str, Any], tf: str, mf: str | None
@@ -243,15 +249,13 @@ def _row_branch(flt: dict[str, Any], tf: str, mf: str | None
     """A branch of an `$or`: numeric comparisons of measurement fields only (a condition
     on the meta or the time field, or any other, declines)."""
     preds: list[tuple[str, str, Any]] = []
+    ors: list[list[list[tuple[str, str, Any]]]] = []
     for k, v in flt.items():
-        if not k or k.startswith("$") or "." in k or k in (tf, mf):
+        if k == tf:
             raise _Decline
-        if type(v) is dict and v and all(op in _TIME_OPS and _number(x) for op, x in v.items()):
-            preds.extend((k, op, x) for op, x in v.items())
-        elif _number(v):
-            preds.append((k, "$eq", v))
-        else:
-            raise _Decline
+        _field_conditions(_plain_field(k, mf), v, preds, ors)
+    if ors:
+        raise _Decline  # an $in in a branch: an $or inside an $or
     return preds
 
 
@@ -392,10 +396,7 @@ def _acc(name: str, op: str, arg: Any, tf: str, mf: str | None) -> _Acc:
             raise _Decline
         arg = arg[0]
     if type(arg) is str and arg.startswith("$"):
-        f = arg[1:]
-        if not f or f.startswith("$") or "." in f or f == mf:
-            raise _Decline
-        return _Acc(name, op, f)
+        return _Acc(name, op, _plain_field(arg[1:], mf))
     if op in ("$sum", "$avg") and type(arg) in (int, Int64, float, bool, type(None), str):
         if type(arg) is int and not -(2**31) <= arg < 2**31:
             raise _Decline
