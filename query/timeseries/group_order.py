@@ -10,8 +10,8 @@ the bin does not change, and one class's groups differ by their bins.
 
 A `$sort` right after the `$group` is fused into the fold when each of its keys is a path
 into the `_id` reaching either a `$dateTrunc` part (ordered by the bin; a `$dateToString`
-part is not fused) or a part with none below it (the same for every group of a meta value: ordered by the generic sort's
-key of the meta's template there). The core sorts the groups (native/src/blocks/
+part is not fused) or a part with none below it (the same for every group of a meta
+value: ordered by the generic sort's key of the meta's template there). The core sorts the groups (native/src/blocks/
 results.rs) by the bin and by each meta value's rank under those keys, stably, as the
 generic sort is: ties keep the groups' first-seen order.
 """
