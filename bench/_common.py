@@ -23,10 +23,11 @@ def bucketd(*extra: str) -> Iterator[BucketdProcess]:
     with tempfile.TemporaryDirectory(prefix="bucketd-bench-") as d:
         # BENCH_PROFILE=out.txt: the server runs under py-spy (collapsed stacks of every
         # thread written to out.txt when it stops; its CPU figures are then py-spy's);
-        # with BENCH_PROFILE_GIL=1 only the samples of threads holding the GIL
+        # with BENCH_PROFILE_GIL=1 only the samples of threads holding the GIL, with
+        # BENCH_PROFILE_NATIVE=1 native frames too (the core's, SQLite's, libc's)
         profile = os.environ.get("BENCH_PROFILE")
         gil = ["--gil"] if os.environ.get("BENCH_PROFILE_GIL") == "1" else []
-        spy = ["py-spy", "record", "--format", "raw", "--threads", "--rate", "200", *gil,
+        spy = ["py-spy", "record", "--format", "raw", "--threads", "--rate", "200", *gil, *(["--native"] if os.environ.get("BENCH_PROFILE_NATIVE") else []),
                "-o", profile, "--"] if profile else []
         proc = BucketdProcess([*spy, sys.executable, "-m", "server"], dbpath=d,
                               extra_args=["--quiet", *extra])

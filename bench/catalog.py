@@ -80,6 +80,7 @@ def main() -> None:
     n = args.measurements
     gc.collect()
     gc.freeze()
+    gc.set_threshold(50_000, 50, 100)  # as the server runs (server/app.py)
     catalog, decode = [], []
     for _ in range(args.repeat):
         decode.append(_decode(batches))
