@@ -156,8 +156,12 @@ class TimeseriesService:
         """Bucket writes about to be stored: a new bucket whose `control.min` time is
         outside the standard range marks the collection."""
         for w in writes:
-            if w.kind == "insert" and w.index_doc is not None and date_outside_standard_range(
-                    int(w.index_doc["control"]["min"][time_field])):
+            if w.kind != "insert":
+                continue
+            start = w.min_time_ms
+            if start is None and w.index_doc is not None:
+                start = int(w.index_doc["control"]["min"][time_field])
+            if start is not None and date_outside_standard_range(start):
                 self._extended[buckets.uuid] = True
                 return
 

@@ -89,6 +89,8 @@ class BucketWrite:
     # processes share the storage: the write checks that storage still holds it (another
     # process changed the bucket otherwise: WriteConflict, the batch is retried)
     expected: bytes | None = None
+    # the bucket's `control.min.<time>` (its rounded start), when the catalog knows it
+    min_time_ms: int | None = None
 
     @property
     def document(self) -> bytes:
@@ -308,7 +310,8 @@ def _finish_prepare(ctx: BatchContext, b: Bucket, ms: list[Measurement], prev: i
         _compressed_delta=delta, _new_fields=new_fields,
         _estimate=b.staged_estimate, _last_time_ms=ms[-1].time_ms,
         _parts=parts if lazy else None, series=b.key,
-        expected=b.stored if ctx.check_versions and (prev or rewritten) else None)
+        expected=b.stored if ctx.check_versions and (prev or rewritten) else None,
+        min_time_ms=b.min_time_ms)
 
 
 def _uncompressed_growth(ms: Sequence[Measurement], first_row: int) -> int:
