@@ -12,7 +12,6 @@ use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
-use rayon::prelude::*;
 
 use super::columns::{AppendError, Appended, BucketColumns};
 use super::document::{build, Parts};
@@ -438,7 +437,18 @@ fn fold_buckets<'py>(
         let run = move || -> Vec<Outcome> {
             let fold = |task| fold_one(task, skip_field);
             if tasks.len() > 1 {
-                tasks.into_par_iter().map(fold).collect()
+                // The calling thread folds the second half while a pool thread folds the
+                // first: handing the whole batch to the pool left it waiting idle (and
+                // the pool's second thread woke too late to share the work evenly).
+                let mut tasks = tasks;
+                let back = tasks.split_off(tasks.len() / 2);
+                let mut out = Vec::new();
+                let back: Vec<Outcome> = rayon::in_place_scope(|s| {
+                    s.spawn(|_| out = tasks.into_iter().map(fold).collect());
+                    back.into_iter().map(fold).collect()
+                });
+                out.extend(back);
+                out
             } else {
                 tasks.into_iter().map(fold).collect()
             }
