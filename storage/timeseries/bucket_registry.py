@@ -71,11 +71,11 @@ _BUCKET_OVERHEAD: Final = 5000
 _FIELD_OVERHEAD: Final = 900
 _RETAINED_PER_COMPRESSED_BYTE: Final = 1.5
 # The same for a bucket with native control (`Bucket.control`, its heap counted by its
-# own `__sizeof__`): no Python min/max and schema trees per field; per compressed byte the
-# committed document, its data-less view and the column changes the last write keeps.
+# own `__sizeof__`): no Python min/max and schema trees per field; little per compressed
+# byte, the last write keeping the parts its document is built from, not its bytes.
 _NATIVE_BUCKET_OVERHEAD: Final = 3300
 _NATIVE_FIELD_OVERHEAD: Final = 350
-_NATIVE_RETAINED_PER_COMPRESSED_BYTE: Final = 2.4
+_NATIVE_RETAINED_PER_COMPRESSED_BYTE: Final = 0.25
 # An archived entry: its ObjectId, min time and two list slots; the first of a series
 # also the series' map entry, its (collection, key) tuple, two lists and the key's bytes
 # object (plus the key's length). Measured with tracemalloc (test_memory_accounting).
@@ -209,7 +209,10 @@ class BucketRegistry:
             assert b.committed_write is not None
             stats = self._stats.of(b.coll)
             self._stats.inc(stats, "numCompressedBuckets")
-            self._stats.inc(stats, "numBytesCompressed", len(b.committed_write.document))
+            w = b.committed_write
+            size = w.known_size
+            self._stats.inc(stats, "numBytesCompressed",
+                            size if size is not None else len(w.document))
             self._stats.inc(stats, "numBytesUncompressed", b.uncompressed_size)
         self.remove_open(b)
 

@@ -16,9 +16,10 @@ from control.min/max, the columns from their bytes), plus the schema of what is 
 Each part goes over alone: columns may stay native under a reference `MinMax`.
 
 While all parts are native, `fold_all` does the buckets' whole prepareCommit (columns,
-min/max, the document with and without `data`) in one call to the core, which folds
-the buckets of a batch in parallel; `fold_control`, `fold_columns` and
-`native_documents` are the part-by-part way it falls back to.
+min/max, the document without `data` and, when asked, with it) in one call to the core,
+which folds the buckets of a batch in parallel; `fold_control`, `fold_columns` and
+`native_documents` are the part-by-part way it falls back to. A document not built then
+is a `NativeDocumentParts`, built from the bucket's native state when first read.
 """
 
 from __future__ import annotations
@@ -26,12 +27,15 @@ from __future__ import annotations
 import struct
 from array import array
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from bson.datetime_ms import DatetimeMS
 
 from storage import native
 from storage.bsonutil import decode
+from storage.errors import MongoError
+from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 
 from .columns import ColumnChange, Columns
@@ -40,6 +44,7 @@ from .minmax import MinMax, Schema, SchemaChange
 from .native_columns import Declined as ColumnsDeclined
 from .native_columns import NativeColumnChange, NativeColumns
 from .native_control import Declined as ControlDeclined
+from .native_control import NativeControl
 from .native_control import new as new_native_control
 
 if TYPE_CHECKING:
@@ -48,7 +53,7 @@ if TYPE_CHECKING:
 _INT32 = struct.Struct("<i")
 _INT64 = struct.Struct("<q")
 
-__all__ = ["AnyColumnChange", "Folded", "control_documents", "fold_all", "fold_columns", "fold_control", "make_native", "native_documents",
+__all__ = ["AnyColumnChange", "Folded", "NativeDocumentParts", "control_documents", "fold_all", "fold_columns", "fold_control", "make_native", "native_documents",
            "reference_columns", "schema_compatible", "schema_learn", "set_time_bound"]
 
 # the column changes a write may hold (a native fold's or the reference's)
@@ -152,19 +157,49 @@ def fold_columns(b: Bucket, ms: Sequence[Measurement], meta_field: str | None
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class NativeDocumentParts:
+    """A bucket document left to be built from its bucket's native control and columns
+    (`build`), as they stood after the write that made it: the group commit writes only a
+    bucket's latest write, so most are never built. Valid while the columns hold `count`
+    rows: a bucket's native state changes only when its next batch is folded, and that
+    batch's write replaces this one among the pending writes when it commits. `size` is
+    the document's size."""
+
+    control: NativeControl
+    columns: NativeColumns
+    bucket_id: bytes
+    version: int
+    count: int
+    meta_key: bytes | None
+    size: int
+
+    def build(self) -> bytes:
+        if self.columns.count != self.count:
+            # a later batch changed the bucket before this write's document was built
+            raise MongoError(ErrorCode.InternalError,
+                             f"bucket document of {self.count} measurements asked after "
+                             f"the bucket took {self.columns.count}")
+        return self.control.bucket_document(self.bucket_id, self.version, self.count,
+                                            self.meta_key, self.columns)
+
+
 # what the core's fold gives for one bucket: its column changes as (name, is_new,
-# offset), the change in size, and its document and data-less view (None: the control
-# declined, and the reference holds it now)
-Folded = tuple[list[tuple[str, bool, int]], int, tuple[bytes, bytes] | None]
+# offset), the change in size, and its document (or the parts it is built from when not
+# built) and data-less view (None: the control declined, and the reference holds it now)
+Folded = tuple[list[tuple[str, bool, int]], int,
+               tuple[bytes | NativeDocumentParts, bytes] | None]
 
 
 def fold_all(buckets: Sequence[Bucket], staged: Sequence[Sequence[Measurement]],
-             counts: Sequence[int], meta_field: str | None) -> list[Folded | None]:
+             counts: Sequence[int], meta_field: str | None, *, whole: bool = True
+             ) -> list[Folded | None]:
     """`fold_columns`, `fold_control` and `native_documents` of each bucket's staged
     measurements (in commit order; `counts`: its measurements after them) in one call to
     the core, which folds the buckets in parallel: per bucket, what `Folded` says, or
     None, with nothing of it changed, where the caller must fold part by part (a part
-    held by the reference, measurements not all from one scan, the columns declined)."""
+    held by the reference, measurements not all from one scan, the columns declined).
+    Unless `whole`, the documents are `NativeDocumentParts`, built when read."""
     out: list[Folded | None] = [None] * len(buckets)
     jobs: list[tuple[Any, ...]] = []
     where: list[int] = []
@@ -189,16 +224,23 @@ def fold_all(buckets: Sequence[Bucket], staged: Sequence[Sequence[Measurement]],
         where.append(i)
     if not jobs or documents is None or native.core is None:
         return out
-    results = native.check(native.core.fold_buckets, documents.buffer, meta_field, jobs)
+    results = native.check(native.core.fold_buckets, documents.buffer, meta_field, jobs, whole)
     for i, r in zip(where, results):
         if r is None:
             continue
-        changes, delta, doc, index = r
-        if doc is None or index is None:
-            _reference_control(buckets[i], meta_field)
+        changes, delta, doc, index, size = r
+        b = buckets[i]
+        if index is None:
+            _reference_control(b, meta_field)
             out[i] = (changes, delta, None)
-        else:
-            out[i] = (changes, delta, (doc, index))
+            continue
+        if doc is None:
+            control, columns = b.control, b.columns
+            assert control is not None and isinstance(columns, NativeColumns)
+            doc = NativeDocumentParts(control, columns, b.bucket_id.binary, b.version,
+                                      counts[i], b.key if b.meta is not MISSING else None,
+                                      size)
+        out[i] = (changes, delta, (doc, index))
     return out
 
 

@@ -157,6 +157,9 @@ class DeferredBucketWrites:
                 self._on_lost(LostWrites(exc, tuple(pending),
                                          sum(len(by_id) for by_id in pending.values())))
             raise
+        for by_id in pending.values():
+            for w in by_id.values():
+                w.release_document()
 
 
 def write_buckets(buckets: Collection, writes: Sequence[BucketWrite]) -> None:

@@ -6,9 +6,10 @@ Preparing a bucket folds its staged measurements into `control.min/max`, appends
 to the column builders (a v2 bucket becomes v3 when the batch starts before its last
 time), and describes the new document: whole (`BucketWrite.document`), as a DocDiff for
 engines that patch in place (`column_changes`, `control_changes`), and without `data`
-for index maintenance (`index_doc`). A bucket of fixed-width fields, far below the size
-limit, keeps what its document is made of and builds the bytes only when `document` is
-first read: the group commit writes only the last of several writes of one bucket.
+for index maintenance (`index_doc`). A bucket whose parts are all native, and a bucket of
+fixed-width fields far below the size limit, keep what their document is made of and
+build the bytes only when `document` is first read: the group commit writes only the
+last of several writes of one bucket.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .bucket_registry import BucketRegistry
 from .bucket_state import (
     AnyColumnChange,
     Folded,
+    NativeDocumentParts,
     control_documents,
     fold_all,
     fold_columns,
@@ -82,7 +84,7 @@ class BucketWrite:
     _last_time_ms: int | None = None
     # what the document is built from, kept instead of the bytes until they are asked for
     # (a group commit writes only the last of several writes of one bucket)
-    _parts: BucketDocumentParts | None = None
+    _parts: BucketDocumentParts | NativeDocumentParts | None = None
     # the bucket's series key (metadata.series_key of its meta); None when not known
     series: bytes | None = None
     # an update's stored document as the catalog last read or wrote it, when other
@@ -96,10 +98,19 @@ class BucketWrite:
     def document(self) -> bytes:
         """The bucket document to store (built on first use)."""
         if self._document is None:
-            assert self._parts is not None
-            self._document = self._parts.build()
-            self._parts = None
+            parts = self._parts
+            assert parts is not None
+            self._document = parts.build()
+            if not isinstance(parts, NativeDocumentParts):
+                self._parts = None
         return self._document
+
+    def release_document(self) -> None:
+        """Written: drop the bytes of a document the native core built when first read
+        (its parts stay). The write stays its bucket's last until the next one, and its
+        bytes would double what the bucket holds."""
+        if isinstance(self._parts, NativeDocumentParts):
+            self._document = None
 
     @property
     def column_changes(self) -> list[AnyColumnChange]:
@@ -157,10 +168,20 @@ class BucketWrite:
     @property
     def size_hint(self) -> int:
         """The document's size, or an estimate (columns plus 1 KiB) while it is unbuilt."""
+        size = self.known_size
+        if size is not None:
+            return size
+        assert isinstance(self._parts, BucketDocumentParts)
+        return 1024 + sum(len(c) for _n, c in self._parts.columns)
+
+    @property
+    def known_size(self) -> int | None:
+        """The document's size when known without building it (None: not known)."""
         if self._document is not None:
             return len(self._document)
-        assert self._parts is not None
-        return 1024 + sum(len(c) for _n, c in self._parts.columns)
+        if isinstance(self._parts, NativeDocumentParts):
+            return self._parts.size
+        return None
 
 
 @dataclass(slots=True)
@@ -202,13 +223,16 @@ def prepare_writes(ctx: BatchContext, registry: BucketRegistry, stats: CatalogSt
     touched_ids = set()
     buckets = list(ctx.touched)
     staged = [_begin_prepare(ctx, b, stats) for b in buckets]
+    # documents are built when first read, unless other processes share the storage
+    # (each write is then written at once, checked against what it replaces)
     fused = fold_all(buckets, [ms for ms, _prev, _unsorted in staged],
                      [prev + len(ms) for ms, prev, _unsorted in staged],
-                     ctx.options.meta_field)
+                     ctx.options.meta_field, whole=ctx.check_versions)
     for b, (ms, prev, unsorted), f in zip(buckets, staged, fused):
         touched_ids.add(b.bucket_id)
         w = _finish_prepare(ctx, b, ms, prev, unsorted, f)
-        if w._parts is None and len(w.document) > MAX_BUCKET_DOCUMENT_SIZE:
+        size = w.known_size
+        if size is not None and size > MAX_BUCKET_DOCUMENT_SIZE:
             too_large.extend(w.measurement_indexes)
             ctx.touched.remove(b)
             registry.remove_open(b)
@@ -246,7 +270,7 @@ def _finish_prepare(ctx: BatchContext, b: Bucket, ms: list[Measurement], prev: i
     count = prev + len(ms)
     lazy = False
     changes: Sequence[AnyColumnChange | tuple[str, bytes, bool, int] | tuple[str, bool, int]]
-    built: tuple[bytes, bytes] | None = None
+    built: tuple[bytes | NativeDocumentParts, bytes] | None = None
     folded: tuple[Sequence[Any], int] | None
     if fused is not None:
         folded, built = (fused[0], fused[1]), fused[2]
@@ -279,12 +303,15 @@ def _finish_prepare(ctx: BatchContext, b: Bucket, ms: list[Measurement], prev: i
         [f for f in b.columns.names() if f not in b.field_names]
     if built is None:
         built = native_documents(b, count)
-    parts: BucketDocumentParts | None = None
+    parts: BucketDocumentParts | NativeDocumentParts | None = None
     bucket_doc: bytes | None
     index_doc: dict[str, Any] | bytes
     if built is not None:
-        bucket_doc, index_doc = built
-        lazy = False
+        doc, index_doc = built
+        if isinstance(doc, NativeDocumentParts):
+            bucket_doc, parts, lazy = None, doc, True
+        else:
+            bucket_doc, lazy = doc, False
     else:
         min_doc, max_doc = control_documents(b)
         parts = BucketDocumentParts(b.bucket_id, b.version, min_doc, max_doc, count, b.meta,

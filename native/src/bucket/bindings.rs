@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
 use super::columns::{AppendError, Appended, BucketColumns};
-use super::document::{build, Parts};
+use super::document::{build, data_len, Parts};
 use crate::boundary::{guard, Declined};
 use crate::control::bindings::Control;
 
@@ -306,13 +306,15 @@ fn bucket_document<'py>(
 }
 
 /// What `fold_buckets` gives Python for one bucket: the changed columns as (name,
-/// is_new, offset of the first changed byte), the change in column size, and the bucket
-/// document and its data-less view (None when the control declined the measurements).
+/// is_new, offset of the first changed byte), the change in column size, the bucket
+/// document (None when not asked for), its data-less view, and the document's size
+/// (the last three None and 0 when the control declined the measurements).
 type Folded<'py> = (
     Vec<(String, bool, usize)>,
     i64,
     Option<Bound<'py, PyBytes>>,
     Option<Bound<'py, PyBytes>>,
+    usize,
 );
 
 /// One bucket of a `fold_buckets` call, its objects borrowed for the call.
@@ -331,9 +333,17 @@ enum Outcome {
     /// The columns declined: nothing of the bucket changed.
     Declined,
     /// The columns took the measurements; the documents when the control did too.
-    Folded(Appended, Option<(RawDocumentBuf, RawDocumentBuf)>),
+    Folded(Appended, Option<Built>),
     /// A document could not be built (a name with a NUL, a bad meta key).
     Failed(String),
+}
+
+/// A folded bucket's documents: whole (when asked for), without `data`, and the size of
+/// the whole one.
+struct Built {
+    document: Option<RawDocumentBuf>,
+    index: RawDocumentBuf,
+    size: usize,
 }
 
 /// One bucket's part of a `fold_buckets` call, borrowed from its job.
@@ -348,8 +358,9 @@ struct Task<'a> {
     meta_key: Option<&'a [u8]>,
 }
 
-/// The work of one bucket, without the GIL: append, fold, build.
-fn fold_one(task: Task<'_>, skip_field: Option<&str>) -> Outcome {
+/// The work of one bucket, without the GIL: append, fold, build (the whole document
+/// only when `whole`).
+fn fold_one(task: Task<'_>, skip_field: Option<&str>, whole: bool) -> Outcome {
     let Task {
         ctl,
         cols,
@@ -372,33 +383,46 @@ fn fold_one(task: Task<'_>, skip_field: Option<&str>) -> Outcome {
         return Outcome::Folded(appended, None);
     };
     let parts = parts(id, version, count, meta_key, &min_max);
-    let built = build(&parts, Some(cols.column_bytes())).and_then(|doc| {
-        build(&parts, None::<std::iter::Empty<(&str, &[u8])>>).map(|index| (doc, index))
+    let built = build(&parts, None::<std::iter::Empty<(&str, &[u8])>>).and_then(|index| {
+        let document = if whole {
+            Some(build(&parts, Some(cols.column_bytes()))?)
+        } else {
+            None
+        };
+        let size = index.as_bytes().len() + data_len(cols.column_bytes());
+        Ok(Built {
+            document,
+            index,
+            size,
+        })
     });
     match built {
-        Ok(docs) => Outcome::Folded(appended, Some(docs)),
+        Ok(built) => Outcome::Folded(appended, Some(built)),
         Err(e) => Outcome::Failed(e.0),
     }
 }
 
-/// fold_buckets(buffer, skip_field, jobs) -> list[(changes, delta, document,
-/// index_document) | None]
+/// fold_buckets(buffer, skip_field, jobs, whole=True) -> list[(changes, delta, document,
+/// index_document, size) | None]
 ///
 /// The whole prepareCommit of several buckets in one call, the buckets folded in
 /// parallel with the GIL released. Each job is (control, columns, starts, bucket_id,
 /// version, count, meta_key): the documents of `buffer` starting at `starts` (int64s,
 /// in commit order) are appended to `columns` (as `BucketColumns.append`) and folded
 /// into `control`'s min/max (as `Control.update`), and the bucket document of `count`
-/// rows is built with and without `data` (as `bucket_document`). Per bucket: None when
-/// the columns declined (neither changed); the documents None when the control declined
-/// after the columns were appended (the caller folds min/max with the reference). A
-/// bucket's objects may appear in one job only.
+/// rows is built without `data` and, when `whole`, with it (as `bucket_document`), with
+/// the size of the whole one either way. Per bucket: None when the columns declined
+/// (neither changed); the documents None and the size 0 when the control declined after
+/// the columns were appended (the caller folds min/max with the reference). A bucket's
+/// objects may appear in one job only.
 #[pyfunction]
+#[pyo3(signature = (buffer, skip_field, jobs, whole = true))]
 fn fold_buckets<'py>(
     py: Python<'py>,
     buffer: &Bound<'py, PyAny>,
     skip_field: Option<&str>,
     jobs: Vec<Job<'py>>,
+    whole: bool,
 ) -> PyResult<Vec<Option<Folded<'py>>>> {
     guard("fold_buckets", || {
         let buffer = bytes_of(buffer)?;
@@ -435,7 +459,7 @@ fn fold_buckets<'py>(
             )
             .collect();
         let run = move || -> Vec<Outcome> {
-            let fold = |task| fold_one(task, skip_field);
+            let fold = |task| fold_one(task, skip_field, whole);
             if tasks.len() > 1 {
                 // The calling thread folds the second half while a pool thread folds the
                 // first: handing the whole batch to the pool left it waiting idle (and
@@ -472,14 +496,15 @@ fn fold_buckets<'py>(
                             (name.to_owned(), c.is_new, c.offset)
                         })
                         .collect();
-                    let (doc, index) = match built {
-                        Some((d, i)) => (
-                            Some(PyBytes::new(py, d.as_bytes())),
-                            Some(PyBytes::new(py, i.as_bytes())),
+                    let (doc, index, size) = match built {
+                        Some(b) => (
+                            b.document.map(|d| PyBytes::new(py, d.as_bytes())),
+                            Some(PyBytes::new(py, b.index.as_bytes())),
+                            b.size,
                         ),
-                        None => (None, None),
+                        None => (None, None, 0),
                     };
-                    Some((changes, appended.delta, doc, index))
+                    Some((changes, appended.delta, doc, index, size))
                 }
             });
         }

@@ -73,6 +73,18 @@ pub fn build<'c>(
     Ok(doc)
 }
 
+/// The bytes `data` adds to the document `build` makes without it: the element's type
+/// and name, and the sub-document of one BinData element per column. With this, the size
+/// of a document not built yet is known from its data-less view.
+pub fn data_len<'c>(columns: impl Iterator<Item = (&'c str, &'c [u8])>) -> usize {
+    // type byte + "data\0"; the sub-document's length, each element (type, name, NUL,
+    // binary length, subtype, bytes), and its terminating NUL
+    let elements: usize = columns
+        .map(|(n, c)| 1 + n.len() + 1 + 4 + 1 + c.len())
+        .sum();
+    1 + 5 + 4 + elements + 1
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +120,16 @@ mod tests {
         assert_eq!(doc.as_bytes(), want.as_bytes());
         let light = build(&parts, None::<std::iter::Empty<(&str, &[u8])>>).unwrap();
         assert!(light.get("data").unwrap().is_none());
+        let with_data = cols.iter().map(|&(n, c)| (n, c));
+        assert_eq!(
+            light.as_bytes().len() + data_len(with_data),
+            doc.as_bytes().len()
+        );
+        let no_columns = build(&parts, Some(std::iter::empty::<(&str, &[u8])>())).unwrap();
+        assert_eq!(
+            light.as_bytes().len() + data_len(std::iter::empty()),
+            no_columns.as_bytes().len()
+        );
         assert!(build(
             &Parts {
                 meta_key: Some(b"\x10"),

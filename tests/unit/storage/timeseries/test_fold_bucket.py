@@ -72,14 +72,14 @@ def _batches(draw: st.DrawFn) -> list[list[tuple[int, dict[str, Any]]]]:
 
 
 @settings(max_examples=60, deadline=None)
-@given(_batches())
-def test_fold_buckets_is_the_calls_it_fuses(batches: list[list[tuple[int, dict[str, Any]]]]
-                                            ) -> None:
+@given(_batches(), st.lists(st.booleans(), min_size=5, max_size=5))
+def test_fold_buckets_is_the_calls_it_fuses(batches: list[list[tuple[int, dict[str, Any]]]],
+                                            whole: list[bool]) -> None:
     core = native.core
     assert core is not None
     fused: dict[int, tuple[Any, Any, int]] = {}
     plain: dict[int, tuple[Any, Any]] = {}
-    for batch in batches:
+    for n, batch in enumerate(batches):
         buf, starts = _buffer([bson.encode(d) for _s, d in batch])
         rows: dict[int, list[int]] = {}
         for i, (s, _d) in enumerate(batch):
@@ -90,7 +90,7 @@ def test_fold_buckets_is_the_calls_it_fuses(batches: list[list[tuple[int, dict[s
             fused[s] = (control, columns, count + len(rs))
             key = series_key({"host": f"h{s}", "rack": s})
             jobs.append((control, columns, _starts(starts, rs), _oid(s), 2, count + len(rs), key))
-        results = core.fold_buckets(buf, META, jobs)
+        results = core.fold_buckets(buf, META, jobs, whole[n])
         assert len(results) == len(jobs)
         for (s, rs), got in zip(rows.items(), results):
             control, columns = plain.setdefault(s, (core.Control(), core.BucketColumns("t")))
@@ -99,10 +99,13 @@ def test_fold_buckets_is_the_calls_it_fuses(batches: list[list[tuple[int, dict[s
             count = fused[s][2]
             key = series_key({"host": f"h{s}", "rack": s})
             assert got is not None
-            changes, delta, doc, index = got
+            changes, delta, doc, index, size = got
             assert changes == [(n, new, off) for n, _c, new, off in want_changes]
             assert delta == want_delta
-            assert doc == core.bucket_document(_oid(s), 2, count, key, control, columns)
+            want_doc = core.bucket_document(_oid(s), 2, count, key, control, columns)
+            # the whole document when asked for; its size either way
+            assert doc == (want_doc if whole[n] else None)
+            assert size == len(want_doc)
             assert index == core.bucket_document(_oid(s), 2, count, key, control, None)
             assert fused[s][1].column_bytes() == columns.column_bytes()
 
@@ -135,8 +138,8 @@ def test_a_declined_control_leaves_the_columns_appended_and_gives_no_documents()
                               [(control, columns, array("q", [0]).tobytes(), _oid(1), 2, 1,
                                 None)])
     assert got is not None
-    changes, delta, doc, index = got
-    assert (doc, index) == (None, None)
+    changes, delta, doc, index, size = got
+    assert (doc, index, size) == (None, None, 0)
     assert [name for name, _new, _off in changes] == ["t", "x", "y"]
     assert columns.count == 1 and delta == sum(len(c) for _n, c in columns.column_bytes())
     assert control.min_bson() == bson.encode({})
