@@ -25,11 +25,14 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from storage.bsonutil import decode, encode
+from storage.errors import MongoError
 from storage.timeseries import native_scan
 from storage.timeseries.bucket_catalog import BucketCatalog
 from storage.timeseries.constants import TimeseriesParameters
 from storage.timeseries.native_columns import NativeColumns
 from storage.timeseries.options import parse_timeseries_options
+from storage.timeseries.pending_writes import DeferredBucketWrites
+from storage.vocabulary.error_codes import ErrorCode
 
 from . import strategies as gen
 from .helpers import FakeStore, sequence
@@ -183,6 +186,38 @@ def test_tsbs_batches_stay_native_and_match() -> None:
     got = check(batches, None)
     # every batch leaves its ten buckets open and native
     assert got["native_buckets"] == 10 * len(batches)
+
+
+def test_the_group_commit_builds_each_bucket_once_from_its_latest_write() -> None:
+    """Batches pending together, as between two group commits: a native bucket's document
+    is built only when read, from the bucket as its latest write left it, and is the
+    reference's; a superseded write of the bucket refuses to build instead of giving the
+    later bytes; a written document's bytes are dropped and built again alike."""
+    native, reference = BucketCatalog(None, id_seed=7), BucketCatalog(None, id_seed=7)
+    reference._measurements.scan = False
+    pending = DeferredBucketWrites()
+    first: list[Any] = []
+    want: dict[ObjectId, bytes] = {}
+    for s in range(0, 600, 200):
+        docs = _tsbs(200, 10, s)
+        r = native.insert_batch("c", OPTS, sequence(docs), None, ordered=True)
+        assert all(w._document is None for w in r.writes)  # nothing built yet
+        first = first or r.writes
+        pending.add("db", "system.buckets.c", r.writes)
+        native.commit(r)
+        rr = reference.insert_batch("c", OPTS, [dict(d) for d in docs], None, ordered=True)
+        want.update((w.bucket_id, w.document) for w in rr.writes)
+        reference.commit(rr)
+    assert len(want) == 10
+    for oid, doc in want.items():
+        assert pending.document("db", "system.buckets.c", oid) == doc
+    with pytest.raises(MongoError) as err:
+        first[0].document  # noqa: B018
+    assert err.value.code == ErrorCode.InternalError
+    latest = native.open_buckets("c")[0].committed_write
+    assert latest is not None and latest.known_size == len(latest.document)
+    latest.release_document()
+    assert latest._document is None and latest.document == want[latest.bucket_id]
 
 
 def test_reopened_buckets_stay_native_and_match() -> None:
