@@ -27,8 +27,7 @@ from __future__ import annotations
 import struct
 from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from bson.datetime_ms import DatetimeMS
 
@@ -157,11 +156,10 @@ def fold_columns(b: Bucket, ms: Sequence[Measurement], meta_field: str | None
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class NativeDocumentParts:
+class NativeDocumentParts(NamedTuple):
     """A bucket document left to be built from its bucket's native control and columns
     (`build`), as they stood after the write that made it: the group commit writes only a
-    bucket's latest write, so most are never built. Valid while the columns hold `count`
+    bucket's latest write, so most are never built. Valid while the columns hold `rows`
     rows: a bucket's native state changes only when its next batch is folded, and that
     batch's write replaces this one among the pending writes when it commits. `size` is
     the document's size."""
@@ -170,17 +168,17 @@ class NativeDocumentParts:
     columns: NativeColumns
     bucket_id: bytes
     version: int
-    count: int
+    rows: int
     meta_key: bytes | None
     size: int
 
     def build(self) -> bytes:
-        if self.columns.count != self.count:
+        if self.columns.count != self.rows:
             # a later batch changed the bucket before this write's document was built
             raise MongoError(ErrorCode.InternalError,
-                             f"bucket document of {self.count} measurements asked after "
+                             f"bucket document of {self.rows} measurements asked after "
                              f"the bucket took {self.columns.count}")
-        return self.control.bucket_document(self.bucket_id, self.version, self.count,
+        return self.control.bucket_document(self.bucket_id, self.version, self.rows,
                                             self.meta_key, self.columns)
 
 
