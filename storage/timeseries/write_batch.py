@@ -344,17 +344,26 @@ def _finish_prepare(ctx: BatchContext, b: Bucket, ms: list[Measurement], prev: i
 def _uncompressed_growth(ms: Sequence[Measurement], first_row: int) -> int:
     """Bytes `ms` (rows `first_row`...) add to the bucket as an uncompressed (v1) bucket
     would hold them: per field an element named by its row number, and the values."""
-    n = len(ms)
     width = len(ms[0].names)
-    values = sum([m.value_bytes for m in ms])
-    if all([len(m.names) == width for m in ms]):
+    values = 0
+    for m in ms:  # one pass: this runs for every bucket of every batch
+        if len(m.names) != width:
+            break
+        values += m.value_bytes
+    else:
+        n = len(ms)
         return width * (2 * n + _digits_in_range(first_row, first_row + n)) + values
-    return sum([(2 + len(str(row))) * len(m.names) for row, m in enumerate(ms, first_row)]) \
-        + values
+    return sum([(2 + len(str(row))) * len(m.names) + m.value_bytes
+                for row, m in enumerate(ms, first_row)])
 
 
 def _digits_in_range(lo: int, hi: int) -> int:
     """sum(len(str(r)) for r in range(lo, hi)), by decades."""
+    if lo >= hi:
+        return 0
+    digits = len(str(lo))
+    if len(str(hi - 1)) == digits:  # the usual case: one decade
+        return (hi - lo) * digits
     total, digits, start = 0, 1, 0
     while start < hi:
         end = start * 10 if start else 10
