@@ -441,6 +441,9 @@ class Collection:
         index j (only the multikey ones matter)."""
         if not any(keysets):
             return
+        if not any(ks.is_multikey for sets in keysets for ks in sets) and all(
+                ix.multikey_paths or not sets for ix, sets in zip(entry.indexes, keysets)):
+            return  # nothing multikey, and every index's paths already recorded: no change
         changed = False
         new_indexes = []
         for ix, sets in zip(entry.indexes, keysets):
