@@ -38,7 +38,6 @@ MAX_BUCKET_DOCUMENT_SIZE: Final = 16 * 1024 * 1024 + 16 * 1024
 
 
 @functools.cache
-@functools.cache
 def _system_memory_bytes() -> int:  # read once: the catalog asks on every measurement
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
