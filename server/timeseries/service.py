@@ -151,19 +151,15 @@ class TimeseriesService:
             v = self._extended[buckets.uuid] = may_hold_extended_range(buckets)
         return not v
 
-    def note_bucket_inserts(self, buckets: Collection, time_field: str,
-                            writes: list[BucketWrite]) -> None:
+    def note_bucket_inserts(self, buckets: Collection, writes: list[BucketWrite]) -> None:
         """Bucket writes about to be stored: a new bucket whose `control.min` time is
         outside the standard range marks the collection."""
         for w in writes:
-            if w.kind != "insert":
-                continue
-            start = w.min_time_ms
-            if start is None and w.index_doc is not None:
-                start = int(w.index_doc["control"]["min"][time_field])
-            if start is not None and date_outside_standard_range(start):
-                self._extended[buckets.uuid] = True
-                return
+            if w.kind == "insert":
+                assert w.min_time_ms is not None  # the catalog sets it on every new bucket
+                if date_outside_standard_range(w.min_time_ms):
+                    self._extended[buckets.uuid] = True
+                    return
 
     def reader(self, target: TimeseriesTarget) -> TimeseriesRead:
         """How a read of `target` sees the collection (storage thread)."""

@@ -105,7 +105,7 @@ def stage_measurements(req: CommandRequest, target: TimeseriesTarget,
     source = StoredBuckets(buckets, opts, service.deferred, service.flush_deferred)
     result = service.catalog.insert_batch(target.ns, opts, measurements, source,
                                           ordered=ordered, prescanned=prescanned)
-    service.note_bucket_inserts(buckets, opts.time_field, result.writes)
+    service.note_bucket_inserts(buckets, result.writes)
     service.deferred.add(target.db, target.buckets_name, result.writes)
     service.catalog.commit(result)
     if durable or service.deferred.due(service.commit_interval_ms()):
@@ -122,8 +122,7 @@ def _stage_shared(req: CommandRequest, target: TimeseriesTarget, buckets: Collec
     result = insert_shared(
         service.catalog, req.storage.catalog, buckets, target.ns, target.options,
         measurements, ordered=ordered, durable=durable, prescanned=prescanned,
-        before_write=lambda r: service.note_bucket_inserts(buckets, target.options.time_field,
-                                                           r.writes))
+        before_write=lambda r: service.note_bucket_inserts(buckets, r.writes))
     return result.num_inserted, list(result.errors)
 
 
@@ -221,7 +220,7 @@ def _insert_side(req: CommandRequest, target: TimeseriesTarget,
     if result.errors:
         side.abort(result)
         raise result.errors[0][1]
-    service.note_bucket_inserts(buckets, opts.time_field, result.writes)
+    service.note_bucket_inserts(buckets, result.writes)
     write_buckets(buckets, result.writes)
     side.commit(result)
     service.catalog.merge_stats(target.ns, side.execution_stats(target.ns))

@@ -217,8 +217,7 @@ def fold_all(buckets: Sequence[Bucket], staged: Sequence[Sequence[Measurement]],
         offsets = documents.offsets
         jobs.append((control.native, columns.native,
                      array("q", map(offsets.__getitem__, rows)).tobytes(),
-                     b.bucket_id.binary, b.version, count,
-                     b.key if b.meta is not MISSING else None))
+                     b.bucket_id.binary, b.version, count, _meta_key(b)))
         where.append(i)
     if not jobs or documents is None or native.core is None:
         return out
@@ -236,8 +235,7 @@ def fold_all(buckets: Sequence[Bucket], staged: Sequence[Sequence[Measurement]],
             control, columns = b.control, b.columns
             assert control is not None and isinstance(columns, NativeColumns)
             doc = NativeDocumentParts(control, columns, b.bucket_id.binary, b.version,
-                                      counts[i], b.key if b.meta is not MISSING else None,
-                                      size)
+                                      counts[i], _meta_key(b), size)
         out[i] = (changes, delta, (doc, index))
     return out
 
@@ -258,6 +256,12 @@ def control_documents(b: Bucket) -> tuple[dict[str, Any], dict[str, Any]]:
     return decode(control.min_bson()), decode(control.max_bson())
 
 
+def _meta_key(b: Bucket) -> bytes | None:
+    """What the core's bucket document takes as the meta: the series key, None without
+    a meta value."""
+    return b.key if b.meta is not MISSING else None
+
+
 def native_documents(b: Bucket, count: int) -> tuple[bytes, bytes] | None:
     """The bucket document of `b` holding `count` measurements and the same without
     `data`, built by the native core from `b`'s native control and columns (None when
@@ -265,7 +269,7 @@ def native_documents(b: Bucket, count: int) -> tuple[bytes, bytes] | None:
     control, columns = b.control, b.columns
     if control is None or not isinstance(columns, NativeColumns):
         return None
-    key = b.key if b.meta is not MISSING else None
+    key = _meta_key(b)
     return (control.bucket_document(b.bucket_id.binary, b.version, count, key, columns),
             control.bucket_document(b.bucket_id.binary, b.version, count, key, None))
 
