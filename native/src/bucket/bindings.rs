@@ -384,12 +384,13 @@ fn fold_one(task: Task<'_>, skip_field: Option<&str>, whole: bool) -> Outcome {
     };
     let parts = parts(id, version, count, meta_key, &min_max);
     let built = build(&parts, None::<std::iter::Empty<(&str, &[u8])>>).and_then(|index| {
-        let document = if whole {
-            Some(build(&parts, Some(cols.column_bytes()))?)
+        let (document, size) = if whole {
+            let document = build(&parts, Some(cols.column_bytes()))?;
+            let size = document.as_bytes().len();
+            (Some(document), size)
         } else {
-            None
+            (None, index.as_bytes().len() + data_len(cols.column_bytes()))
         };
-        let size = index.as_bytes().len() + data_len(cols.column_bytes());
         Ok(Built {
             document,
             index,
