@@ -132,9 +132,14 @@ def _insert(catalog: Catalog, doc: dict[str, Any]) -> None:
     coll = catalog.get_or_create_collection(USERS_DB, USERS_COLLECTION)
     if coll.index("user_1_db_1") is None:
         coll.create_indexes([_USER_DB_INDEX])
-    if coll.find_id(doc["_id"]) is not None:
-        raise MongoError(51003, f'User "{doc["user"]}@{doc["db"]}" already exists')
-    coll.insert_one(doc, durable=True)
+    try:
+        coll.insert_one(doc, durable=True)
+    except MongoError as e:
+        # the unique _id says the user exists, also when another server sharing the
+        # storage created it since this one looked (mongod maps the duplicate so too)
+        if e.code != ErrorCode.DuplicateKey:
+            raise
+        raise MongoError(51003, f'User "{doc["user"]}@{doc["db"]}" already exists') from None
 
 
 def _replace(catalog: Catalog, doc: dict[str, Any]) -> bool:
