@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import struct
 
 import bson
@@ -74,6 +75,27 @@ def test_two_messages_in_one_feed() -> None:
     first, second = dec.next_message(), dec.next_message()
     assert (first.request_id, second.request_id) == (1, 2)
     assert dec.next_message() is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(pads=st.lists(st.integers(0, 3000), min_size=1, max_size=6),
+       cuts=st.lists(st.integers(0, 20_000), max_size=12))
+def test_any_split_of_a_stream_gives_its_messages_in_order(pads: list[int],
+                                                            cuts: list[int]) -> None:
+    frames = [op_msg({"ping": 1, "pad": "p" * pad, "$db": "a"}, request_id=i)
+              for i, pad in enumerate(pads)]
+    data = b"".join(frames)
+    bounds = sorted({0, len(data), *(c % (len(data) + 1) for c in cuts)})
+    dec = MessageDecoder()
+    got: list = []
+    for start, end in itertools.pairwise(bounds):
+        dec.feed(data[start:end])
+        assert dec.buffered == end - sum(len(frames[m.request_id]) for m in got)
+        while (m := dec.next_message()) is not None:
+            got.append(m)
+    assert [m.request_id for m in got] == list(range(len(pads)))
+    assert [m.body["pad"] for m in got] == ["p" * pad for pad in pads]
+    assert dec.buffered == 0
 
 
 def test_checksum_verified_and_produced() -> None:
