@@ -1,6 +1,7 @@
 """Time-series ingest against the floors of this machine, started in the same run.
 
     python bench/ingest.py [--measurements 1000000] [--clients 2] [--runs tsbs,highcard,backfill]
+                           [--series-per-client]
 
 Three servers take the same pre-encoded batches (`RawBSONDocument`s, so the clients do
 not encode: they are not the bottleneck) from N client processes doing `insert_many` of
@@ -11,7 +12,9 @@ dbpath. Per server: measurements/s, server CPU per measurement (utime + stime fr
 stop), its peak RSS, and the ratios to both floors. Runs:
 
 - `tsbs`: TSBS devops cpu-only (100 hosts, 10 string tags as the meta object, 10 int64
-  fields), time-ordered, batches round-robin over the clients.
+  fields), time-ordered, batches round-robin over the clients (with `--series-per-client`
+  each client sends the batches of its own hosts instead: no host's measurements arrive
+  out of time order, so the figures do not vary with how the clients interleave).
 - `highcard`: 100,000 series of 10 measurements each (every batch has 1000 series).
 - `backfill`: the tsbs data with the batches sent newest first, so every batch goes back
   in time (reopened buckets, version 3 buckets).
@@ -46,21 +49,30 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
-def batches_of(run: str, total: int) -> list[list[bytes]]:
-    """The pre-encoded batches of `run` (tsbs, highcard or backfill)."""
+def batches_of(run: str, total: int, streams: int = 1) -> list[list[bytes]]:
+    """The pre-encoded batches of `run` (tsbs, highcard or backfill). With `streams` > 1
+    the hosts are split into that many streams (host mod streams), each batched on its
+    own, and the batches interleaved so that client i of `streams` sends stream i."""
     hosts = 100_000 if run == "highcard" else 100
-    out: list[list[bytes]] = []
-    batch: list[bytes] = []
-    for doc in measurements(total, hosts=hosts):
+    per_stream: list[list[list[bytes]]] = [[] for _ in range(streams)]
+    pending: list[list[bytes]] = [[] for _ in range(streams)]
+    for i, doc in enumerate(measurements(total, hosts=hosts)):
+        s = (i % hosts) % streams
+        batch = pending[s]
         batch.append(bson.encode({"_id": bson.ObjectId(), **doc}))
         if len(batch) == BATCH:
-            out.append(batch)
-            batch = []
-    if batch:
-        out.append(batch)
-    if run == "backfill":
-        out.reverse()
-    return out
+            per_stream[s].append(batch)
+            pending[s] = []
+    for s, batch in enumerate(pending):
+        if batch:
+            per_stream[s].append(batch)
+    for out in per_stream:
+        if run == "backfill":
+            out.reverse()
+    # round-robin over the streams, padded so that batches[i::streams] is stream i
+    longest = max(map(len, per_stream))
+    return [b for k in range(longest) for out in per_stream
+            for b in (out[k:k + 1] or [[]])]
 
 
 def _client(uri: str, batches: list[list[bytes]], ready: mp.Barrier, q: mp.Queue) -> None:
@@ -71,7 +83,8 @@ def _client(uri: str, batches: list[list[bytes]], ready: mp.Barrier, q: mp.Queue
     ready.wait()
     n = 0
     for batch in docs:
-        coll.insert_many(batch, ordered=False)
+        if batch:
+            coll.insert_many(batch, ordered=False)
         n += len(batch)
     client.close()
     q.put(n)
@@ -134,17 +147,24 @@ def main() -> None:
     ap.add_argument("--measurements", type=int, default=1_000_000)
     ap.add_argument("--clients", type=int, default=2)
     ap.add_argument("--runs", default="tsbs,highcard,backfill")
+    ap.add_argument("--series-per-client", action="store_true",
+                    help="each client sends its own hosts (as tsbs_load's --hash-workers); "
+                         "by default batches go round-robin over the clients, so one host's "
+                         "measurements reach the server from both, out of time order at "
+                         "times, and bucketd's work varies with how they interleave")
     args = ap.parse_args()
 
     def create(db: pymongo.database.Database) -> None:
         db.create_collection("cpu", timeseries={"timeField": "time", "metaField": "tags"})
 
-    print(f"{args.measurements:,} measurements per run, {args.clients} clients, "
+    print(f"{args.measurements:,} measurements per run, {args.clients} clients"
+          f"{' with their own series' if args.series_per_client else ''}, "
           f"batches of {BATCH}, pre-encoded")
     print(f"{'run':<9} {'server':<13} {'meas/s':>10} {'cpu µs/m':>9} {'÷decode':>8} "
           f"{'÷canned':>8} {'B/meas':>7} {'peak RSS':>9}")
     for run in args.runs.split(","):
-        batches = batches_of(run, args.measurements)
+        batches = batches_of(run, args.measurements,
+                             args.clients if args.series_per_client else 1)
         total = sum(map(len, batches))
         with floor_server() as (uri, pid):
             canned, canned_cpu = load(uri, pid, batches, args.clients)
