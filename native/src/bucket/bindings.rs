@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use bson::raw::{RawDocument, RawDocumentBuf};
+use bson::raw::RawDocumentBuf;
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -17,6 +17,7 @@ use super::columns::{AppendError, Appended, BucketColumns};
 use super::document::{build, data_len, Parts};
 use crate::boundary::{guard, Declined};
 use crate::control::bindings::Control;
+use crate::control::Checked;
 
 /// Document bytes from which an append releases the GIL (below, the release and the
 /// re-acquisition cost more than the work, and re-acquiring can wait for other threads).
@@ -373,12 +374,13 @@ fn fold_one(task: Task<'_>, skip_field: Option<&str>, whole: bool) -> Outcome {
     let Some(docs) = docs else {
         return Outcome::Declined;
     };
-    let Ok(appended) = cols.append(docs.iter().copied(), skip_field) else {
+    // the columns read each document once, and hand the control its fields
+    let mut fields = Some(Checked::with_capacity(docs.len()));
+    let Ok(appended) = cols.append_collecting(docs.iter().copied(), skip_field, Some(&mut fields))
+    else {
         return Outcome::Declined;
     };
-    let raw: Result<Vec<&RawDocument>, _> =
-        docs.iter().map(|d| RawDocument::from_bytes(d)).collect();
-    let folded = raw.is_ok_and(|raw| ctl.fold(&raw, skip_field).is_ok());
+    let folded = fields.is_some_and(|f| ctl.fold_parsed(f).is_ok());
     let Some(min_max) = folded.then(|| ctl.min_max_raw()).flatten() else {
         return Outcome::Folded(appended, None);
     };

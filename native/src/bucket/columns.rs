@@ -18,6 +18,7 @@ use bson::raw::RawDocument;
 
 use crate::bsoncolumn::builder::{BuildError, ColumnBuilder};
 use crate::bsoncolumn::values::{T_ARRAY, T_OBJECT};
+use crate::control::Checked;
 
 /// Why an append or a reopen did not happen (the columns are then as before the call).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -218,7 +219,20 @@ impl BucketColumns {
         docs: impl IntoIterator<Item = &'a [u8]>,
         skip_field: Option<&str>,
     ) -> Result<Appended, AppendError> {
-        let (new_names, values, n) = self.parse(docs, skip_field)?;
+        self.append_collecting(docs, skip_field, None)
+    }
+
+    /// `append`, handing each document's top-level fields (the skipped one left out) to
+    /// `collect` as it reads them, for the control's fold to take without iterating the
+    /// documents again. A value the control cannot read leaves `collect` None (the
+    /// columns decide for themselves).
+    pub(crate) fn append_collecting<'a>(
+        &mut self,
+        docs: impl IntoIterator<Item = &'a [u8]>,
+        skip_field: Option<&str>,
+        collect: Option<&mut Option<Checked<'a>>>,
+    ) -> Result<Appended, AppendError> {
+        let (new_names, values, n) = self.parse(docs, skip_field, collect)?;
         if n == 0 {
             return Ok(Appended {
                 changes: Vec::new(),
@@ -344,6 +358,7 @@ impl BucketColumns {
         &self,
         docs: impl IntoIterator<Item = &'a [u8]>,
         skip_field: Option<&str>,
+        mut collect: Option<&mut Option<Checked<'a>>>,
     ) -> Result<(Vec<&'a str>, Vec<Value<'a>>, usize), AppendError> {
         const MALFORMED: AppendError = AppendError::Declined("a malformed document");
         let existing = self.fields.len();
@@ -361,13 +376,20 @@ impl BucketColumns {
             let mut pos = 4usize;
             for element in raw.iter_elements() {
                 let element = element.map_err(|_| MALFORMED)?;
-                let key: &'a str = element.key().as_str();
+                let name = element.key();
+                let key: &'a str = name.as_str();
                 // the iterator read the type byte, the key and its NUL, then the value
                 let start = pos + 1 + key.len() + 1;
                 let end = start + element.size();
                 pos = end;
                 if skip_field == Some(key) {
                     continue;
+                }
+                if let Some(slot) = collect.as_deref_mut() {
+                    match (slot.as_mut(), element.value()) {
+                        (Some(fields), Ok(value)) => fields.fields.push((name, value)),
+                        _ => *slot = None,
+                    }
                 }
                 let v = doc.get(start..end).ok_or(MALFORMED)?;
                 let t = element.element_type() as u8;
@@ -404,6 +426,9 @@ impl BucketColumns {
                 }
                 seen[field] = row + 1;
                 values.push(Value { field, row, t, v });
+            }
+            if let Some(Some(fields)) = collect.as_deref_mut() {
+                fields.ends.push(fields.fields.len());
             }
         }
         Ok((new_names, values, n))

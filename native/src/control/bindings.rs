@@ -7,7 +7,7 @@ use pyo3::types::{PyBytes, PyList};
 
 use super::minmax::MinMax;
 use super::schema::Schema;
-use super::{documents, Fail};
+use super::{check_parsed, documents, Checked, Fail, Gate};
 use crate::boundary::{guard, native_error, Declined};
 
 /// MongoDB's InvalidBSON.
@@ -61,14 +61,12 @@ pub struct Control {
 }
 
 impl Control {
-    /// Folds `docs` into min/max (`update`'s work, for the fused bucket fold). All or
-    /// nothing.
-    pub(crate) fn fold(
-        &mut self,
-        docs: &[&bson::raw::RawDocument],
-        skip_field: Option<&str>,
-    ) -> Result<(), Fail> {
-        self.minmax.update_batch(docs, skip_field)
+    /// Folds into min/max the top-level fields a caller collected while it iterated the
+    /// documents (`BucketColumns::append_collecting`), without iterating them again
+    /// (`update`'s work, for the fused bucket fold). All or nothing.
+    pub(crate) fn fold_parsed(&mut self, parsed: Checked<'_>) -> Result<(), Fail> {
+        self.minmax
+            .update_checked(&check_parsed(parsed, Gate::MinMax)?)
     }
 
     /// control.min and control.max, None when they cannot be rendered (for the fused

@@ -14,7 +14,7 @@ use bson::spec::BinarySubtype;
 use bson::{DateTime, Decimal128, Timestamp};
 
 use super::order::{compare, rank, RANK_ARRAY, RANK_OBJECT};
-use super::{check_batch, Fail, Field, Gate, Locator, Named};
+use super::{check_batch, Checked, Fail, Field, Gate, Locator, Named};
 
 /// A scalar kept as a min or a max: the types `check_batch` lets through.
 #[derive(Clone, Debug)]
@@ -202,7 +202,11 @@ impl MinMax {
     /// Folds the batch in, document by document (`MinMax.update` for each, or
     /// `update_many`); `skip` is the meta field. All or nothing.
     pub fn update_batch(&mut self, docs: &[&RawDocument], skip: Option<&str>) -> Result<(), Fail> {
-        let checked = check_batch(docs, Gate::MinMax, skip)?;
+        self.update_checked(&check_batch(docs, Gate::MinMax, skip)?)
+    }
+
+    /// `update_batch` of a batch checked already (for `Gate::MinMax`).
+    pub(crate) fn update_checked(&mut self, checked: &Checked<'_>) -> Result<(), Fail> {
         let mut run: Vec<&[Field<'_>]> = Vec::new();
         let mut in_run = false;
         for (fields, &same) in checked.documents().zip(&checked.same_names) {

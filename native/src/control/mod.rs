@@ -221,6 +221,14 @@ pub(crate) struct Checked<'a> {
 }
 
 impl<'a> Checked<'a> {
+    pub fn with_capacity(docs: usize) -> Self {
+        Checked {
+            fields: Vec::with_capacity(docs * 8),
+            ends: Vec::with_capacity(docs),
+            same_names: Vec::with_capacity(docs),
+        }
+    }
+
     /// The documents' fields, one slice per document.
     pub fn documents(&self) -> impl Iterator<Item = &[Field<'a>]> {
         let mut start = 0;
@@ -239,47 +247,89 @@ pub(crate) fn check_batch<'a>(
     gate: Gate,
     skip: Option<&str>,
 ) -> Result<Checked<'a>, Fail> {
-    let mut out = Checked {
-        fields: Vec::with_capacity(docs.len() * 8),
-        ends: Vec::with_capacity(docs.len()),
-        same_names: Vec::with_capacity(docs.len()),
-    };
-    let mut names: Vec<&str> = Vec::new();
-    let mut prev = 0..0;
+    let mut out = Checked::with_capacity(docs.len());
+    let mut checker = Checker::new(gate);
     for (i, d) in docs.iter().enumerate() {
-        let at = |f: Fail| match f {
-            Fail::Invalid(m) => Fail::Invalid(format!("document {i}: {m}")),
-            Fail::Declined(m) => Fail::Declined(format!("document {i}: {m}")),
-        };
-        let start = out.fields.len();
         for item in d.iter() {
-            let (key, value) = item.map_err(|e| at(e.into()))?;
+            let (key, value) = item.map_err(|e| in_document(i, e.into()))?;
             if skip == Some(key.as_str()) {
                 continue; // the meta field: not part of min/max or the schema
             }
-            check_value(value, gate, 0, &mut names).map_err(at)?;
             out.fields.push((key, value));
         }
-        let this = start..out.fields.len();
+        out.ends.push(out.fields.len());
+        checker.check(&mut out, i)?;
+    }
+    Ok(out)
+}
+
+/// `check_batch` of a batch whose caller iterated the documents already: `out` holds
+/// their top-level fields (the skipped one left out) and where each document's end, and
+/// gets `same_names` here.
+pub(crate) fn check_parsed(mut out: Checked<'_>, gate: Gate) -> Result<Checked<'_>, Fail> {
+    out.same_names.clear();
+    let mut checker = Checker::new(gate);
+    for i in 0..out.ends.len() {
+        checker.check(&mut out, i)?;
+    }
+    Ok(out)
+}
+
+/// The per-document part of `check_batch`, run on each document once its fields are in.
+struct Checker<'a> {
+    gate: Gate,
+    names: Vec<&'a str>,
+    prev: std::ops::Range<usize>,
+}
+
+impl<'a> Checker<'a> {
+    fn new(gate: Gate) -> Self {
+        Checker {
+            gate,
+            names: Vec::new(),
+            prev: 0..0,
+        }
+    }
+
+    /// Checks document `i` of `out` and records whether its names repeat the previous
+    /// document's.
+    fn check(&mut self, out: &mut Checked<'a>, i: usize) -> Result<(), Fail> {
+        let start = if i == 0 { 0 } else { out.ends[i - 1] };
+        let this = start..out.ends[i];
+        let fields = &out.fields;
+        let mut names = std::mem::take(&mut self.names);
+        for &(_, value) in &fields[this.clone()] {
+            check_value(value, self.gate, 0, &mut names).map_err(|f| in_document(i, f))?;
+        }
         // Measurements mostly repeat the previous one's names: then they are distinct.
         let same = i > 0
-            && this.len() == prev.len()
-            && out.fields[this.clone()]
+            && this.len() == self.prev.len()
+            && fields[this.clone()]
                 .iter()
-                .zip(&out.fields[prev.clone()])
+                .zip(&fields[self.prev.clone()])
                 .all(|(a, b)| a.0.as_str() == b.0.as_str());
         if !same {
             names.clear();
-            names.extend(out.fields[this.clone()].iter().map(|f| f.0.as_str()));
+            names.extend(fields[this.clone()].iter().map(|f| f.0.as_str()));
             if has_duplicates(&mut names) {
-                return Err(at(Fail::Declined("a field name is repeated".into())));
+                return Err(in_document(
+                    i,
+                    Fail::Declined("a field name is repeated".into()),
+                ));
             }
         }
-        out.ends.push(out.fields.len());
+        self.names = names;
         out.same_names.push(same);
-        prev = this;
+        self.prev = this;
+        Ok(())
     }
-    Ok(out)
+}
+
+fn in_document(i: usize, f: Fail) -> Fail {
+    match f {
+        Fail::Invalid(m) => Fail::Invalid(format!("document {i}: {m}")),
+        Fail::Declined(m) => Fail::Declined(format!("document {i}: {m}")),
+    }
 }
 
 /// Checks a sub-document; `names` is scratch space, left as it was found.
