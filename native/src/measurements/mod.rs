@@ -34,6 +34,8 @@ mod walk;
 
 use std::collections::HashMap;
 
+use ahash::RandomState;
+
 use bson::raw::{RawBsonRef, RawDocument};
 
 use walk::{Problem, Walker};
@@ -389,11 +391,15 @@ pub fn scan(
         shape_of: vec![-1; n],
         ..Scanned::default()
     };
-    let mut shape_ids: HashMap<Vec<u8>, i32> = HashMap::new();
+    // SipHash, the std default, was a tenth of the scan; ahash is keyed at random too,
+    // and these keys are bytes a client chose
+    let mut shape_ids: HashMap<Vec<u8>, i32, RandomState> = HashMap::default();
     let mut shape: Vec<u8> = Vec::with_capacity(256);
-    let mut by_key: HashMap<Vec<u8>, i32> = HashMap::new();
+    // the shape of the document before, looked up without hashing when it repeats
+    let mut last_shape: (Vec<u8>, i32) = (Vec::new(), -1);
+    let mut by_key: HashMap<Vec<u8>, i32, RandomState> = HashMap::default();
     // meta element bytes -> series: identical bytes need no normalisation
-    let mut by_raw: HashMap<&[u8], i32> = HashMap::new();
+    let mut by_raw: HashMap<&[u8], i32, RandomState> = HashMap::default();
     let mut members: Vec<Vec<i32>> = Vec::new();
     let mut names: Vec<&str> = Vec::with_capacity(32);
     let mut walker = Walker::new(opts.max_depth);
@@ -439,14 +445,21 @@ pub fn scan(
         out.max_value_lens[i] = one.max_value_len;
         out.has_id[i] = one.has_id;
         out.nested[i] = one.nested;
-        out.shape_of[i] = match shape_ids.get(shape.as_slice()) {
-            Some(&id) => id,
-            None => {
-                let id = out.shapes.len() as i32;
-                out.shapes.push(shape_fields(&shape));
-                shape_ids.insert(shape.clone(), id);
-                id
-            }
+        out.shape_of[i] = if last_shape.1 >= 0 && last_shape.0 == shape {
+            last_shape.1
+        } else {
+            let id = match shape_ids.get(shape.as_slice()) {
+                Some(&id) => id,
+                None => {
+                    let id = out.shapes.len() as i32;
+                    out.shapes.push(shape_fields(&shape));
+                    shape_ids.insert(shape.clone(), id);
+                    id
+                }
+            };
+            last_shape.0.clone_from(&shape);
+            last_shape.1 = id;
+            id
         };
         if let Some(m) = members.get_mut(series as usize) {
             m.push(i as i32);
@@ -478,7 +491,7 @@ fn shape_fields(key: &[u8]) -> Vec<(String, u8)> {
 }
 
 fn series_index(
-    by_key: &mut HashMap<Vec<u8>, i32>,
+    by_key: &mut HashMap<Vec<u8>, i32, RandomState>,
     series: &mut Vec<Series>,
     members: &mut Vec<Vec<i32>>,
     key: Vec<u8>,
