@@ -267,12 +267,15 @@ pub fn time_error_message(time_field: &str) -> String {
     format!("'{time_field}' must be present and contain a valid BSON UTC datetime value")
 }
 
+/// One document scanned; `seen_meta(raw)`: whether a document scanned before had a meta
+/// element of exactly these bytes (its walk is then skipped: it passed).
 fn scan_one<'a>(
     bytes: &'a [u8],
     opts: &ScanOptions<'_>,
     walker: &mut Walker<'a>,
     names: &mut Vec<&'a str>,
     shape: &mut Vec<u8>,
+    seen_meta: impl Fn(&[u8]) -> bool,
 ) -> Result<One<'a>, Refusal> {
     let doc = RawDocument::from_bytes(bytes).map_err(invalid)?;
     walker.reset();
@@ -300,7 +303,6 @@ fn scan_one<'a>(
         at = at.saturating_add(2 + key.len()).saturating_add(size);
         names.push(key);
         let value = elem.value().map_err(invalid)?;
-        walker.value(value, 0)?;
         if opts.meta_field == Some(key) {
             // the element's bytes, if they are where the sizes say (else no caching)
             let raw = bytes
@@ -308,9 +310,14 @@ fn scan_one<'a>(
                 .filter(|r| r.first() == Some(&(elem.element_type() as u8)))
                 .filter(|r| r.get(1..1 + key.len()) == Some(key.as_bytes()))
                 .unwrap_or_default();
+            // the same bytes in a document scanned before passed this walk already
+            if raw.is_empty() || !seen_meta(raw) {
+                walker.value(value, 0)?;
+            }
             meta = Some((raw, value));
             continue;
         }
+        walker.value(value, 0)?;
         if key == opts.time_field {
             time = Some(value);
         }
@@ -409,7 +416,8 @@ pub fn scan(
         }
         out.scanned = i + 1;
         let bytes = buf.get(start..start + len).unwrap_or_default();
-        let one = match scan_one(bytes, opts, &mut walker, &mut names, &mut shape) {
+        let seen = |raw: &[u8]| by_raw.contains_key(raw);
+        let one = match scan_one(bytes, opts, &mut walker, &mut names, &mut shape, seen) {
             Ok(one) => one,
             Err(Refusal::Error(code, message)) => {
                 out.errors.push(MeasurementError {

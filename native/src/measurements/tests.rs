@@ -175,6 +175,28 @@ fn depth_limit_is_overflow() {
 }
 
 #[test]
+fn a_meta_seen_before_is_not_walked_again_but_a_refused_one_is() {
+    let with_meta = |m: RawDocumentBuf, t: i64| {
+        let mut d = rawdoc! {"t": DateTime::from_millis(t)};
+        d.append(bson::raw::cstr!("m"), m);
+        d
+    };
+    let deep = nested(DEFAULT_MAX_DEPTH + 1);
+    let fine = rawdoc! {"b": 1, "a": "x"};
+    let docs = [
+        with_meta(deep.clone(), 1),
+        with_meta(fine.clone(), 2),
+        with_meta(deep, 3),
+        with_meta(fine, 4),
+    ];
+    let out = scan(&batch(&docs), None, &opts(false)).unwrap();
+    let refused: Vec<_> = out.errors.iter().map(|e| (e.index, e.code)).collect();
+    assert_eq!(refused, [(0, codes::OVERFLOW), (2, codes::OVERFLOW)]);
+    assert_eq!(out.series_of[1], out.series_of[3]);
+    assert_eq!(out.series.len(), 1);
+}
+
+#[test]
 fn size_limit() {
     let doc = rawdoc! {"t": DateTime::from_millis(1), "s": "x".repeat(100)};
     let mut o = opts(true);
