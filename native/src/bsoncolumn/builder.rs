@@ -95,10 +95,22 @@ impl ColumnBuilder {
         let count = self.count;
         for row in rows {
             if let Err(e) = self.push(row) {
-                self.state.restore(&snap);
+                self.state.restore(snap);
                 self.count = count;
                 return Err(e);
             }
+        }
+        Ok(())
+    }
+
+    /// `extend` for a caller holding a `checkpoint` of this builder: on failure the
+    /// builder is part-way, for the caller to roll back (no snapshot of its own).
+    pub fn extend_from_checkpoint<'a>(
+        &mut self,
+        rows: impl IntoIterator<Item = Option<(u8, &'a [u8])>>,
+    ) -> Result<(), BuildError> {
+        for row in rows {
+            self.push(row)?;
         }
         Ok(())
     }
@@ -110,7 +122,7 @@ impl ColumnBuilder {
         let snap = self.state.snapshot();
         for v in values.chunks_exact(size) {
             if let Err(f) = self.state.append(t, v) {
-                self.state.restore(&snap);
+                self.state.restore(snap);
                 return Err(f);
             }
         }
@@ -128,8 +140,8 @@ impl ColumnBuilder {
     }
 
     /// Back to `c`, taken from this builder with nothing but appends and finalizes since.
-    pub fn rollback(&mut self, c: &Checkpoint) {
-        self.state.restore(&c.snap);
+    pub fn rollback(&mut self, c: Checkpoint) {
+        self.state.restore(c.snap);
         self.count = c.count;
     }
 

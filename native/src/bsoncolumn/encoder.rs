@@ -217,8 +217,8 @@ impl EncodingState {
         }
     }
 
-    pub fn restore(&mut self, snap: &Snapshot) {
-        self.st = snap.core.clone();
+    pub fn restore(&mut self, snap: Snapshot) {
+        self.st = snap.core;
         self.buf.truncate(snap.len);
         if let Some(c) = self.st.ctrl {
             self.buf[c] = snap.ctrl_byte;
@@ -281,7 +281,7 @@ impl EncodingState {
             out.push(0);
             out
         });
-        self.restore(&snap);
+        self.restore(snap);
         result
     }
 

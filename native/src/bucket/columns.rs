@@ -289,7 +289,9 @@ impl BucketColumns {
                     fresh.last_mut().expect("just pushed")
                 }
             };
-            match b.extend(rows).and_then(|()| b.finalize()) {
+            // an existing builder failing part-way is rolled back to its checkpoint below,
+            // a fresh one dropped
+            match b.extend_from_checkpoint(rows).and_then(|()| b.finalize()) {
                 Ok(column) => columns.push(column),
                 Err(e) => {
                     failed = Some(e);
@@ -298,8 +300,8 @@ impl BucketColumns {
             }
         }
         if let Some(e) = failed {
-            for (f, c) in &checkpoints {
-                if let Some(b) = self.fields[*f].builder.as_mut() {
+            for (f, c) in checkpoints {
+                if let Some(b) = self.fields[f].builder.as_mut() {
                     b.rollback(c);
                 }
             }
