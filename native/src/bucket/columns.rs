@@ -384,14 +384,17 @@ impl BucketColumns {
                 let start = pos + 1 + key.len() + 1;
                 let end = start + element.size();
                 pos = end;
-                if skip_field == Some(key) {
-                    continue;
-                }
                 if let Some(slot) = collect.as_deref_mut() {
+                    // the skipped field's value is read too, as iterating the document
+                    // reads it (the control's own `update` refuses a batch it cannot read)
                     match (slot.as_mut(), element.value()) {
+                        (Some(_), Ok(_)) if skip_field == Some(key) => {}
                         (Some(fields), Ok(value)) => fields.fields.push((name, value)),
                         _ => *slot = None,
                     }
+                }
+                if skip_field == Some(key) {
+                    continue;
                 }
                 let v = doc.get(start..end).ok_or(MALFORMED)?;
                 let t = element.element_type() as u8;

@@ -4,9 +4,12 @@
 //! Python reference: `storage/timeseries/columns.py` `Columns`. Nothing here may panic
 //! on any input; a failing assertion is a bug.
 
+use bson::raw::{cstr, RawBsonRef, RawDocument, RawDocumentBuf};
+
 use super::columns::BucketColumns;
 use crate::bsoncolumn::builder::DEFAULT_MAX_VALUES;
 use crate::bsoncolumn::decoder::decode_column;
+use crate::control::Checked;
 
 /// Documents cut from `data` by their int32 sizes (a bad size ends the list; the bytes
 /// then are the last, malformed, document).
@@ -46,6 +49,47 @@ fn snapshot(c: &BucketColumns) -> Snapshot {
     )
 }
 
+/// What an append collected for the control's fold: each document's top-level fields as
+/// iterating it gives them (the skipped one left out), or None when a value does not read.
+fn check_collected(batch: &[&[u8]], skip: &str, got: Option<Checked<'_>>) {
+    let mut want: Vec<(&str, RawBsonRef<'_>)> = Vec::new();
+    let mut ends = Vec::new();
+    let mut readable = true;
+    for d in batch {
+        let doc = RawDocument::from_bytes(d).expect("an appended document is well-formed");
+        for item in doc.iter() {
+            match item {
+                Ok((k, v)) if k.as_str() != skip => want.push((k.as_str(), v)),
+                Ok(_) => {}
+                Err(_) => readable = false,
+            }
+        }
+        ends.push(want.len());
+    }
+    match got {
+        None => assert!(
+            !readable,
+            "the fields of readable documents were not collected"
+        ),
+        Some(got) => {
+            assert!(readable, "an unreadable value was collected");
+            // compared as bytes (a NaN is not equal to itself)
+            let bytes = |(k, v): (&str, RawBsonRef<'_>)| {
+                let mut d = RawDocumentBuf::new();
+                d.append(cstr!(""), v);
+                (k.to_owned(), d.into_bytes())
+            };
+            let fields: Vec<_> = got
+                .fields
+                .iter()
+                .map(|(k, v)| bytes((k.as_str(), *v)))
+                .collect();
+            assert_eq!(fields, want.into_iter().map(bytes).collect::<Vec<_>>());
+            assert_eq!(got.ends, ends);
+        }
+    }
+}
+
 /// Arbitrary bytes as measurement documents (the first byte picks the meta field and
 /// where the batch splits): an append either fails leaving the columns as they were or
 /// gives columns that decode to `count` rows, whose changes hold, and that reopen to
@@ -63,10 +107,13 @@ pub fn check_append(data: &[u8]) {
         let prev: Vec<Option<Vec<u8>>> = (0..c.len())
             .map(|i| c.field(i).1.map(<[u8]>::to_vec))
             .collect();
-        let Ok(done) = c.append(batch.iter().copied(), Some(skip)) else {
+        let mut fields = Some(Checked::with_capacity(batch.len()));
+        let appended = c.append_collecting(batch.iter().copied(), Some(skip), Some(&mut fields));
+        let Ok(done) = appended else {
             assert_eq!(snapshot(&c), before, "a failed append changed the columns");
             continue;
         };
+        check_collected(batch, skip, fields);
         let mut delta = 0i64;
         for ch in &done.changes {
             let (_, column) = c.field(ch.field);
