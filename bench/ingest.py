@@ -9,7 +9,7 @@ not encode: they are not the bottleneck) from N client processes doing `insert_m
 batch into dicts with pymongo, on uvloop; see `_canned.py`) and bucketd on a fresh
 dbpath. Per server: measurements/s, server CPU per measurement (utime + stime from
 /proc over the load), and for bucketd the bytes per measurement on disk (after a clean
-stop), its peak RSS, and the ratios to both floors. Runs:
+stop), its peak RSS, the ratios to both floors, and the buckets it wrote and reopened. Runs:
 
 - `tsbs`: TSBS devops cpu-only (100 hosts, 10 string tags as the meta object, 10 int64
   fields), time-ordered, batches round-robin over the clients (with `--series-per-client`
@@ -135,10 +135,12 @@ def bucketd_run(batches: list[list[bytes]], clients: int,
         rate, cpu = load(uri, pid, batches, clients)
         with pymongo.MongoClient(uri) as c:
             count = c.bench.cpu.count_documents({})
+            ts = c.bench.command("collStats", "cpu")["timeseries"]
         rss = peak_rss_mb(pid)
         server.stop()
         disk = dir_bytes(server.dbpath)
-    return {"rate": rate, "cpu_us": cpu, "count": count, "rss_mb": rss, "disk": disk}
+    return {"rate": rate, "cpu_us": cpu, "count": count, "rss_mb": rss, "disk": disk,
+            "buckets": ts["bucketCount"], "reopened": ts["numBucketsReopened"]}
 
 
 def main() -> None:
@@ -160,8 +162,10 @@ def main() -> None:
     print(f"{args.measurements:,} measurements per run, {args.clients} clients"
           f"{' with their own series' if args.series_per_client else ''}, "
           f"batches of {BATCH}, pre-encoded")
+    # buckets / reopened: the buckets written and those reopened on the way (with the
+    # clients' batches round-robin, how they interleave moves both, and the work with them)
     print(f"{'run':<9} {'server':<13} {'meas/s':>10} {'cpu µs/m':>9} {'÷decode':>8} "
-          f"{'÷canned':>8} {'B/meas':>7} {'peak RSS':>9}")
+          f"{'÷canned':>8} {'B/meas':>7} {'peak RSS':>9} {'buckets':>8} {'reopened':>8}")
     for run in args.runs.split(","):
         batches = batches_of(run, args.measurements,
                              args.clients if args.series_per_client else 1)
@@ -177,7 +181,8 @@ def main() -> None:
               f"{decode / decode:>8.2f} {decode / canned:>8.2f}")
         print(f"{'':<9} {'bucketd':<13} {got['rate']:>10,.0f} {got['cpu_us']:>9.1f} "
               f"{got['rate'] / decode:>8.2f} {got['rate'] / canned:>8.2f} "
-              f"{got['disk'] / total:>7.1f} {got['rss_mb']:>7.0f} MB", flush=True)
+              f"{got['disk'] / total:>7.1f} {got['rss_mb']:>7.0f} MB "
+              f"{got['buckets']:>8,} {got['reopened']:>8,}", flush=True)
 
 
 if __name__ == "__main__":
