@@ -25,6 +25,11 @@ from .wire import _DEFAULT_CODEC, parse_message
 
 __all__ = ["MessageDecoder"]
 
+# Chunks below this size are copied into a shared buffer of up to _COALESCED bytes, so a
+# client trickling a message byte by byte costs its bytes, not an object per read.
+_SMALL_CHUNK = 4096
+_COALESCED = 64 * 1024
+
 
 class MessageDecoder:
     """Keeps what has arrived as the chunks it arrived in, joining them only once a
@@ -37,7 +42,7 @@ class MessageDecoder:
                  max_depth: int = MAX_BSON_DEPTH) -> None:
         self._head = b""  # contiguous bytes, read from _pos on
         self._pos = 0
-        self._tail: list[bytes] = []  # chunks received after _head
+        self._tail: list[bytes | bytearray] = []  # chunks received after _head
         self._size = 0  # bytes not yet cut into frames
         self._max_depth = max_depth
         self._max = max_message_size
@@ -45,9 +50,16 @@ class MessageDecoder:
         self._broken = False
 
     def feed(self, data: bytes) -> None:
-        if data:
-            self._tail.append(bytes(data))
-            self._size += len(data)
+        if not data:
+            return
+        self._size += len(data)
+        tail = self._tail
+        if len(data) >= _SMALL_CHUNK:
+            tail.append(bytes(data))
+        elif tail and type(last := tail[-1]) is bytearray and len(last) < _COALESCED:
+            last += data  # small chunks share one buffer: no object per trickled byte
+        else:
+            tail.append(bytearray(data))
 
     @property
     def buffered(self) -> int:
@@ -57,9 +69,9 @@ class MessageDecoder:
         """`_head`, holding at least `n` bytes from `_pos` (the caller knows they arrived)."""
         if len(self._head) - self._pos < n:
             rest = len(self._head) - self._pos
-            parts: list[bytes | memoryview] = (
+            parts: list[bytes | bytearray | memoryview] = (
                 [memoryview(self._head)[self._pos:], *self._tail] if rest else [*self._tail])
-            self._head = b"".join(parts)  # one part alone is taken as it is, not copied
+            self._head = b"".join(parts)  # one bytes part alone is taken as it is
             self._pos = 0
             self._tail = []
         return self._head

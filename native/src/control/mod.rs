@@ -264,8 +264,8 @@ pub(crate) fn check_batch<'a>(
 }
 
 /// `check_batch` of a batch whose caller iterated the documents already: `out` holds
-/// their top-level fields (the skipped one left out) and where each document's end, and
-/// gets `same_names` here.
+/// their top-level fields (the skipped one left out) and where each document's fields end,
+/// and gets `same_names` here.
 pub(crate) fn check_parsed(mut out: Checked<'_>, gate: Gate) -> Result<Checked<'_>, Fail> {
     out.same_names.clear();
     let mut checker = Checker::new(gate);

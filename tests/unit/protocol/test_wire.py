@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import struct
+import tracemalloc
 
 import bson
 import pytest
@@ -96,6 +97,23 @@ def test_any_split_of_a_stream_gives_its_messages_in_order(pads: list[int],
     assert [m.request_id for m in got] == list(range(len(pads)))
     assert [m.body["pad"] for m in got] == ["p" * pad for pad in pads]
     assert dec.buffered == 0
+
+
+def test_a_message_trickled_byte_by_byte_costs_about_its_bytes() -> None:
+    frame = op_msg({"ping": 1, "pad": "p" * 300_000, "$db": "a"})
+    dec = MessageDecoder()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        for i in range(200_000):  # most of it, one byte per read
+            dec.feed(frame[i:i + 1])
+        held = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert dec.next_message() is None and dec.buffered == 200_000
+    assert held < 2 * 200_000  # an object per byte would be ~30 times that
+    dec.feed(frame[200_000:])
+    assert dec.next_message().body["pad"] == "p" * 300_000
 
 
 def test_checksum_verified_and_produced() -> None:
