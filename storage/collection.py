@@ -441,14 +441,11 @@ class Collection:
         index j (only the multikey ones matter)."""
         if not any(keysets):
             return
-        if not any(ks.is_multikey for sets in keysets for ks in sets) and all(
-                ix.multikey_paths or not sets for ix, sets in zip(entry.indexes, keysets)):
-            return  # nothing multikey, and every index's paths already recorded: no change
         changed = False
         new_indexes = []
         for ix, sets in zip(entry.indexes, keysets):
-            if not sets:
-                new_indexes.append(ix)
+            if not sets or (ix.multikey_paths and not any(ks.is_multikey for ks in sets)):
+                new_indexes.append(ix)  # no new key, or none multikey with paths recorded
                 continue
             flag = ix.multikey
             paths = [set(p) for p in ix.multikey_paths] or [set() for _ in ix.spec.fields]
