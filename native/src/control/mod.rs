@@ -241,14 +241,15 @@ impl<'a> Checked<'a> {
 }
 
 /// Checks a batch whole before any of it is applied: well-formed, not too deep, and
-/// free of what decoding would change (see the module doc).
+/// free of what decoding would change (see the module doc). Every document is read
+/// before any value is checked, so a malformed one refuses the batch as InvalidBSON, as
+/// the reference's decoding of the whole batch does.
 pub(crate) fn check_batch<'a>(
     docs: &[&'a RawDocument],
     gate: Gate,
     skip: Option<&str>,
 ) -> Result<Checked<'a>, Fail> {
     let mut out = Checked::with_capacity(docs.len());
-    let mut checker = Checker::new(gate);
     for (i, d) in docs.iter().enumerate() {
         for item in d.iter() {
             let (key, value) = item.map_err(|e| in_document(i, e.into()))?;
@@ -258,59 +259,34 @@ pub(crate) fn check_batch<'a>(
             out.fields.push((key, value));
         }
         out.ends.push(out.fields.len());
-        checker.check(&mut out, i)?;
     }
-    Ok(out)
+    check_parsed(out, gate)
 }
 
-/// `check_batch` of a batch whose caller iterated the documents already: `out` holds
-/// their top-level fields (the skipped one left out) and where each document's fields end,
+/// The checks of `check_batch` on a batch read already: `out` holds the documents'
+/// top-level fields (the skipped one left out) and where each document's fields end,
 /// and gets `same_names` here.
 pub(crate) fn check_parsed(mut out: Checked<'_>, gate: Gate) -> Result<Checked<'_>, Fail> {
     out.same_names.clear();
-    let mut checker = Checker::new(gate);
-    for i in 0..out.ends.len() {
-        checker.check(&mut out, i)?;
-    }
-    Ok(out)
-}
-
-/// The per-document part of `check_batch`, run on each document once its fields are in.
-struct Checker<'a> {
-    gate: Gate,
-    names: Vec<&'a str>,
-    prev: std::ops::Range<usize>,
-}
-
-impl<'a> Checker<'a> {
-    fn new(gate: Gate) -> Self {
-        Checker {
-            gate,
-            names: Vec::new(),
-            prev: 0..0,
-        }
-    }
-
-    /// Checks document `i` of `out` and records whether its names repeat the previous
-    /// document's.
-    fn check(&mut self, out: &mut Checked<'a>, i: usize) -> Result<(), Fail> {
-        let start = if i == 0 { 0 } else { out.ends[i - 1] };
-        let this = start..out.ends[i];
-        let fields = &out.fields;
-        let mut names = std::mem::take(&mut self.names);
-        for &(_, value) in &fields[this.clone()] {
-            check_value(value, self.gate, 0, &mut names).map_err(|f| in_document(i, f))?;
+    let mut names: Vec<&str> = Vec::new();
+    let mut prev = 0..0;
+    let mut start = 0;
+    for (i, &end) in out.ends.iter().enumerate() {
+        let this = start..end;
+        let fields = &out.fields[this.clone()];
+        for &(_, value) in fields {
+            check_value(value, gate, 0, &mut names).map_err(|f| in_document(i, f))?;
         }
         // Measurements mostly repeat the previous one's names: then they are distinct.
         let same = i > 0
-            && this.len() == self.prev.len()
-            && fields[this.clone()]
+            && this.len() == prev.len()
+            && fields
                 .iter()
-                .zip(&fields[self.prev.clone()])
+                .zip(&out.fields[prev.clone()])
                 .all(|(a, b)| a.0.as_str() == b.0.as_str());
         if !same {
             names.clear();
-            names.extend(fields[this.clone()].iter().map(|f| f.0.as_str()));
+            names.extend(fields.iter().map(|f| f.0.as_str()));
             if has_duplicates(&mut names) {
                 return Err(in_document(
                     i,
@@ -318,11 +294,11 @@ impl<'a> Checker<'a> {
                 ));
             }
         }
-        self.names = names;
         out.same_names.push(same);
-        self.prev = this;
-        Ok(())
+        prev = this;
+        start = end;
     }
+    Ok(out)
 }
 
 fn in_document(i: usize, f: Fail) -> Fail {
