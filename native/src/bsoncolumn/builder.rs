@@ -93,14 +93,10 @@ impl ColumnBuilder {
     ) -> Result<(), BuildError> {
         let snap = self.state.snapshot();
         let count = self.count;
-        for row in rows {
-            if let Err(e) = self.push(row) {
-                self.state.restore(snap);
-                self.count = count;
-                return Err(e);
-            }
-        }
-        Ok(())
+        self.extend_from_checkpoint(rows).inspect_err(|_| {
+            self.state.restore(snap);
+            self.count = count;
+        })
     }
 
     /// `extend` for a caller holding a `checkpoint` of this builder: on failure the
