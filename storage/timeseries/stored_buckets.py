@@ -118,7 +118,7 @@ class StoredBuckets:
         (_UNORDERED when a match has several keys in the index, so the order is not one
         key's)."""
         matches, stored = self._stored_candidates(index, query)
-        best: tuple[dict[str, Any], bytes, tuple[int, int]] | None = None
+        best: tuple[dict[str, Any], bytes, tuple[int, int] | ObjectId] | None = None
         reopenable = self.reopenable
         for rid, raw in stored:
             # a raw look first: what it rules out needs no decoding
@@ -140,7 +140,10 @@ class StoredBuckets:
         ranked = []
         if best is not None:
             ranked.append(best)
+        lo, hi = query.min_time_gt_ms, query.time_ms
         for i, w in enumerate(series):
+            if w.min_time_ms is not None and not lo < w.min_time_ms <= hi:
+                continue  # its control.min.<time>, known without decoding, is out of range
             # the index view lacks `data`, which can only make the filter fail more
             if not (w.index_doc is not None and matches(w.index_doc)
                     and query.matches(w.index_doc)):
@@ -149,11 +152,9 @@ class StoredBuckets:
             doc = decode(raw)
             if not (matches(doc) and query.matches(doc, len(raw))):
                 continue
-            if w.kind == "insert":  # flushed after every stored record, in this order
-                ranked.append((doc, raw, (1, i)))
-            else:
-                found = self.buckets.find_id(w.bucket_id)
-                ranked.append((doc, raw, (0, found[0] if found is not None else 0)))
+            # an insert is flushed after every stored record, in this order; an update
+            # stays where its record is (looked up only if there is something to rank)
+            ranked.append((doc, raw, (1, i) if w.kind == "insert" else w.bucket_id))
         if not ranked:
             return None
         if len(ranked) == 1:
@@ -163,6 +164,9 @@ class StoredBuckets:
             key = self.buckets.index_key(index, doc)
             if key is None:
                 return _UNORDERED
+            if isinstance(order, ObjectId):
+                found = self.buckets.find_id(order)
+                order = (0, found[0] if found is not None else 0)
             keyed.append(((key, order), doc, raw))
         return min(keyed, key=lambda k: k[0])[1:]
 

@@ -325,3 +325,25 @@ def test_candidates_ruled_out_by_size_are_not_decoded(monkeypatch: pytest.Monkey
     found = source.find_reopening_candidate("db.c", q)
     assert found is not None and found[0]["control"]["count"] == 3 and len(decoded) == 1
     cat.close()
+
+
+def test_pending_buckets_out_of_the_time_range_are_not_looked_at(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    cat, _buckets, catalog, service, source = _catalog_and_source()
+    result = catalog.insert_batch("db.c", OPTS, [_doc(i, "a", i) for i in range(3)], source,
+                                  ordered=False)
+    service.deferred.add("db", "system.buckets.c", result.writes)
+    catalog.commit(result)  # pending, not flushed
+    looked_at: list[Any] = []
+    real = ReopeningQuery.matches
+    monkeypatch.setattr(ReopeningQuery, "matches",
+                        lambda self, bucket, size=None: looked_at.append(bucket)
+                        or real(self, bucket, size))
+    # the bucket starts at minute 0: a query at minute 200 keeps starts in (140, 200]
+    q = ReopeningQuery("t", "a", T0 + 200 * 60_000, 3600, 1000, 1 << 20)
+    assert source.find_reopening_candidate("db.c", q) is None
+    assert looked_at == [] and service.flushes == 0
+    q = ReopeningQuery("t", "a", T0 + 30 * 60_000, 3600, 1000, 1 << 20)
+    found = source.find_reopening_candidate("db.c", q)
+    assert found is not None and found[0]["control"]["count"] == 3 and looked_at
+    cat.close()
