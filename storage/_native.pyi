@@ -138,8 +138,7 @@ def bucket_document(bucket_id: bytes, version: int, count: int, meta_key: bytes 
                     control: Control, columns: BucketColumns | None = None) -> bytes: ...
 def fold_buckets(buffer: Buffer, skip_field: str | None, jobs: list[tuple[Any, ...]],
                  whole: bool = True
-                 ) -> list[tuple[list[tuple[str, bool, int]], int, bytes | None, bytes | None,
-                                 int] | None]: ...
+                 ) -> list[tuple[bytes, int, bytes | None, bytes | None, int] | None]: ...
 
 # -- Block processing (native/src/blocks, facade query/timeseries/block_group.py) ---------
 

@@ -182,10 +182,10 @@ class NativeDocumentParts(NamedTuple):
                                             self.meta_key, self.columns)
 
 
-# what the core's fold gives for one bucket: its column changes as (name, is_new,
-# offset), the change in size, and its document (or the parts it is built from when not
+# what the core's fold gives for one bucket: its column changes (int64 triples of field
+# index, is_new and offset: `write_batch.BucketWrite.column_changes` reads them), the change in size, and its document (or the parts it is built from when not
 # built) and data-less view (None: the control declined, and the reference holds it now)
-Folded = tuple[list[tuple[str, bool, int]], int,
+Folded = tuple[bytes, int,
                tuple[bytes | NativeDocumentParts, bytes] | None]
 
 

@@ -68,9 +68,10 @@ class BucketWrite:
     _document: bytes | None  # None until `document` builds it from `_parts`
     previous_count: int
     measurement_indexes: list[int]
-    # (a native append's changes stay plain tuples until `column_changes` is read)
-    _column_changes: Sequence[AnyColumnChange | tuple[str, bytes, bool, int]
-                              | tuple[str, bool, int]] = field(default_factory=list)
+    # (a native append's changes stay plain tuples, a fused fold's packed int64 triples
+    # of field index, is_new and offset, until `column_changes` is read)
+    _column_changes: Sequence[AnyColumnChange | tuple[str, bytes, bool, int]] | bytes = \
+        field(default_factory=list)
     control_changes: dict[str, Any] = field(default_factory=dict)
     # `document` decoded without `data` (all an index on a buckets collection reads),
     # and the same of the stored version it replaces (None: decode the stored bytes);
@@ -115,20 +116,15 @@ class BucketWrite:
     @property
     def column_changes(self) -> list[AnyColumnChange]:
         changes = self._column_changes
-        data: dict[str, Any] | None = None
-        out: list[AnyColumnChange] = []
-        for c in changes:
-            if isinstance(c, ColumnChange | NativeColumnChange):
-                out.append(c)
-            elif len(c) == 4:
-                out.append(NativeColumnChange(*c))
-            else:
-                # a fused fold's (name, is_new, offset): the column is in the document
-                if data is None:
-                    data = decode(self.document)["data"]
-                name, is_new, offset = c
-                out.append(NativeColumnChange(name, bytes(data[name]), is_new, offset))
-        return out
+        if isinstance(changes, bytes):
+            # a fused fold's: every field has its column in the document, in field order
+            data = decode(self.document)["data"]
+            names = list(data)
+            v = memoryview(changes).cast("q").tolist()
+            return [NativeColumnChange(names[f], bytes(data[names[f]]), bool(new), offset)
+                    for f, new, offset in zip(v[0::3], v[1::3], v[2::3])]
+        return [c if isinstance(c, ColumnChange | NativeColumnChange) else NativeColumnChange(*c)
+                for c in changes]
 
     @property
     def index_doc(self) -> dict[str, Any] | None:
@@ -269,7 +265,7 @@ def _finish_prepare(ctx: BatchContext, b: Bucket, ms: list[Measurement], prev: i
     mf = ctx.options.meta_field
     count = prev + len(ms)
     lazy = False
-    changes: Sequence[AnyColumnChange | tuple[str, bytes, bool, int] | tuple[str, bool, int]]
+    changes: Sequence[AnyColumnChange | tuple[str, bytes, bool, int]] | bytes
     built: tuple[bytes | NativeDocumentParts, bytes] | None = None
     folded: tuple[Sequence[Any], int] | None
     if fused is not None:

@@ -311,7 +311,7 @@ fn bucket_document<'py>(
 /// document (None when not asked for), its data-less view, and the document's size
 /// (the last three None and 0 when the control declined the measurements).
 type Folded<'py> = (
-    Vec<(String, bool, usize)>,
+    Bound<'py, PyBytes>,
     i64,
     Option<Bound<'py, PyBytes>>,
     Option<Bound<'py, PyBytes>>,
@@ -414,7 +414,8 @@ fn fold_one(task: Task<'_>, skip_field: Option<&str>, whole: bool) -> Outcome {
 /// in commit order) are appended to `columns` (as `BucketColumns.append`) and folded
 /// into `control`'s min/max (as `Control.update`), and the bucket document of `count`
 /// rows is built without `data` and, when `whole`, with it (as `bucket_document`), with
-/// the size of the whole one either way. Per bucket: None when the columns declined
+/// the size of the whole one either way. `changes` are the changed columns as int64
+/// triples (field index in column order, is_new, offset). Per bucket: None when the columns declined
 /// (neither changed); the documents None and the size 0 when the control declined after
 /// the columns were appended (the caller folds min/max with the reference). A bucket's
 /// objects may appear in one job only.
@@ -486,19 +487,20 @@ fn fold_buckets<'py>(
             run()
         };
         let mut out = Vec::with_capacity(outcomes.len());
-        for ((_, cols, ..), outcome) in jobs.iter().zip(outcomes) {
+        for outcome in outcomes {
             out.push(match outcome {
                 Outcome::Declined => None,
                 Outcome::Failed(why) => return Err(PyValueError::new_err(why)),
                 Outcome::Folded(appended, built) => {
-                    let changes = appended
+                    // (field, is_new, offset) as int64 triples: read only where a caller
+                    // asks for the diffs, so no Python object per column here
+                    let changes: Vec<u8> = appended
                         .changes
                         .iter()
-                        .map(|c| {
-                            let (name, _) = cols.inner.field(c.field);
-                            (name.to_owned(), c.is_new, c.offset)
-                        })
+                        .flat_map(|c| [c.field as i64, i64::from(c.is_new), c.offset as i64])
+                        .flat_map(i64::to_le_bytes)
                         .collect();
+                    let changes = PyBytes::new(py, &changes);
                     let (doc, index, size) = match built {
                         Some(b) => (
                             b.document.map(|d| PyBytes::new(py, d.as_bytes())),
