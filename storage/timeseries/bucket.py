@@ -21,7 +21,7 @@ from bson import ObjectId
 
 from .columns import Columns
 from .elements import int_value_size
-from .measurements import Measurement, document, elements
+from .measurements import BatchRows, Measurement, document, elements
 from .minmax import MinMax, Schema
 from .rollover import RolloverAction
 
@@ -126,7 +126,8 @@ class Bucket:
         "kept_open_large",
         "key", "last_time_ms", "memory_usage", "meta", "min_time_ms", "minmax",
         "num_committed", "num_measurements", "opened_due_to_metadata", "reopened",
-        "rollover_action", "schema", "schema_signatures", "size", "sorted_by_time", "staged",
+        "rollover_action", "rows", "schema", "schema_signatures", "size", "sorted_by_time",
+        "staged",
         "staged_estimate", "stored",
         "time_field", "uncommitted_field_names", "uncompressed_size", "version",
     )
@@ -157,7 +158,10 @@ class Bucket:
         self.rollover_action = RolloverAction.kNone
         self.kept_open_large = False
         self.reopened = False
-        self.staged: list[Measurement] = []
+        # the rows of the batch in progress staged here, in the order staged, and that
+        # batch's rows (`BatchRows.measurement` makes a row a Measurement where needed)
+        self.staged: list[int] = []
+        self.rows: BatchRows | None = None
         self.staged_estimate = 0
         self.opened_due_to_metadata = False
         self.last_time_ms: int | None = None
@@ -175,6 +179,13 @@ class Bucket:
     @property
     def all_committed(self) -> bool:
         return not self.staged
+
+    def staged_measurements(self) -> list[Measurement]:
+        """The staged measurements, in the order staged."""
+        if not self.staged:
+            return []
+        assert self.rows is not None
+        return self.rows.measurements(self.staged)
 
     def __repr__(self) -> str:
         return (f"Bucket({self.bucket_id}, n={self.num_measurements}, "

@@ -46,7 +46,7 @@ from .bucket import Bucket
 from .bucket_id import BucketIdGenerator
 from .bucket_registry import BucketRegistry
 from .constants import TimeseriesParameters
-from .measurements import Measurement, MeasurementPreparer, time_of
+from .measurements import MeasurementPreparer
 from .native_scan import Prescan
 from .options import TimeseriesOptions
 from .reopening import BucketSource
@@ -98,31 +98,24 @@ class BucketCatalog:
         if self._pending is not None and not self._pending._finished:
             raise MongoError(ErrorCode.InternalError,
                              "bucket catalog: previous batch neither committed nor aborted")
-        ctx = BatchContext(coll, options, source, self._stats.of(coll),
-                           self.params.memory_threshold_bytes(),
-                           check_versions=self.check_versions)
-        if self._registry.memory > ctx.threshold:
+        threshold = self.params.memory_threshold_bytes()
+        if self._registry.memory > threshold:
             self._measurements.clear_caches()  # what expiry cannot reach goes first
-        prepared, errors = self._measurements.prepare_all(measurements, options, ordered,
-                                                          prescanned)
+        rows, groups, errors = self._measurements.prepare_rows(measurements, options, ordered,
+                                                               prescanned)
+        ctx = BatchContext(coll, options, source, self._stats.of(coll), threshold,
+                           check_versions=self.check_versions, rows=rows)
         self._registry.set_cache_bytes(self._measurements.cache_bytes)
-        groups: dict[bytes, list[Measurement]] = {}
-        for pm in prepared:
-            g = groups.get(pm.key)
-            if g is None:
-                groups[pm.key] = [pm]
-            else:
-                g.append(pm)
         result = BatchResult(coll, [], errors, 0)
         try:
-            stage, stage_run = self._stager.stage, self._stager.stage_run
-            for group in groups.values():
+            stage, stage_run, measurement = (self._stager.stage, self._stager.stage_run,
+                                             rows.measurement)
+            for group in groups:
                 # one series, by time: each measurement staged, and the run after it
                 # that its bucket takes with nothing else happening staged in bulk
-                group.sort(key=time_of)
                 i, n = 0, len(group)
                 while i < n:
-                    stage(ctx, group[i])
+                    stage(ctx, measurement(group[i]))
                     i += 1
                     if i < n:
                         i += stage_run(ctx, group, i)
@@ -135,7 +128,7 @@ class BucketCatalog:
                 ErrorCode.BSONObjectTooLarge,
                 "Measurement is too large to fit in a time-series bucket")))
         result.errors.sort(key=lambda e: e[0])
-        result.num_inserted = len(prepared) - len(too_large)
+        result.num_inserted = sum(map(len, groups)) - len(too_large)
         result._touched = ctx.touched
         self._pending = result
         return result
@@ -164,7 +157,7 @@ class BucketCatalog:
             b.size += w._compressed_delta - w._estimate
             b.field_names.update(w._new_fields)
             b.uncommitted_field_names.clear()
-            b.staged = []
+            b.staged, b.rows = [], None
             b.staged_estimate = 0
             b.opened_due_to_metadata = False
             b.last_time_ms = w._last_time_ms
@@ -182,7 +175,7 @@ class BucketCatalog:
         for b in result._touched:
             if registry.open_by_id.get(b.bucket_id) is not b:
                 continue
-            b.staged = []
+            b.staged, b.rows = [], None
             if b.rollover_action == RolloverAction.kNone:
                 registry.mark_idle(b)
             else:

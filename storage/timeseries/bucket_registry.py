@@ -189,7 +189,7 @@ class BucketRegistry:
     def drop(self, buckets: Iterable[Bucket]) -> None:
         """Forget buckets whose staged measurements will not be written (a failed batch)."""
         for b in list(buckets):
-            b.staged = []
+            b.staged, b.rows = [], None
             self.remove_open(b)
 
     # -- leaving the open state -------------------------------------------------------------

@@ -189,30 +189,29 @@ Folded = tuple[bytes, int,
                tuple[bytes | NativeDocumentParts, bytes] | None]
 
 
-def fold_all(buckets: Sequence[Bucket], staged: Sequence[Sequence[Measurement]],
+def fold_all(buckets: Sequence[Bucket], staged: Sequence[Sequence[int]],
              counts: Sequence[int], meta_field: str | None, *, whole: bool = True
              ) -> list[Folded | None]:
     """`fold_columns`, `fold_control` and `native_documents` of each bucket's staged
-    measurements (in commit order; `counts`: its measurements after them) in one call to
-    the core, which folds the buckets in parallel: per bucket, what `Folded` says, or
-    None, with nothing of it changed, where the caller must fold part by part (a part
-    held by the reference, measurements not all from one scan, the columns declined).
-    Unless `whole`, the documents are `NativeDocumentParts`, built when read."""
+    rows (`Bucket.staged`, in commit order; `counts`: its measurements after them) in one
+    call to the core, which folds the buckets in parallel: per bucket, what `Folded`
+    says, or None, with nothing of it changed, where the caller must fold part by part (a
+    part held by the reference, a batch that was decoded, not scanned, the columns
+    declined). Unless `whole`, the documents are `NativeDocumentParts`, built when read."""
     out: list[Folded | None] = [None] * len(buckets)
     jobs: list[tuple[Any, ...]] = []
     where: list[int] = []
     documents = None
-    for i, (b, ms, count) in enumerate(zip(buckets, staged, counts)):
+    for i, (b, rows, count) in enumerate(zip(buckets, staged, counts)):
         control, columns = b.control, b.columns
         if control is None or not isinstance(columns, NativeColumns):
             continue
-        rows = _scanned_rows(ms)
-        raw = ms[0].raw
-        if rows is None or raw is None:
+        source = b.rows.source if b.rows is not None else None
+        if source is None:
             continue
         if documents is None:
-            documents = raw.documents
-        elif raw.documents is not documents:
+            documents = source.documents
+        elif source.documents is not documents:
             continue
         offsets = documents.offsets
         jobs.append((control.native, columns.native,
@@ -285,6 +284,6 @@ def _reference_control(b: Bucket, meta_field: str | None) -> None:
     lo, hi = control.min(), control.max()
     b.minmax = MinMax.from_control(lo, hi)
     schema = Schema.from_control(lo, hi)
-    for m in b.staged:
+    for m in b.staged_measurements():
         schema.update(document(m), meta_field)
     b.schema = schema

@@ -6,6 +6,10 @@ known (field names and types seen before, all fixed-width scalars) leaves its ra
 elements unbuilt: the write batch packs its values column by column instead (`gather`),
 and `elements()` builds them only where one measurement must be looked at alone.
 
+`BatchRows` holds a batch's measurements by row, as the catalog stages them: per-row lists
+for the rules it applies to a series' run at once, and a `Measurement` made only for a
+row looked at alone (a scanned batch's rows come from the scan's arrays).
+
 `MeasurementPreparer` turns a batch's documents into measurements: a BSON date in the
 time field (else BadValue for that index), the meta value normalized and its series key
 (cached for scalar and flat meta values), the raw elements with their sizes; and it
@@ -16,7 +20,7 @@ measurements of that shape skip the per-field work.
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -50,7 +54,7 @@ from .options import TimeseriesOptions
 if TYPE_CHECKING:
     from storage._native import ScannedBatch
 
-__all__ = ["Measurement", "MeasurementPreparer", "ScannedDocuments", "Shape", "document", "elements", "gather",
+__all__ = ["BatchRows", "Measurement", "MeasurementPreparer", "ScannedDocuments", "Shape", "document", "elements", "gather",
            "time_of"]
 
 # Python types a Shape takes as fixed-width values (Python int is sized by value).
@@ -119,6 +123,56 @@ class ScannedDocuments:
 
     documents: RawDocuments
     batch: ScannedBatch
+
+
+class BatchRows:
+    """A batch's prepared measurements by row (a row is the measurement's index in the
+    user's batch), as the catalog stages them: per-row lists that the rules applied to
+    a series' runs (`Stager.stage_run`) and the preparation of writes read, and a
+    `Measurement` only for a row looked at alone (`measurement`). The rows of a scanned
+    batch come from the scan's arrays: a measurement staged in a run never becomes a
+    Python object."""
+
+    __slots__ = ("_made", "_of_row", "max_value_lens", "names", "signatures", "source",
+                 "times", "value_bytes")
+
+    def __init__(self, times: list[int], names: list[tuple[str, ...]],
+                 signatures: list[tuple | None], max_value_lens: list[int],
+                 value_bytes: list[int], source: ScannedDocuments | None,
+                 made: dict[int, Measurement],
+                 of_row: Callable[[int], Measurement] | None = None) -> None:
+        self.times = times
+        self.names = names
+        self.signatures = signatures
+        self.max_value_lens = max_value_lens
+        self.value_bytes = value_bytes
+        self.source = source  # the scan the rows come from (None: decoded measurements)
+        self._made = made     # the rows made into measurements so far: one object each
+        self._of_row = of_row
+
+    @classmethod
+    def of(cls, prepared: Sequence[Measurement], size: int) -> BatchRows:
+        """The rows of measurements prepared already (`size`: the batch's length)."""
+        times, max_lens, value_bytes = [0] * size, [0] * size, [0] * size
+        names: list[tuple[str, ...]] = [()] * size
+        sigs: list[tuple | None] = [None] * size
+        for m in prepared:
+            i = m.index
+            times[i], names[i], sigs[i] = m.time_ms, m.names, m.signature
+            max_lens[i], value_bytes[i] = m.max_value_len, m.value_bytes
+        return cls(times, names, sigs, max_lens, value_bytes, None,
+                   {m.index: m for m in prepared})
+
+    def measurement(self, row: int) -> Measurement:
+        """The measurement of `row` (the same object each time)."""
+        m = self._made.get(row)
+        if m is None:
+            assert self._of_row is not None
+            m = self._made[row] = self._of_row(row)
+        return m
+
+    def measurements(self, rows: Sequence[int]) -> list[Measurement]:
+        return [self.measurement(r) for r in rows]
 
 
 def document(m: Measurement) -> dict[str, Any]:
@@ -207,10 +261,49 @@ class MeasurementPreparer:
                 if ordered:
                     break
         return prepared, errors
+
+    def prepare_rows(self, measurements: Sequence[Mapping[str, Any] | bytes] | RawDocuments,
+                     options: TimeseriesOptions, ordered: bool,
+                     prescanned: native_scan.Prescan | None = None
+                     ) -> tuple[BatchRows, list[list[int]], list[tuple[int, MongoError]]]:
+        """`prepare_all` as the catalog stages it: the batch's rows, the accepted rows
+        grouped by series (in order of first appearance, each by time, stable) and the
+        refused. A document sequence the native scan takes makes no `Measurement`."""
+        if isinstance(measurements, RawDocuments):
+            scanned = self._scan_rows(measurements, options, ordered, prescanned)
+            if scanned is not None:
+                return scanned
+        prepared, errors = self.prepare_all(measurements, options, ordered, prescanned)
+        groups: dict[bytes, list[int]] = {}
+        for m in prepared:
+            g = groups.get(m.key)
+            if g is None:
+                groups[m.key] = [m.index]
+            else:
+                g.append(m.index)
+        size = max((m.index for m in prepared), default=-1) + 1
+        rows = BatchRows.of(prepared, size)
+        times = rows.times
+        out = list(groups.values())
+        for g in out:
+            g.sort(key=times.__getitem__)
+        return rows, out, errors
+
     def _prepare_scanned(self, raw: RawDocuments, options: TimeseriesOptions, ordered: bool,
                          prescanned: native_scan.Prescan | None = None
                          ) -> tuple[list[Measurement], list[tuple[int, MongoError]]] | None:
         """`prepare_all` of a document sequence by the native scan, without decoding a
+        document; None where the decoding path must do it (see `_scan_rows`)."""
+        scanned = self._scan_rows(raw, options, ordered, prescanned)
+        if scanned is None:
+            return None
+        rows, groups, errors = scanned
+        return rows.measurements(sorted([r for g in groups for r in g])), errors
+
+    def _scan_rows(self, raw: RawDocuments, options: TimeseriesOptions, ordered: bool,
+                   prescanned: native_scan.Prescan | None = None
+                   ) -> tuple[BatchRows, list[list[int]], list[tuple[int, MongoError]]] | None:
+        """`prepare_rows` of a document sequence by the native scan, without decoding a
         document; None where the decoding path must do it: no native core, a document the
         scan declines, one without an `_id` (the decoding path gives it one), or one the
         scan refuses for a reason other than its time (malformed BSON refuses the whole
@@ -229,25 +322,30 @@ class MeasurementPreparer:
         if any(e.code != ErrorCode.BadValue for _i, e in errors):
             return None
         a = native_scan.arrays(batch)
-        accepted = np.flatnonzero(a.series_of >= 0)
+        accepted = a.series_of >= 0
         if not a.has_id[accepted].all():
             return None
         keys = batch.series_keys()
         meta_sizes = batch.series_meta_sizes()
         metas = self._scanned_metas(batch, keys)
         shapes = [_scanned_shape(fields) for fields in batch.shapes()]
-        shape_of = np.frombuffer(batch.shape_of(), dtype="<i4")
+        # a refused row's shape index is -1: the last shape, never read
+        shape_of = np.frombuffer(batch.shape_of(), dtype="<i4").tolist()
         source = ScannedDocuments(raw, batch)
-        prepared: list[Measurement] = []
-        append = prepared.append
-        for i, t, s, sh, max_len, vb in zip(
-                accepted.tolist(), a.times[accepted].tolist(),
-                a.series_of[accepted].tolist(), shape_of[accepted].tolist(),
-                a.max_value_lens[accepted].tolist(), a.value_bytes[accepted].tolist()):
-            names, signature = shapes[sh]
-            append(Measurement(i, t, None, None, keys[s], metas[s], meta_sizes[s], names,
-                               max_len, signature, vb, None, source))
-        return prepared, errors
+        times = a.times.tolist()
+        names = list(map([n for n, _sig in shapes].__getitem__, shape_of)) if shapes else []
+        sigs = list(map([sig for _n, sig in shapes].__getitem__, shape_of)) if shapes else []
+        max_lens = a.max_value_lens.tolist()
+        value_bytes = a.value_bytes.tolist()
+        series_of = a.series_of.tolist()
+
+        def of_row(i: int) -> Measurement:
+            s = series_of[i]
+            return Measurement(i, times[i], None, None, keys[s], metas[s], meta_sizes[s],
+                               names[i], max_lens[i], sigs[i], value_bytes[i], None, source)
+
+        rows = BatchRows(times, names, sigs, max_lens, value_bytes, source, {}, of_row)
+        return rows, native_scan.groups(batch), errors
 
     def _scanned_metas(self, batch: ScannedBatch, keys: list[bytes]) -> list[Any]:
         """The normalized meta of each series of `batch`, decoded once per series key

@@ -94,15 +94,18 @@ class Stager:
         else:
             self._insert_into(ctx, bucket, m, allow_create=True, due_to_meta=False)
 
-    def stage_run(self, ctx: BatchContext, group: list[Measurement], start: int) -> int:
-        """Stage group[start:] (one series, sorted by time) in bulk into the bucket that
-        took group[start - 1], as far as `stage` would put each one there with nothing
-        else happening (no rollover, no size, field or schema change, no counter moved); returns
-        how many were staged. The rest go through `stage` one by one."""
+    def stage_run(self, ctx: BatchContext, group: list[int], start: int) -> int:
+        """Stage the rows group[start:] (one series, sorted by time) in bulk into the
+        bucket that took group[start - 1], as far as `stage` would put each one there
+        with nothing else happening (no rollover, no size, field or schema change, no
+        counter moved); returns how many were staged. The rest go through `stage` one by
+        one. Read from the batch's per-row lists: no Measurement is made for them."""
+        rows = ctx.rows
+        assert rows is not None
         prev = group[start - 1]
         registry = self._registry
-        b = registry.use_bucket((ctx.coll, prev.key))
-        if b is None or b.size == 0 or not b.staged or b.staged[-1] is not prev:
+        b = registry.use_bucket((ctx.coll, rows.measurement(prev).key))
+        if b is None or b.size == 0 or not b.staged or b.staged[-1] != prev:
             return 0
         p = self.params
         room = p.timeseriesBucketMaxCount - b.num_measurements
@@ -117,13 +120,15 @@ class Stager:
         seen = b.field_names | b.uncommitted_field_names
         sigs = b.schema_signatures
         known: object = MISSING  # the last signature found known (a batch's shapes share theirs)
+        times, max_lens, signatures, names = (rows.times, rows.max_value_lens,
+                                              rows.signatures, rows.names)
         k = 0
-        for m in group[start:start + room]:
-            if m.time_ms >= end_time or m.max_value_len + digits + 2 > large:
+        for r in group[start:start + room]:
+            if times[r] >= end_time or max_lens[r] + digits + 2 > large:
                 break
-            sig = m.signature
+            sig = signatures[r]
             if sig is not known:
-                if sig is None or sig not in sigs or not seen.issuperset(m.names):
+                if sig is None or sig not in sigs or not seen.issuperset(names[r]):
                     break
                 known = sig
             k += 1
@@ -173,7 +178,8 @@ class Stager:
         if id(bucket) not in ctx.touched_ids:
             ctx.touched_ids.add(id(bucket))
             ctx.touched.append(bucket)
-        bucket.staged.append(m)
+        bucket.staged.append(m.index)
+        bucket.rows = ctx.rows
         bucket.uncommitted_field_names.update(sizes.new_fields)
         bucket.num_measurements += 1
         bucket.staged_estimate += sizes.estimate

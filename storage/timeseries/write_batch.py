@@ -40,7 +40,7 @@ from .bucket_state import (
 )
 from .columns import ColumnChange
 from .constants import MAX_BUCKET_DOCUMENT_SIZE, VERSION_COMPRESSED_UNSORTED
-from .measurements import Measurement, document, elements, gather, time_of
+from .measurements import BatchRows, Measurement, document, elements, gather
 from .native_columns import NativeColumnChange
 from .options import TimeseriesOptions
 from .stats import CatalogStats, ExecutionStats
@@ -207,6 +207,8 @@ class BatchContext:
     rewrites: dict[ObjectId, tuple[bytes, int, bytes]] = field(default_factory=dict)
     # other processes share the storage: updates carry the document they replace
     check_versions: bool = False
+    # the batch's measurements by row (set once prepared)
+    rows: BatchRows | None = None
 
 
 def prepare_writes(ctx: BatchContext, registry: BucketRegistry, stats: CatalogStats
@@ -221,12 +223,12 @@ def prepare_writes(ctx: BatchContext, registry: BucketRegistry, stats: CatalogSt
     staged = [_begin_prepare(ctx, b, stats) for b in buckets]
     # documents are built when first read, unless other processes share the storage
     # (each write is then written at once, checked against what it replaces)
-    fused = fold_all(buckets, [ms for ms, _prev, _unsorted in staged],
-                     [prev + len(ms) for ms, prev, _unsorted in staged],
+    fused = fold_all(buckets, [rows for rows, _prev, _unsorted in staged],
+                     [prev + len(rows) for rows, prev, _unsorted in staged],
                      ctx.options.meta_field, whole=ctx.check_versions)
-    for b, (ms, prev, unsorted), f in zip(buckets, staged, fused):
+    for b, (rows, prev, unsorted), f in zip(buckets, staged, fused):
         touched_ids.add(b.bucket_id)
-        w = _finish_prepare(ctx, b, ms, prev, unsorted, f)
+        w = _finish_prepare(ctx, b, rows, prev, unsorted, f)
         size = w.known_size
         if size is not None and size > MAX_BUCKET_DOCUMENT_SIZE:
             too_large.extend(w.measurement_indexes)
@@ -243,27 +245,32 @@ def prepare_writes(ctx: BatchContext, registry: BucketRegistry, stats: CatalogSt
 
 
 def _begin_prepare(ctx: BatchContext, b: Bucket, stats: CatalogStats
-                   ) -> tuple[list[Measurement], int, bool]:
-    """The staged measurements of `b` in commit order, its committed count, and whether
+                   ) -> tuple[list[int], int, bool]:
+    """The staged rows of `b` in commit order (by time), its committed count, and whether
     the batch made it unsorted (version 3 from now on)."""
-    ms = b.staged
-    ms.sort(key=time_of)
+    rows = b.staged
+    assert b.rows is not None
+    times = b.rows.times
+    rows.sort(key=times.__getitem__)
     prev = b.num_committed
     if (prev and b.sorted_by_time and b.last_time_ms is not None
-            and ms[0].time_ms < b.last_time_ms):
+            and times[rows[0]] < b.last_time_ms):
         b.sorted_by_time = False
         b.version = VERSION_COMPRESSED_UNSORTED
         stats.inc(ctx.stats, "numCompressedBucketsConvertedToUnsorted")
-        return ms, prev, True
-    return ms, prev, False
+        return rows, prev, True
+    return rows, prev, False
 
 
-def _finish_prepare(ctx: BatchContext, b: Bucket, ms: list[Measurement], prev: int,
+def _finish_prepare(ctx: BatchContext, b: Bucket, rows: list[int], prev: int,
                     changed_to_unsorted: bool, fused: Folded | None) -> BucketWrite:
     """The rest of prepareCommit for `b`, given what the core's fold did (`fold_all`;
-    None: fold part by part)."""
+    None: fold part by part). The staged rows become Measurements only where a part is
+    folded by the reference."""
     mf = ctx.options.meta_field
-    count = prev + len(ms)
+    table = b.rows
+    assert table is not None
+    count = prev + len(rows)
     lazy = False
     changes: Sequence[AnyColumnChange | tuple[str, bytes, bool, int]] | bytes
     built: tuple[bytes | NativeDocumentParts, bytes] | None = None
@@ -272,13 +279,16 @@ def _finish_prepare(ctx: BatchContext, b: Bucket, ms: list[Measurement], prev: i
         folded, built = (fused[0], fused[1]), fused[2]
         control_folded = built is not None
     else:
+        ms = table.measurements(rows)
         control_folded = fold_control(b, ms, mf)
         folded = fold_columns(b, ms, mf)
     if folded is not None:
         changes, delta = folded
         if not control_folded:
+            ms = table.measurements(rows)
             b.minmax.update_many([document(m) for m in ms], mf, _common_names(ms))
     else:
+        ms = table.measurements(rows)
         columns = reference_columns(b)
         shape = ms[0].shape
         if shape is not None and all([m.shape is shape for m in ms]):
@@ -317,7 +327,7 @@ def _finish_prepare(ctx: BatchContext, b: Bucket, ms: list[Measurement], prev: i
             "version": b.version, "min": min_doc, "max": max_doc, "count": count}}
         if b.meta is not MISSING:
             index_doc["meta"] = b.meta
-    b.uncompressed_size += _uncompressed_growth(ms, prev)
+    b.uncompressed_size += _uncompressed_growth(table, rows, prev)
     control: dict[str, Any] = {"count": count}
     if changed_to_unsorted:
         control["version"] = VERSION_COMPRESSED_UNSORTED
@@ -326,31 +336,28 @@ def _finish_prepare(ctx: BatchContext, b: Bucket, ms: list[Measurement], prev: i
         kind="update" if prev or rewritten else "insert",
         bucket_id=b.bucket_id, _document=bucket_doc,
         previous_count=prev,
-        measurement_indexes=[m.index for m in ms],
+        measurement_indexes=list(rows),
         _column_changes=[] if rewritten else changes,
         control_changes=control, _index=index_doc,
         _previous_index=None if rewritten or not prev else b.index_doc,
         _compressed_delta=delta, _new_fields=new_fields,
-        _estimate=b.staged_estimate, _last_time_ms=ms[-1].time_ms,
+        _estimate=b.staged_estimate, _last_time_ms=table.times[rows[-1]],
         _parts=parts if lazy else None, series=b.key,
         expected=b.stored if ctx.check_versions and (prev or rewritten) else None,
         min_time_ms=b.min_time_ms)
 
 
-def _uncompressed_growth(ms: Sequence[Measurement], first_row: int) -> int:
-    """Bytes `ms` (rows `first_row`...) add to the bucket as an uncompressed (v1) bucket
-    would hold them: per field an element named by its row number, and the values."""
-    width = len(ms[0].names)
-    values = 0
-    for m in ms:  # one pass: this runs for every bucket of every batch
-        if len(m.names) != width:
-            break
-        values += m.value_bytes
-    else:
-        n = len(ms)
+def _uncompressed_growth(table: BatchRows, rows: Sequence[int], first_row: int) -> int:
+    """Bytes the measurements of `rows` (bucket rows `first_row`...) add to the bucket as
+    an uncompressed (v1) bucket would hold them: per field an element named by its row
+    number, and the values."""
+    widths = list(map(len, map(table.names.__getitem__, rows)))
+    values = sum(map(table.value_bytes.__getitem__, rows))
+    width = widths[0]
+    if widths.count(width) == len(widths):  # the usual case: one width
+        n = len(rows)
         return width * (2 * n + _digits_in_range(first_row, first_row + n)) + values
-    return sum([(2 + len(str(row))) * len(m.names) + m.value_bytes
-                for row, m in enumerate(ms, first_row)])
+    return values + sum([(2 + len(str(row))) * w for row, w in enumerate(widths, first_row)])
 
 
 def _digits_in_range(lo: int, hi: int) -> int:

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+import pytest
 from bson.datetime_ms import DatetimeMS
 from bson.int64 import Int64
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from storage.timeseries import native_scan
 from storage.timeseries.bucket_catalog import BucketCatalog
 from storage.timeseries.constants import TimeseriesParameters
+from storage.timeseries.measurements import BatchRows
 from storage.timeseries.options import parse_timeseries_options
 
-from .helpers import FakeStore
+from .helpers import FakeStore, sequence
 
 OPTS = parse_timeseries_options({"timeField": "t", "metaField": "m",
                                  "granularity": "seconds"})
@@ -28,8 +31,8 @@ _MEASUREMENT = st.fixed_dictionaries(
     optional={"v": _VALUE, "w": _VALUE})
 
 
-def _run(batches: list[list[dict]], bulk: bool, max_count: int, max_size: int
-         ) -> tuple[list[dict], dict]:
+def _run(batches: list[list[dict]], bulk: bool, max_count: int, max_size: int,
+         scanned: bool = False) -> tuple[list[dict], dict]:
     params = TimeseriesParameters(timeseriesBucketMaxCount=max_count,
                                   timeseriesBucketMaxSize=max_size)
     cat = BucketCatalog(params, id_seed=7)
@@ -38,16 +41,40 @@ def _run(batches: list[list[dict]], bulk: bool, max_count: int, max_size: int
     store = FakeStore()
     for i, batch in enumerate(batches):
         docs = [{"_id": i * 1000 + j, **d} for j, d in enumerate(batch)]
-        store.insert(cat, "c", OPTS, docs, ordered=False)
+        store.insert(cat, "c", OPTS, sequence(docs) if scanned else docs,  # type: ignore[arg-type]
+                     ordered=False)
     return store.buckets("c"), asdict(cat.execution_stats("c"))
 
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.lists(_MEASUREMENT, min_size=1, max_size=40), min_size=1, max_size=6),
-       st.sampled_from([5, 30, 1000]), st.sampled_from([600, 128000]))
-def test_bulk_staging_equals_one_by_one(batches, max_count, max_size) -> None:
+       st.sampled_from([5, 30, 1000]), st.sampled_from([600, 128000]), st.booleans())
+def test_bulk_staging_equals_one_by_one(batches, max_count, max_size, scanned) -> None:
+    if scanned and native_scan.AVAILABLE:
+        # the native scan's rows against one by one on the decoded documents
+        assert _run(batches, True, max_count, max_size, scanned=True) == \
+            _run(batches, False, max_count, max_size)
     assert _run(batches, True, max_count, max_size) == _run(batches, False, max_count,
                                                             max_size)
+
+
+@pytest.mark.skipif(not native_scan.AVAILABLE, reason="the native core is not built")
+def test_a_scanned_run_staged_in_bulk_makes_no_measurements(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[int] = []
+    real = BatchRows.measurement
+    monkeypatch.setattr(BatchRows, "measurement",
+                        lambda self, row: made.append(row) or real(self, row))
+    cat = BucketCatalog(id_seed=1)
+    store = FakeStore()
+    for b in range(3):
+        made.clear()
+        store.insert(cat, "c", OPTS, sequence(  # type: ignore[arg-type]
+            [{"_id": b * 10 + i, "m": "a", "v": Int64(i),
+              "t": DatetimeMS(T0 + 1000 * (b * 10 + i))} for i in range(10)]))
+        assert set(made) == {0}  # the run's first row, staged alone; the other 9 in bulk
+    [bucket] = store.buckets("c")
+    assert bucket["control"]["count"] == 30
 
 
 def test_bulk_staging_takes_the_common_case() -> None:

@@ -27,4 +27,9 @@ _MEASUREMENT = st.builds(lambda width, value_bytes: SimpleNamespace(
 def test_growth_is_each_rows_elements_and_values(ms: list[Any], first_row: int) -> None:
     want = sum(len(m.names) * (2 + len(str(row))) + m.value_bytes
                for row, m in enumerate(ms, first_row))
-    assert _uncompressed_growth(ms, first_row) == want
+    # the batch's rows in another order than the bucket's: each looked up by its row
+    order = list(range(len(ms)))[::-1]
+    table = SimpleNamespace(names=[ms[i].names for i in order],
+                            value_bytes=[ms[i].value_bytes for i in order])
+    rows = [order.index(i) for i in range(len(ms))]
+    assert _uncompressed_growth(table, rows, first_row) == want  # type: ignore[arg-type]
