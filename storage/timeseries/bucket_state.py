@@ -183,10 +183,11 @@ class NativeDocumentParts(NamedTuple):
 
 
 # what the core's fold gives for one bucket: its column changes (int64 triples of field
-# index, is_new and offset: `write_batch.BucketWrite.column_changes` reads them), the change in size, and its document (or the parts it is built from when not
-# built) and data-less view (None: the control declined, and the reference holds it now)
-Folded = tuple[bytes, int,
-               tuple[bytes | NativeDocumentParts, bytes] | None]
+# index, is_new and offset: `write_batch.BucketWrite.column_changes` reads them), the
+# change in size, its document (or the parts it is built from when not built) and
+# data-less view (None: the control declined, and the reference holds it now), and what
+# the rows add to the bucket's uncompressed size
+Folded = tuple[bytes, int, tuple[bytes | NativeDocumentParts, bytes] | None, int]
 
 
 def fold_all(buckets: Sequence[Bucket], staged: Sequence[Sequence[int]],
@@ -213,29 +214,28 @@ def fold_all(buckets: Sequence[Bucket], staged: Sequence[Sequence[int]],
             documents = source.documents
         elif source.documents is not documents:
             continue
-        offsets = documents.offsets
-        jobs.append((control.native, columns.native,
-                     array("q", map(offsets.__getitem__, rows)).tobytes(),
-                     b.bucket_id.binary, b.version, count, _meta_key(b)))
+        jobs.append((control.native, columns.native, rows, b.bucket_id.binary, b.version,
+                     count, _meta_key(b)))
         where.append(i)
     if not jobs or documents is None or native.core is None:
         return out
-    results = native.check(native.core.fold_buckets, documents.buffer, meta_field, jobs, whole)
+    results = native.check(native.core.fold_buckets, documents.buffer, documents.offsets,
+                           meta_field, jobs, whole)
     for i, r in zip(where, results):
         if r is None:
             continue
-        changes, delta, doc, index, size = r
+        changes, delta, doc, index, size, uncompressed = r
         b = buckets[i]
         if index is None:
             _reference_control(b, meta_field)
-            out[i] = (changes, delta, None)
+            out[i] = (changes, delta, None, uncompressed)
             continue
         if doc is None:
             control, columns = b.control, b.columns
             assert control is not None and isinstance(columns, NativeColumns)
             doc = NativeDocumentParts(control, columns, b.bucket_id.binary, b.version,
                                       counts[i], _meta_key(b), size)
-        out[i] = (changes, delta, (doc, index))
+        out[i] = (changes, delta, (doc, index), uncompressed)
     return out
 
 

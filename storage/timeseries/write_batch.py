@@ -327,7 +327,8 @@ def _finish_prepare(ctx: BatchContext, b: Bucket, rows: list[int], prev: int,
             "version": b.version, "min": min_doc, "max": max_doc, "count": count}}
         if b.meta is not MISSING:
             index_doc["meta"] = b.meta
-    b.uncompressed_size += _uncompressed_growth(table, rows, prev)
+    b.uncompressed_size += fused[3] if fused is not None else \
+        _uncompressed_growth(table, rows, prev)
     control: dict[str, Any] = {"count": count}
     if changed_to_unsorted:
         control["version"] = VERSION_COMPRESSED_UNSORTED

@@ -306,15 +306,17 @@ fn bucket_document<'py>(
     })
 }
 
-/// What `fold_buckets` gives Python for one bucket: the changed columns as (name,
-/// is_new, offset of the first changed byte), the change in column size, the bucket
-/// document (None when not asked for), its data-less view, and the document's size
-/// (the last three None and 0 when the control declined the measurements).
+/// What `fold_buckets` gives Python for one bucket: the changed columns as int64
+/// triples (field index, is_new, offset of the first changed byte), the change in column
+/// size, the bucket document (None when not asked for), its data-less view, and the
+/// document's size (these three None, None and 0 when the control declined the
+/// measurements), and the rows' uncompressed size (`Appended::uncompressed`).
 type Folded<'py> = (
     Bound<'py, PyBytes>,
     i64,
     Option<Bound<'py, PyBytes>>,
     Option<Bound<'py, PyBytes>>,
+    usize,
     usize,
 );
 
@@ -322,7 +324,7 @@ type Folded<'py> = (
 type Job<'py> = (
     PyRefMut<'py, Control>,
     PyRefMut<'py, PyBucketColumns>,
-    Bound<'py, PyAny>,
+    Vec<i32>,
     Vec<u8>,
     i32,
     i32,
@@ -405,45 +407,45 @@ fn fold_one(task: Task<'_>, skip_field: Option<&str>, whole: bool) -> Outcome {
     }
 }
 
-/// fold_buckets(buffer, skip_field, jobs, whole=True) -> list[(changes, delta, document,
-/// index_document, size) | None]
+/// fold_buckets(buffer, offsets, skip_field, jobs, whole=True) -> list[(changes, delta,
+/// document, index_document, size, uncompressed) | None]
 ///
 /// The whole prepareCommit of several buckets in one call, the buckets folded in
-/// parallel with the GIL released. Each job is (control, columns, starts, bucket_id,
-/// version, count, meta_key): the documents of `buffer` starting at `starts` (int64s,
-/// in commit order) are appended to `columns` (as `BucketColumns.append`) and folded
-/// into `control`'s min/max (as `Control.update`), and the bucket document of `count`
-/// rows is built without `data` and, when `whole`, with it (as `bucket_document`), with
-/// the size of the whole one either way. `changes` are the changed columns as int64
-/// triples (field index in column order, is_new, offset). Per bucket: None when the columns declined
-/// (neither changed); the documents None and the size 0 when the control declined after
-/// the columns were appended (the caller folds min/max with the reference). A bucket's
-/// objects may appear in one job only.
+/// parallel with the GIL released. `offsets` (int64s) is where each document of
+/// `buffer` starts. Each job is (control, columns, rows, bucket_id, version, count,
+/// meta_key): the documents `rows` (indexes into `offsets`, in commit order) are appended
+/// to `columns` (as `BucketColumns.append`) and folded into `control`'s min/max (as
+/// `Control.update`), and the bucket document of `count` rows is built without `data`
+/// and, when `whole`, with it (as `bucket_document`), with the size of the whole one
+/// either way. `changes` are the changed columns as int64 triples (field index in column
+/// order, is_new, offset); `uncompressed` the bytes the rows add to a v1 bucket. Per
+/// bucket: None when the columns declined (neither changed); the documents None and the
+/// size 0 when the control declined after the columns were appended (the caller folds
+/// min/max with the reference). A bucket's objects may appear in one job only.
 #[pyfunction]
-#[pyo3(signature = (buffer, skip_field, jobs, whole = true))]
+#[pyo3(signature = (buffer, offsets, skip_field, jobs, whole = true))]
 fn fold_buckets<'py>(
     py: Python<'py>,
     buffer: &Bound<'py, PyAny>,
+    offsets: &Bound<'py, PyAny>,
     skip_field: Option<&str>,
     jobs: Vec<Job<'py>>,
     whole: bool,
 ) -> PyResult<Vec<Option<Folded<'py>>>> {
     guard("fold_buckets", || {
         let buffer = bytes_of(buffer)?;
+        let offsets = ints_of(offsets, i64::to_le_bytes)?;
         let mut jobs = jobs;
         let mut work = Vec::with_capacity(jobs.len());
         let mut size = 0usize;
-        for (_, _, starts, id, _, _, _) in &jobs {
+        for (_, _, rows, id, _, _, _) in &jobs {
             let id: [u8; 12] = id
                 .as_slice()
                 .try_into()
                 .map_err(|_| PyValueError::new_err("bucket_id: 12 bytes"))?;
-            let starts = ints_of(starts, i64::to_le_bytes)?;
-            let n = i32::try_from(starts.len() / 8)
-                .map_err(|_| PyValueError::new_err("too many documents"))?;
-            let all: Vec<u8> = (0..n).flat_map(i32::to_le_bytes).collect();
+            let rows: Vec<u8> = rows.iter().copied().flat_map(i32::to_le_bytes).collect();
             // a malformed document declines its bucket, as the columns would
-            let docs = documents(&buffer, &starts, &all).ok();
+            let docs = documents(&buffer, &offsets, &rows).ok();
             size += docs.as_ref().map_or(0, |d| d.iter().map(|x| x.len()).sum());
             work.push((docs, id));
         }
@@ -509,7 +511,14 @@ fn fold_buckets<'py>(
                         ),
                         None => (None, None, 0),
                     };
-                    Some((changes, appended.delta, doc, index, size))
+                    Some((
+                        changes,
+                        appended.delta,
+                        doc,
+                        index,
+                        size,
+                        appended.uncompressed,
+                    ))
                 }
             });
         }

@@ -56,12 +56,25 @@ pub struct Change {
     pub offset: usize,
 }
 
-/// What one append did: the changed columns in document order and the change in the
-/// total size of the columns.
+/// What one append did: the changed columns in document order, the change in the total
+/// size of the columns, and the bytes the rows add to the bucket as an uncompressed (v1)
+/// bucket would hold them (per field but the skipped one, an element named by the row
+/// number: type byte, the row's digits, NUL, the value).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Appended {
     pub changes: Vec<Change>,
     pub delta: i64,
+    pub uncompressed: usize,
+}
+
+/// Decimal digits of `n` (1 for 0), as the row's field name in a v1 bucket spells it.
+fn digits(mut n: usize) -> usize {
+    let mut d = 1;
+    while n >= 10 {
+        n /= 10;
+        d += 1;
+    }
+    d
 }
 
 /// Field counts from which an append looks names up in a hash map (below: a scan).
@@ -237,8 +250,14 @@ impl BucketColumns {
             return Ok(Appended {
                 changes: Vec::new(),
                 delta: 0,
+                uncompressed: 0,
             });
         }
+        let base = self.count;
+        let uncompressed = values
+            .iter()
+            .map(|v| 2 + digits(base + v.row) + v.v.len())
+            .sum();
         let existing = self.fields.len();
         let total = existing + new_names.len();
         // values by field (stable: rows stay in order)
@@ -255,7 +274,6 @@ impl BucketColumns {
             order[next[v.field]] = i;
             next[v.field] += 1;
         }
-        let base = self.count;
         // Existing builders are appended to in place from a checkpoint (rolled back if any
         // column fails), new fields get builders of their own: no column is copied whole
         // but by its finalize.
@@ -349,7 +367,11 @@ impl BucketColumns {
         }
         self.count = base + n;
         self.compressed_size = (self.compressed_size as i64 + delta) as usize;
-        Ok(Appended { changes, delta })
+        Ok(Appended {
+            changes,
+            delta,
+            uncompressed,
+        })
     }
 
     /// Every value of `docs` but the `skip_field` ones, with its field (an existing

@@ -16,11 +16,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storage import native
+from storage.timeseries.measurements import BatchRows, MeasurementPreparer
 from storage.timeseries.metadata import series_key
+from storage.timeseries.options import parse_timeseries_options
+from storage.timeseries.write_batch import _uncompressed_growth
 
 pytestmark = pytest.mark.skipif(native.core is None, reason="the native core is not built")
 
 META = "tags"
+OPTIONS = parse_timeseries_options({"timeField": "t", "metaField": META})
 
 
 def _oid(k: int) -> bytes:
@@ -89,8 +93,12 @@ def test_fold_buckets_is_the_calls_it_fuses(batches: list[list[tuple[int, dict[s
             control, columns, count = fused.get(s) or (core.Control(), core.BucketColumns("t"), 0)
             fused[s] = (control, columns, count + len(rs))
             key = series_key({"host": f"h{s}", "rack": s})
-            jobs.append((control, columns, _starts(starts, rs), _oid(s), 2, count + len(rs), key))
-        results = core.fold_buckets(buf, META, jobs, whole[n])
+            jobs.append((control, columns, rs, _oid(s), 2, count + len(rs), key))
+        results = core.fold_buckets(buf, array("q", starts), META, jobs, whole[n])
+        # the uncompressed size the reference gives the same rows
+        prepared, _errors = MeasurementPreparer().prepare_all([d for _s, d in batch], OPTIONS,
+                                                              True)
+        table = BatchRows.of(prepared, len(batch))
         assert len(results) == len(jobs)
         for (s, rs), got in zip(rows.items(), results):
             control, columns = plain.setdefault(s, (core.Control(), core.BucketColumns("t")))
@@ -99,7 +107,8 @@ def test_fold_buckets_is_the_calls_it_fuses(batches: list[list[tuple[int, dict[s
             count = fused[s][2]
             key = series_key({"host": f"h{s}", "rack": s})
             assert got is not None
-            changes, delta, doc, index, size = got
+            changes, delta, doc, index, size, uncompressed = got
+            assert uncompressed == _uncompressed_growth(table, rs, count - len(rs))
             names = [name for name, _column in columns.column_bytes()]
             triples = memoryview(changes).cast("q").tolist()
             assert [(names[f], bool(new), off) for f, new, off in zip(
@@ -120,14 +129,13 @@ def test_a_bucket_whose_columns_decline_is_unchanged_and_the_others_fold() -> No
     good = (core.Control(), core.BucketColumns("t"))
     bad = (core.Control(), core.BucketColumns("t"))
     first, first_starts = _buffer([bson.encode({"t": DatetimeMS(1), "x": 1})] * 2)
-    core.fold_buckets(first, None, [(*good, _starts(first_starts, [0]), _oid(1), 2, 1, None),
-                                    (*bad, _starts(first_starts, [1]), _oid(2), 2, 1, None)])
+    core.fold_buckets(first, array("q", first_starts), None,
+                      [(*good, [0], _oid(1), 2, 1, None), (*bad, [1], _oid(2), 2, 1, None)])
     before = (bad[1].column_bytes(), bad[1].count, bad[0].min_bson(), bad[0].max_bson())
     buf, starts = _buffer([bson.encode({"t": DatetimeMS(2), "x": 2}),
                            bson.encode({"t": DatetimeMS(3), "o": {"a": 1}})])
-    results = core.fold_buckets(buf, None, [
-        (*good, _starts(starts, [0]), _oid(1), 2, 2, None),
-        (*bad, _starts(starts, [0, 1]), _oid(2), 2, 3, None)])
+    results = core.fold_buckets(buf, array("q", starts), None, [
+        (*good, [0], _oid(1), 2, 2, None), (*bad, [0, 1], _oid(2), 2, 3, None)])
     assert results[1] is None
     assert (bad[1].column_bytes(), bad[1].count, bad[0].min_bson(), bad[0].max_bson()) == before
     assert results[0] is not None and good[1].count == 2
@@ -138,11 +146,10 @@ def test_a_declined_control_leaves_the_columns_appended_and_gives_no_documents()
     core = native.core
     assert core is not None
     control, columns = core.Control(), core.BucketColumns("t")
-    [got] = core.fold_buckets(_symbol_document(), None,
-                              [(control, columns, array("q", [0]).tobytes(), _oid(1), 2, 1,
-                                None)])
+    [got] = core.fold_buckets(_symbol_document(), array("q", [0]), None,
+                              [(control, columns, [0], _oid(1), 2, 1, None)])
     assert got is not None
-    changes, delta, doc, index, size = got
+    changes, delta, doc, index, size, _uncompressed = got
     assert (doc, index, size) == (None, None, 0)
     triples = memoryview(changes).cast("q").tolist()
     assert triples[0::3] == [0, 1, 2] and triples[1::3] == [1, 1, 1]  # t, x, y: new
@@ -155,7 +162,7 @@ def test_one_bucket_twice_in_a_call_is_refused() -> None:
     assert core is not None
     control, columns = core.Control(), core.BucketColumns("t")
     buf, starts = _buffer([bson.encode({"t": DatetimeMS(1), "x": 1})])
-    job = (control, columns, _starts(starts, [0]), _oid(1), 2, 1, None)
+    job = (control, columns, [0], _oid(1), 2, 1, None)
     with pytest.raises(RuntimeError):
-        core.fold_buckets(buf, None, [job, job])
+        core.fold_buckets(buf, array("q", starts), None, [job, job])
     assert columns.count == 0
