@@ -62,16 +62,19 @@ fn ints_of<'a, T: pyo3::buffer::Element + Copy, const N: usize>(
 /// The documents `rows` picks: each starts at its int64 offset and is as long as its
 /// int32 size says (checked to lie inside `buffer`; a size below 5 or past the end is
 /// a malformed document: Declined).
-fn documents<'b>(buffer: &'b [u8], offsets: &[u8], rows: &[u8]) -> PyResult<Vec<&'b [u8]>> {
-    if offsets.len() % 8 != 0 || rows.len() % 4 != 0 {
+fn documents<'b>(
+    buffer: &'b [u8],
+    offsets: &[u8],
+    rows: impl ExactSizeIterator<Item = i32>,
+) -> PyResult<Vec<&'b [u8]>> {
+    if offsets.len() % 8 != 0 {
         return Err(PyValueError::new_err(
-            "offsets must hold 8 bytes a document and rows 4 bytes a row",
+            "offsets must hold 8 bytes a document",
         ));
     }
     let count = offsets.len() / 8;
-    let mut docs = Vec::with_capacity(rows.len() / 4);
-    for r in rows.chunks_exact(4) {
-        let i = i32::from_le_bytes([r[0], r[1], r[2], r[3]]);
+    let mut docs = Vec::with_capacity(rows.len());
+    for i in rows {
         let Some(i) = usize::try_from(i).ok().filter(|&i| i < count) else {
             return Err(PyValueError::new_err(format!(
                 "row {i} is not a document index"
@@ -178,17 +181,23 @@ impl PyBucketColumns {
         guard("BucketColumns.append", || {
             let buffer = bytes_of(buffer)?;
             let offsets = ints_of(offsets, i64::to_le_bytes)?;
-            let all: Vec<u8>;
-            let rows = match rows {
-                Some(rows) => ints_of(rows, i32::to_le_bytes)?,
+            let docs = match rows {
+                Some(rows) => {
+                    let rows = ints_of(rows, i32::to_le_bytes)?;
+                    if rows.len() % 4 != 0 {
+                        return Err(PyValueError::new_err("rows must hold 4 bytes a row"));
+                    }
+                    let rows = rows
+                        .chunks_exact(4)
+                        .map(|r| i32::from_le_bytes([r[0], r[1], r[2], r[3]]));
+                    documents(&buffer, &offsets, rows)?
+                }
                 None => {
                     let n = i32::try_from(offsets.len() / 8)
                         .map_err(|_| PyValueError::new_err("too many documents"))?;
-                    all = (0..n).flat_map(i32::to_le_bytes).collect();
-                    Cow::Borrowed(&all[..])
+                    documents(&buffer, &offsets, 0..n)?
                 }
             };
-            let docs = documents(&buffer, &offsets, &rows)?;
             let size: usize = docs.iter().map(|d| d.len()).sum();
             let inner = &mut self.inner;
             let mut work = move || inner.append(docs.iter().copied(), skip_field);
@@ -443,9 +452,8 @@ fn fold_buckets<'py>(
                 .as_slice()
                 .try_into()
                 .map_err(|_| PyValueError::new_err("bucket_id: 12 bytes"))?;
-            let rows: Vec<u8> = rows.iter().copied().flat_map(i32::to_le_bytes).collect();
             // a malformed document declines its bucket, as the columns would
-            let docs = documents(&buffer, &offsets, &rows).ok();
+            let docs = documents(&buffer, &offsets, rows.iter().copied()).ok();
             size += docs.as_ref().map_or(0, |d| d.iter().map(|x| x.len()).sum());
             work.push((docs, id));
         }

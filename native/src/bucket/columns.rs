@@ -68,13 +68,8 @@ pub struct Appended {
 }
 
 /// Decimal digits of `n` (1 for 0), as the row's field name in a v1 bucket spells it.
-fn digits(mut n: usize) -> usize {
-    let mut d = 1;
-    while n >= 10 {
-        n /= 10;
-        d += 1;
-    }
-    d
+fn digits(n: usize) -> usize {
+    n.checked_ilog10().map_or(1, |d| d as usize + 1)
 }
 
 /// Field counts from which an append looks names up in a hash map (below: a scan).
