@@ -273,7 +273,8 @@ class MeasurementPreparer:
             scanned = self._scan_rows(measurements, options, ordered, prescanned)
             if scanned is not None:
                 return scanned
-        prepared, errors = self.prepare_all(measurements, options, ordered, prescanned)
+            measurements = _decoded_sequence(measurements)  # not scanned a second time
+        prepared, errors = self.prepare_all(measurements, options, ordered)
         groups: dict[bytes, list[int]] = {}
         for m in prepared:
             g = groups.get(m.key)

@@ -14,6 +14,7 @@ MongoDB refuses; what pymongo reads back differently must make the scan decline.
 from __future__ import annotations
 
 import struct
+from array import array
 from typing import Any
 
 import bson
@@ -37,6 +38,7 @@ from storage.timeseries.measurements import (
 from storage.timeseries.options import TimeseriesOptions, parse_timeseries_options
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
+from storage.vocabulary.raw_documents import RawDocuments
 
 from .strategies import VALUE as _VALUE
 from .strategies import measurement as _measurement
@@ -347,6 +349,19 @@ def test_duplicate_field_names_decline() -> None:
     assert native_scan.scan(_with(raw, _element(0x10, b"x", _I32.pack(2))), OPTS, True) is None
     assert native_scan.scan(_with(raw, _element(0x09, b"t", bytes(8))), OPTS, True) is None
     assert native_scan.scan(raw, OPTS, True) is not None
+
+
+def test_a_declined_batch_is_scanned_once_then_decoded(monkeypatch: pytest.MonkeyPatch
+                                                       ) -> None:
+    scans: list[bytes] = []
+    real = native_scan.scan
+    monkeypatch.setattr(native_scan, "scan",
+                        lambda buf, *a, **k: scans.append(buf) or real(buf, *a, **k))
+    raw = _with(encode({"_id": 1, "t": DatetimeMS(1), "x": 1}),
+                _element(0x10, b"x", _I32.pack(2)))  # a duplicate name: declined
+    rows, groups, errors = MeasurementPreparer().prepare_rows(
+        RawDocuments(raw, array("q", [0])), OPTS, True)
+    assert len(scans) == 1 and rows.source is None and groups == [[0]] and errors == []
 
 
 def test_no_core_means_the_python_path(monkeypatch: pytest.MonkeyPatch) -> None:
