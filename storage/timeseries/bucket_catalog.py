@@ -103,8 +103,8 @@ class BucketCatalog:
             self._measurements.clear_caches()  # what expiry cannot reach goes first
         rows, groups, errors = self._measurements.prepare_rows(measurements, options, ordered,
                                                                prescanned)
-        ctx = BatchContext(coll, options, source, self._stats.of(coll), threshold,
-                           check_versions=self.check_versions, rows=rows)
+        ctx = BatchContext(coll, options, source, self._stats.of(coll), threshold, rows,
+                           check_versions=self.check_versions)
         self._registry.set_cache_bytes(self._measurements.cache_bytes)
         result = BatchResult(coll, [], errors, 0)
         try:

@@ -101,7 +101,6 @@ class Stager:
         counter moved); returns how many were staged. The rest go through `stage` one by
         one. Read from the batch's per-row lists: no Measurement is made for them."""
         rows = ctx.rows
-        assert rows is not None
         prev = group[start - 1]
         registry = self._registry
         b = registry.use_bucket((ctx.coll, rows.measurement(prev).key))

@@ -201,14 +201,13 @@ class BatchContext:
     source: BucketSource | None
     stats: ExecutionStats     # the collection's
     threshold: int            # timeseriesIdleBucketExpiryMemoryUsageThreshold, in bytes
+    rows: BatchRows           # the batch's measurements by row
     touched: list[Bucket] = field(default_factory=list)
     touched_ids: set[int] = field(default_factory=set)
     # v1 buckets reopened (compressed to v2): id -> (the v2 bytes, count, the stored v1)
     rewrites: dict[ObjectId, tuple[bytes, int, bytes]] = field(default_factory=dict)
     # other processes share the storage: updates carry the document they replace
     check_versions: bool = False
-    # the batch's measurements by row (set once prepared)
-    rows: BatchRows | None = None
 
 
 def prepare_writes(ctx: BatchContext, registry: BucketRegistry, stats: CatalogStats
@@ -275,20 +274,20 @@ def _finish_prepare(ctx: BatchContext, b: Bucket, rows: list[int], prev: int,
     changes: Sequence[AnyColumnChange | tuple[str, bytes, bool, int]] | bytes
     built: tuple[bytes | NativeDocumentParts, bytes] | None = None
     folded: tuple[Sequence[Any], int] | None
+    # the rows as Measurements where the reference folds a part (the core did not, or
+    # declined the control)
+    ms = table.measurements(rows) if fused is None or fused[2] is None else []
     if fused is not None:
         folded, built = (fused[0], fused[1]), fused[2]
         control_folded = built is not None
     else:
-        ms = table.measurements(rows)
         control_folded = fold_control(b, ms, mf)
         folded = fold_columns(b, ms, mf)
     if folded is not None:
         changes, delta = folded
         if not control_folded:
-            ms = table.measurements(rows)
             b.minmax.update_many([document(m) for m in ms], mf, _common_names(ms))
     else:
-        ms = table.measurements(rows)
         columns = reference_columns(b)
         shape = ms[0].shape
         if shape is not None and all([m.shape is shape for m in ms]):
