@@ -38,7 +38,7 @@ from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.missing import MISSING
 
 from .columns import ColumnChange, Columns
-from .measurements import Measurement, document
+from .measurements import Measurement, ScannedDocuments, document
 from .minmax import MinMax, Schema, SchemaChange
 from .native_columns import Declined as ColumnsDeclined
 from .native_columns import NativeColumnChange, NativeColumns
@@ -103,32 +103,24 @@ def schema_learn(b: Bucket, m: Measurement, meta_field: str | None) -> None:
     b.schema.update(document(m), meta_field)
 
 
-def _scanned_rows(ms: Sequence[Measurement]) -> list[int] | None:
-    """The batch rows of `ms` when all come from one native scan, else None."""
-    raw = ms[0].raw
-    if raw is None:
-        return None
-    for m in ms:
-        if m.raw is not raw:
-            return None
-    return [m.index for m in ms]
+def _scan_of(b: Bucket) -> ScannedDocuments | None:
+    """The native scan `b`'s staged rows come from (None: a batch that was decoded)."""
+    return b.rows.source if b.rows is not None else None
 
 
-def fold_control(b: Bucket, ms: Sequence[Measurement], meta_field: str | None) -> bool:
-    """Fold staged `ms` (in commit order) into `b`'s native control.min/max: True when
-    done, False when the caller must update the reference's `MinMax` (which `b` holds
-    from now on)."""
+def fold_control(b: Bucket, rows: Sequence[int], meta_field: str | None) -> bool:
+    """Fold the staged `rows` (in commit order) into `b`'s native control.min/max: True
+    when done, False when the caller must update the reference's `MinMax` (which `b`
+    holds from now on)."""
     control = b.control
     if control is None:
         return False
-    rows = _scanned_rows(ms)
-    if rows is not None:
-        raw = ms[0].raw
-        assert raw is not None
-        offsets = raw.documents.offsets
+    scan = _scan_of(b)
+    if scan is not None:
+        offsets = scan.documents.offsets
         starts = array("q", [offsets[i] for i in rows]).tobytes()
         try:
-            control.update(raw.documents.buffer, starts, meta_field)
+            control.update(scan.documents.buffer, starts, meta_field)
             return True
         except ControlDeclined:
             pass
@@ -136,20 +128,18 @@ def fold_control(b: Bucket, ms: Sequence[Measurement], meta_field: str | None) -
     return False
 
 
-def fold_columns(b: Bucket, ms: Sequence[Measurement], meta_field: str | None
+def fold_columns(b: Bucket, rows: Sequence[int], meta_field: str | None
                  ) -> tuple[list[tuple[str, bytes, bool, int]], int] | None:
-    """Append staged `ms` (in commit order) to `b`'s native columns: the changed columns
-    (`NativeColumnChange` fields as a tuple) and the change in size, or None when the caller must append with the reference's
-    `Columns` (which `b` holds from now on)."""
+    """Append the staged `rows` (in commit order) to `b`'s native columns: the changed
+    columns (`NativeColumnChange` fields as a tuple) and the change in size, or None when
+    the caller must append with the reference's `Columns` (which `b` holds from now on)."""
     columns = b.columns
     if not isinstance(columns, NativeColumns):
         return None
-    rows = _scanned_rows(ms)
-    if rows is not None:
-        raw = ms[0].raw
-        assert raw is not None
+    scan = _scan_of(b)
+    if scan is not None:
         try:
-            return columns.append_raw(raw.documents, rows, meta_field)
+            return columns.append_raw(scan.documents, rows, meta_field)
         except ColumnsDeclined:
             pass
     b.columns = columns.to_python()
@@ -207,7 +197,7 @@ def fold_all(buckets: Sequence[Bucket], staged: Sequence[Sequence[int]],
         control, columns = b.control, b.columns
         if control is None or not isinstance(columns, NativeColumns):
             continue
-        source = b.rows.source if b.rows is not None else None
+        source = _scan_of(b)
         if source is None:
             continue
         if documents is None:

@@ -281,8 +281,8 @@ def _finish_prepare(ctx: BatchContext, b: Bucket, rows: list[int], prev: int,
         folded, built = (fused[0], fused[1]), fused[2]
         control_folded = built is not None
     else:
-        control_folded = fold_control(b, ms, mf)
-        folded = fold_columns(b, ms, mf)
+        control_folded = fold_control(b, rows, mf)
+        folded = fold_columns(b, rows, mf)
     if folded is not None:
         changes, delta = folded
         if not control_folded:
