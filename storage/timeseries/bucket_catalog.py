@@ -111,9 +111,10 @@ class BucketCatalog:
             stage, stage_run, measurement = (self._stager.stage, self._stager.stage_run,
                                              rows.measurement)
             for group in groups:
-                # one series, by time: each measurement staged, and the run after it
-                # that its bucket takes with nothing else happening staged in bulk
-                i, n = 0, len(group)
+                # one series, by time: a run its open bucket takes with nothing else
+                # happening staged in bulk, then each measurement staged, and the run
+                # after it
+                i, n = stage_run(ctx, group, 0, measurement(group[0]).key), len(group)
                 while i < n:
                     stage(ctx, measurement(group[i]))
                     i += 1

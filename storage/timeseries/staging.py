@@ -94,18 +94,30 @@ class Stager:
         else:
             self._insert_into(ctx, bucket, m, allow_create=True, due_to_meta=False)
 
-    def stage_run(self, ctx: BatchContext, group: list[int], start: int) -> int:
+    def stage_run(self, ctx: BatchContext, group: list[int], start: int,
+                  key: bytes | None = None) -> int:
         """Stage the rows group[start:] (one series, sorted by time) in bulk into the
         bucket that took group[start - 1], as far as `stage` would put each one there
         with nothing else happening (no rollover, no size, field or schema change, no
         counter moved); returns how many were staged. The rest go through `stage` one by
-        one. Read from the batch's per-row lists: no Measurement is made for them."""
+        one. Read from the batch's per-row lists: no Measurement is made for them.
+
+        With `start` 0 (`key`: the series key), the run starts the series' rows of the
+        batch: it goes into the series' open bucket if `stage` would put its first row
+        there as it is (the bucket holding measurements already, the time not before
+        its own), so a series whose batch fits its bucket takes no `stage` at all."""
         rows = ctx.rows
-        prev = group[start - 1]
         registry = self._registry
-        b = registry.use_bucket((ctx.coll, rows.measurement(prev).key))
-        if b is None or b.size == 0 or not b.staged or b.staged[-1] != prev:
-            return 0
+        if start:
+            prev = group[start - 1]
+            b = registry.use_bucket((ctx.coll, rows.measurement(prev).key))
+            if b is None or b.size == 0 or not b.staged or b.staged[-1] != prev:
+                return 0
+        else:
+            assert key is not None
+            b = registry.use_bucket((ctx.coll, key))
+            if b is None or b.size == 0 or b.staged or rows.times[group[0]] < b.min_time_ms:
+                return 0
         p = self.params
         room = p.timeseriesBucketMaxCount - b.num_measurements
         effective, _ = cache_derived_max_size(p, registry.num_active)
@@ -132,9 +144,20 @@ class Stager:
                 known = sig
             k += 1
         if k:
+            if not start:  # what `stage` does for the first measurement a bucket takes
+                self._touch(ctx, b)
             b.staged.extend(group[start:start + k])
             b.num_measurements += k
         return k
+
+    def _touch(self, ctx: BatchContext, b: Bucket) -> None:
+        """`b` takes measurements of this batch: it is among its touched buckets, its rows
+        are the batch's, it is not idle."""
+        if id(b) not in ctx.touched_ids:
+            ctx.touched_ids.add(id(b))
+            ctx.touched.append(b)
+        b.rows = ctx.rows
+        self._registry.mark_not_idle(b)
 
     def _insert_into(self, ctx: BatchContext, bucket: Bucket, m: Measurement, *,
                      allow_create: bool, due_to_meta: bool) -> RolloverReason | None:
@@ -174,16 +197,12 @@ class Stager:
             if due_to_meta:
                 bucket.opened_due_to_metadata = True
         assert sizes is not None
-        if id(bucket) not in ctx.touched_ids:
-            ctx.touched_ids.add(id(bucket))
-            ctx.touched.append(bucket)
+        self._touch(ctx, bucket)
         bucket.staged.append(m.index)
-        bucket.rows = ctx.rows
         bucket.uncommitted_field_names.update(sizes.new_fields)
         bucket.num_measurements += 1
         bucket.staged_estimate += sizes.estimate
         bucket.size += sizes.total
-        self._registry.mark_not_idle(bucket)
         return None
 
     def _rollover(self, ctx: BatchContext, bucket: Bucket, action: RolloverAction,

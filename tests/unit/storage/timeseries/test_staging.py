@@ -37,7 +37,7 @@ def _run(batches: list[list[dict]], bulk: bool, max_count: int, max_size: int,
                                   timeseriesBucketMaxSize=max_size)
     cat = BucketCatalog(params, id_seed=7)
     if not bulk:
-        cat._stager.stage_run = lambda ctx, group, start: 0  # type: ignore[method-assign]
+        cat._stager.stage_run = lambda ctx, group, start, key=None: 0  # type: ignore[method-assign]
     store = FakeStore()
     for i, batch in enumerate(batches):
         docs = [{"_id": i * 1000 + j, **d} for j, d in enumerate(batch)]
@@ -72,31 +72,55 @@ def test_a_scanned_run_staged_in_bulk_makes_no_measurements(
         store.insert(cat, "c", OPTS, sequence(  # type: ignore[arg-type]
             [{"_id": b * 10 + i, "m": "a", "v": Int64(i),
               "t": DatetimeMS(T0 + 1000 * (b * 10 + i))} for i in range(10)]))
-        assert set(made) == {0}  # the run's first row, staged alone; the other 9 in bulk
+        # the first row only, for its series' key (in the first batch, staged alone)
+        assert set(made) == {0}
     [bucket] = store.buckets("c")
     assert bucket["control"]["count"] == 30
 
 
 def test_bulk_staging_takes_the_common_case() -> None:
     """A steady series (known fields, small values) is staged in bulk after its first
-    batch."""
-    calls: list[int] = []
+    measurement: each later batch in one run, without a measurement staged alone."""
+    calls: list[tuple[int, int]] = []
     cat = BucketCatalog(id_seed=1)
-    real = cat._stager.stage_run
+    real_run, real_stage = cat._stager.stage_run, cat._stager.stage
+    staged_alone: list[int] = []
 
-    def counting(ctx, group, start):  # type: ignore[no-untyped-def]
-        k = real(ctx, group, start)
-        calls.append(k)
+    def counting(ctx, group, start, key=None):  # type: ignore[no-untyped-def]
+        k = real_run(ctx, group, start, key)
+        calls.append((start, k))
         return k
 
+    def stage(ctx, m):  # type: ignore[no-untyped-def]
+        staged_alone.append(m.index)
+        real_stage(ctx, m)
+
     cat._stager.stage_run = counting  # type: ignore[method-assign]
+    cat._stager.stage = stage  # type: ignore[method-assign]
     store = FakeStore()
     for b in range(3):
         store.insert(cat, "c", OPTS, [{"_id": b * 10 + i, "m": "a", "v": Int64(i),
                                        "t": DatetimeMS(T0 + 1000 * (b * 10 + i))}
                                       for i in range(10)])
-    # every batch, the first too (its fields staged by the first measurement): all but
-    # the first in bulk
-    assert calls == [9, 9, 9]
+    # the first batch: no open bucket for a run, its first measurement opens one, the
+    # other 9 in bulk; then each batch whole
+    assert calls == [(0, 0), (1, 9), (0, 10), (0, 10)]
+    assert staged_alone == [0]
     [bucket] = store.buckets("c")
     assert bucket["control"]["count"] == 30
+
+
+def test_a_run_from_the_first_row_leaves_the_rest_to_stage() -> None:
+    """A batch whose first measurement goes back before its open bucket, or forward past
+    its span, is not a run of that bucket: staged one by one, it reopens or rolls over as
+    MongoDB does."""
+    cat = BucketCatalog(id_seed=1)
+    store = FakeStore()
+    ts = [T0 + 1000 * 100, T0 + 1000 * 50, T0 + 1000 * 5000]  # forward, back, past the span
+    for b, t in enumerate(ts):
+        store.insert(cat, "c", OPTS, [{"_id": b * 10 + i, "m": "a", "v": Int64(i),
+                                       "t": DatetimeMS(t + 1000 * i)} for i in range(3)])
+    stats = cat.execution_stats("c")
+    assert stats.numBucketsArchivedDueToTimeBackward == 1
+    assert stats.numBucketsClosedDueToTimeForward == 1
+    assert sorted(b["control"]["count"] for b in store.buckets("c")) == [3, 3, 3]
