@@ -93,8 +93,10 @@ class ReopeningQuery:
         return {"$and": [{f"{CONTROL}.{CONTROL_CLOSED}": {"$exists": False}}, time_range,
                          meta, full]}
 
-    def matches(self, bucket: Mapping[str, Any], bson_size: int | None = None) -> bool:
-        """The same predicate on a decoded bucket (plus the size limit when given)."""
+    def matches(self, bucket: Mapping[str, Any], bson_size: int | None = None, *,
+                meta_checked: bool = False) -> bool:
+        """The same predicate on a decoded bucket (plus the size limit when given);
+        `meta_checked`: the caller knows the bucket is of the query's series."""
         control = bucket.get(CONTROL)
         if not isinstance(control, Mapping) or CONTROL_CLOSED in control:
             return False
@@ -102,7 +104,9 @@ class ReopeningQuery:
         t = mins.get(self.time_field) if isinstance(mins, Mapping) else None
         if not isinstance(t, DatetimeMS) or not (self.min_time_gt_ms < int(t) <= self.time_ms):
             return False
-        if self.meta is MISSING:
+        if meta_checked:
+            pass
+        elif self.meta is MISSING:
             if META in bucket:
                 return False
         elif META not in bucket or not values_equal(bucket[META], self.meta):

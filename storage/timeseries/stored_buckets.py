@@ -31,7 +31,7 @@ a bucket has several keys in the index, the pending writes are flushed first (by
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from bson import Binary, ObjectId, Timestamp
@@ -117,9 +117,9 @@ class StoredBuckets:
         buckets without a pending write and the pending writes `series`, as (decoded, raw)
         (_UNORDERED when a match has several keys in the index, so the order is not one
         key's)."""
-        matches, stored = self._stored_candidates(index, query)
-        best: tuple[dict[str, Any], bytes, tuple[int, int] | ObjectId] | None = None
+        best: _Candidate | None = None
         reopenable = self.reopenable
+        matches, stored = self._stored_candidates(index, query)
         for rid, raw in stored:
             # a raw look first: what it rules out needs no decoding
             oid = _leading_oid(raw)
@@ -137,38 +137,51 @@ class StoredBuckets:
                     return doc, raw
                 best = (doc, raw, (0, rid))
                 break
-        ranked = []
+        ranked: list[_Candidate] = []
         if best is not None:
             ranked.append(best)
         lo, hi = query.min_time_gt_ms, query.time_ms
         for i, w in enumerate(series):
             if w.min_time_ms is not None and not lo < w.min_time_ms <= hi:
                 continue  # its control.min.<time>, known without decoding, is out of range
-            # the index view lacks `data`, which can only make the filter fail more
-            if not (w.index_doc is not None and matches(w.index_doc)
-                    and query.matches(w.index_doc)):
+            # A pending write is a compressed bucket of the query's series (`series` are
+            # its writes): its view without `data` decides as its document would (only a
+            # v1 bucket's data can fail the filter) with the document's size, known
+            # without building it, and the meta needs no comparing. Only the chosen
+            # one's document is built and decoded.
+            view = w.index_doc
+            if view is None or not matches(view):
                 continue
-            raw = w.document
-            doc = decode(raw)
-            if not (matches(doc) and query.matches(doc, len(raw))):
+            size = w.known_size
+            if not query.matches(view, len(w.document) if size is None else size,
+                                 meta_checked=True):
                 continue
             # an insert is flushed after every stored record, in this order; an update
             # stays where its record is (looked up only if there is something to rank)
-            ranked.append((doc, raw, (1, i) if w.kind == "insert" else w.bucket_id))
+            ranked.append((view, w, (1, i) if w.kind == "insert" else w.bucket_id))
         if not ranked:
             return None
         if len(ranked) == 1:
-            return ranked[0][:2]
+            return _decoded(*ranked[0][:2])
         keyed = []
-        for doc, raw, order in ranked:
-            key = self.buckets.index_key(index, doc)
+        reads_data = self._reads_data(index)
+        for seen, source, order in ranked:
+            if reads_data and not isinstance(source, bytes):
+                seen = decode(source.document)  # its key needs `data`, which its view lacks
+            key = self.buckets.index_key(index, seen)
             if key is None:
                 return _UNORDERED
             if isinstance(order, ObjectId):
                 found = self.buckets.find_id(order)
                 order = (0, found[0] if found is not None else 0)
-            keyed.append(((key, order), doc, raw))
-        return min(keyed, key=lambda k: k[0])[1:]
+            keyed.append(((key, order), seen, source))
+        return _decoded(*min(keyed, key=lambda k: k[0])[1:])
+
+    def _reads_data(self, index: str) -> bool:
+        """Whether a key of `index` reads `data` (a bucket's view without it lacks it)."""
+        ix = self.buckets.entry.index(index)
+        return ix is None or any(f.split(".", 1)[0] not in ("_id", "control", "meta")
+                                 for f in ix.spec.fields)
 
     def _stored_candidates(self, index: str, query: ReopeningQuery
                            ) -> tuple[Callable[[Any], bool], Iterator[tuple[int, bytes]]]:
@@ -228,6 +241,20 @@ def _leading_oid(raw: bytes) -> ObjectId | None:
 
 def _always(doc: Any) -> bool:
     return True
+
+
+# a reopening candidate: the bucket decoded (or a pending write's index view), its raw
+# bytes (or that write) and where it stands in its index key's order
+_Candidate = tuple[Mapping[str, Any], "bytes | BucketWrite", "tuple[int, int] | ObjectId"]
+
+
+def _decoded(doc: Mapping[str, Any], source: bytes | BucketWrite) -> StoredBucket:
+    """A chosen candidate as (decoded, raw): a pending write's document built and decoded
+    now (its index view stood for it)."""
+    if isinstance(source, bytes):
+        return doc, source
+    raw = source.document
+    return decode(raw), raw
 
 
 def _reopening_range(query: ReopeningQuery, fields: Sequence[str],

@@ -327,6 +327,25 @@ def test_candidates_ruled_out_by_size_are_not_decoded(monkeypatch: pytest.Monkey
     cat.close()
 
 
+def test_only_the_chosen_pending_bucket_is_built_and_decoded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # X and Y, both at minute 10 (Y split off by a schema change), pending: the query at
+    # minute 20 ranks both by their views, and decodes only the one it reopens
+    cat, _buckets, catalog, service, source = _catalog_and_source()
+    for docs in ([_doc(1, "a", 10)], [{**_doc(2, "a", 10), "v": "text"}]):
+        result = catalog.insert_batch("db.c", OPTS, docs, source, ordered=False)
+        service.deferred.add("db", "system.buckets.c", result.writes)
+        catalog.commit(result)  # pending, not flushed
+    decoded: list[bytes] = []
+    monkeypatch.setattr(stored_buckets, "decode",
+                        lambda raw: decoded.append(raw) or decode(raw))
+    q = ReopeningQuery("t", "a", T0 + 20 * 60_000, 3600, 1000, 1 << 20)
+    found = source.find_reopening_candidate("db.c", q)
+    assert found is not None and decoded == [found[1]] and service.flushes == 0
+    assert found[0]["control"]["count"] == 1
+    cat.close()
+
+
 def test_pending_buckets_out_of_the_time_range_are_not_looked_at(
         monkeypatch: pytest.MonkeyPatch) -> None:
     cat, _buckets, catalog, service, source = _catalog_and_source()
@@ -337,8 +356,8 @@ def test_pending_buckets_out_of_the_time_range_are_not_looked_at(
     looked_at: list[Any] = []
     real = ReopeningQuery.matches
     monkeypatch.setattr(ReopeningQuery, "matches",
-                        lambda self, bucket, size=None: looked_at.append(bucket)
-                        or real(self, bucket, size))
+                        lambda self, bucket, size=None, **kw: looked_at.append(bucket)
+                        or real(self, bucket, size, **kw))
     # the bucket starts at minute 0: a query at minute 200 keeps starts in (140, 200]
     q = ReopeningQuery("t", "a", T0 + 200 * 60_000, 3600, 1000, 1 << 20)
     assert source.find_reopening_candidate("db.c", q) is None
