@@ -24,10 +24,12 @@ def bucketd(*extra: str) -> Iterator[BucketdProcess]:
         # BENCH_PROFILE=out.txt: the server runs under py-spy (collapsed stacks of every
         # thread written to out.txt when it stops; its CPU figures are then py-spy's);
         # with BENCH_PROFILE_GIL=1 only the samples of threads holding the GIL, with
-        # BENCH_PROFILE_NATIVE=1 native frames too (the core's, SQLite's, libc's)
+        # BENCH_PROFILE_NATIVE=1 native frames too (the core's, SQLite's, libc's);
+        # BENCH_PROFILE_RATE: samples per second (200 by default)
         profile = os.environ.get("BENCH_PROFILE")
         gil = ["--gil"] if os.environ.get("BENCH_PROFILE_GIL") == "1" else []
-        spy = ["py-spy", "record", "--format", "raw", "--threads", "--rate", "200", *gil, *(["--native"] if os.environ.get("BENCH_PROFILE_NATIVE") else []),
+        rate = os.environ.get("BENCH_PROFILE_RATE", "200")
+        spy = ["py-spy", "record", "--format", "raw", "--threads", "--rate", rate, *gil, *(["--native"] if os.environ.get("BENCH_PROFILE_NATIVE") else []),
                "-o", profile, "--"] if profile else []
         proc = BucketdProcess([*spy, sys.executable, "-m", "server"], dbpath=d,
                               extra_args=["--quiet", *extra])
