@@ -39,18 +39,28 @@ fn selector_for_count(n: usize, ext: usize) -> usize {
         .unwrap_or(MAX_SELECTOR[ext])
 }
 
-/// A value waiting for its block: the value (`None` for a skip), the bits it needs
-/// under the base / seven / eight-small / eight-large selectors and the trailing zeros
-/// stored for the last three.
+/// A value waiting for its block: the value (`value()`, `None` for a skip), the bits it
+/// needs under the base / seven / eight-small / eight-large selectors and the trailing
+/// zeros stored for the last three. The value is kept as two halves so that the entry
+/// is 24 bytes, not the 48 an `Option<u128>` would align it to: an open bucket holds one
+/// per value not yet in a block, per column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Pending {
-    pub value: Option<u128>,
+    halves: [u64; 2],
+    skip: bool,
     pub bits: [u8; 4],
     pub tz: [u8; 3],
 }
 
+impl Pending {
+    pub fn value(&self) -> Option<u128> {
+        (!self.skip).then(|| u128::from(self.halves[0]) | (u128::from(self.halves[1]) << 64))
+    }
+}
+
 const SKIP: Pending = Pending {
-    value: None,
+    halves: [0; 2],
+    skip: true,
     bits: [0; 4],
     tz: [0; 3],
 };
@@ -96,7 +106,8 @@ pub fn pending_value(v: u128, is128: bool) -> Option<Pending> {
         return None;
     }
     Some(Pending {
-        value: Some(v),
+        halves: [v as u64, (v >> 64) as u64],
+        skip: false,
         bits: [bits as u8, m7 as u8, m8s as u8, m8l as u8],
         tz: [t7 as u8, t8s as u8, t8l as u8],
     })
@@ -203,7 +214,7 @@ impl Simple8bBuilder {
     pub fn pending_values(&self) -> impl Iterator<Item = Option<u128>> + '_ {
         std::iter::repeat(self.last)
             .take(self.rle_count as usize)
-            .chain(self.pending.iter().map(|p| p.value))
+            .chain(self.pending.iter().map(Pending::value))
     }
 
     pub fn pending_len(&self) -> usize {
@@ -259,7 +270,7 @@ impl Simple8bBuilder {
             self.push(p);
             return Ok(());
         }
-        let last_pending = self.pending.last().ok_or(Fail)?.value;
+        let last_pending = self.pending.last().ok_or(Fail)?.value();
         loop {
             if self.pending.is_empty() {
                 return Err(Fail); // the reference would index an empty list
@@ -270,7 +281,7 @@ impl Simple8bBuilder {
                 break;
             }
         }
-        if try_rle && self.pending.is_empty() && last_pending == p.value {
+        if try_rle && self.pending.is_empty() && last_pending == p.value() {
             self.rle_count = 1;
             self.last = last_pending;
             self.last_valid_ext = 0;
@@ -283,7 +294,7 @@ impl Simple8bBuilder {
 
     fn append_skip(&mut self, try_rle: bool, w: &mut impl BlockSink) -> Result<(), Fail> {
         if let Some(last) = self.pending.last() {
-            let last_is_skip = last.value.is_none();
+            let last_is_skip = last.skip;
             if !self.fits(MIN_DATA_BITS) {
                 let block = self.encode_largest(self.last_valid_ext)?;
                 w.write(block, self);
@@ -350,7 +361,7 @@ impl Simple8bBuilder {
         let mask: u128 = (1u128 << width) - 1;
         let mut word: u128 = base_sel | if ext != 0 { (idx as u128) << 4 } else { 0 };
         for p in &self.pending[..ints] {
-            let slot = match p.value {
+            let slot = match p.value() {
                 None => mask,
                 Some(v) => match ext {
                     0 => v,
