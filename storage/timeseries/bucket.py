@@ -14,14 +14,17 @@ is replaced by the actual growth of the compressed columns.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from bson import ObjectId
 
 from .columns import Columns
 from .elements import int_value_size
 from .measurements import BatchRows, Measurement, document, elements
+from .metadata import meta_of_key
 from .minmax import MinMax, Schema
 from .rollover import RolloverAction
 
@@ -30,7 +33,26 @@ if TYPE_CHECKING:
     from .native_control import NativeControl
     from .write_batch import BucketWrite
 
-__all__ = ["Bucket", "SizeChange", "num_digits", "size_change"]
+__all__ = ["NO_NAMES", "Bucket", "SizeChange", "num_digits", "shared_names", "size_change"]
+
+NO_NAMES: Final[frozenset[str]] = frozenset()
+# one frozenset per set of field names, shared by the buckets holding those fields
+_NAME_SETS: dict[frozenset[str], frozenset[str]] = {}
+_NAME_SETS_MAX: Final = 4096
+# Bucket.meta of a bucket that keeps its meta value as its series key only
+_FROM_KEY: Final = object()
+
+
+def shared_names(names: Iterable[str]) -> frozenset[str]:
+    """`names` as the frozenset (of interned strings) that every bucket holding the same
+    fields shares: a high-cardinality workload's many buckets of one shape hold one."""
+    s = frozenset(map(sys.intern, names))
+    shared = _NAME_SETS.get(s)
+    if shared is None:
+        if len(_NAME_SETS) >= _NAME_SETS_MAX:
+            _NAME_SETS.clear()
+        shared = _NAME_SETS[s] = s
+    return shared
 
 
 @dataclass(slots=True)
@@ -122,9 +144,9 @@ class Bucket:
     """In-memory state of one open bucket."""
 
     __slots__ = (
-        "bucket_id", "coll", "columns", "committed_write", "control", "field_names", "index_doc",
-        "kept_open_large",
-        "key", "last_time_ms", "memory_usage", "meta", "min_time_ms", "minmax",
+        "_meta", "bucket_id", "coll", "columns", "committed_size", "committed_write", "control",
+        "field_names", "index_doc", "kept_open_large",
+        "key", "last_time_ms", "memory_usage", "min_time_ms", "minmax",
         "num_committed", "num_measurements", "opened_due_to_metadata", "reopened",
         "rollover_action", "rows", "schema", "schema_signatures", "size", "sorted_by_time",
         "staged",
@@ -137,7 +159,7 @@ class Bucket:
         self.bucket_id = bucket_id
         self.coll = coll
         self.key = key
-        self.meta = meta
+        self._meta = meta
         self.time_field = time_field
         self.min_time_ms = min_time_ms
         self.minmax = MinMax()
@@ -151,8 +173,10 @@ class Bucket:
         self.num_measurements = 0          # committed + staged
         self.num_committed = 0
         self.size = 0
-        self.field_names: set[str] = set()
-        self.uncommitted_field_names: set[str] = set()
+        # committed: a shared set (`shared_names`), replaced when fields are added
+        self.field_names: frozenset[str] = NO_NAMES
+        # staged, not committed yet (NO_NAMES until a batch stages a new field)
+        self.uncommitted_field_names: set[str] | frozenset[str] = NO_NAMES
         self.sorted_by_time = True
         self.version = 2
         self.rollover_action = RolloverAction.kNone
@@ -165,7 +189,10 @@ class Bucket:
         self.staged_estimate = 0
         self.opened_due_to_metadata = False
         self.last_time_ms: int | None = None
-        # the last BucketWrite committed, or the stored document of a reopened bucket
+        # the size of the last document committed, or of the stored one of a reopened
+        # bucket; the last BucketWrite committed instead while its size is not known
+        # without building it
+        self.committed_size: int | None = None
         self.committed_write: BucketWrite | None = None
         # the bytes storage holds for this bucket as this catalog last read or wrote them:
         # set when reopened and, when other processes share the storage, at each commit
@@ -177,8 +204,30 @@ class Bucket:
         self.memory_usage = 0
 
     @property
+    def meta(self) -> Any:
+        """The normalized meta value (MISSING without one)."""
+        meta = self._meta
+        return meta_of_key(self.key) if meta is _FROM_KEY else meta
+
+    @meta.setter
+    def meta(self, meta: Any) -> None:
+        self._meta = meta
+
+    def meta_from_key(self) -> None:
+        """Keep the meta value as the series key only, decoded when read: what a native
+        bucket reads of it is the key."""
+        self._meta = _FROM_KEY
+
+    @property
     def all_committed(self) -> bool:
         return not self.staged
+
+    def committed_document_size(self) -> int:
+        """The size of the last document committed (or stored, when reopened)."""
+        if self.committed_size is not None:
+            return self.committed_size
+        assert self.committed_write is not None
+        return len(self.committed_write.document)
 
     def staged_measurements(self) -> list[Measurement]:
         """The staged measurements, in the order staged."""

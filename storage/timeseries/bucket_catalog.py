@@ -42,7 +42,7 @@ from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 from storage.vocabulary.raw_documents import RawDocuments
 
-from .bucket import Bucket
+from .bucket import NO_NAMES, Bucket, shared_names
 from .bucket_id import BucketIdGenerator
 from .bucket_registry import BucketRegistry
 from .constants import TimeseriesParameters
@@ -156,13 +156,15 @@ class BucketCatalog:
             committed += n
             b.num_committed += n
             b.size += w._compressed_delta - w._estimate
-            b.field_names.update(w._new_fields)
-            b.uncommitted_field_names.clear()
+            if w._new_fields:
+                b.field_names = shared_names(b.field_names.union(w._new_fields))
+            b.uncommitted_field_names = NO_NAMES
             b.staged, b.rows = [], None
             b.staged_estimate = 0
             b.opened_due_to_metadata = False
             b.last_time_ms = w._last_time_ms
-            b.committed_write = w
+            size = w.known_size
+            b.committed_size, b.committed_write = size, (w if size is None else None)
             b.index_doc = w.index_source
             registry.account_commit(b)
         if commits:

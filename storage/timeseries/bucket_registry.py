@@ -71,10 +71,12 @@ _BUCKET_OVERHEAD: Final = 5000
 _FIELD_OVERHEAD: Final = 900
 _RETAINED_PER_COMPRESSED_BYTE: Final = 1.5
 # The same for a bucket with native control (`Bucket.control`, its heap counted by its
-# own `__sizeof__`): no Python min/max and schema trees per field; little per compressed
-# byte, the last write keeping the parts its document is built from, not its bytes.
-_NATIVE_BUCKET_OVERHEAD: Final = 3300
-_NATIVE_FIELD_OVERHEAD: Final = 350
+# own `__sizeof__`): no Python min/max and schema trees per field, the field names in
+# sets shared by the buckets of one shape, the meta value kept as the series key only;
+# little per compressed byte, the last write keeping the parts its document is built
+# from, not its bytes.
+_NATIVE_BUCKET_OVERHEAD: Final = 2100
+_NATIVE_FIELD_OVERHEAD: Final = 30
 _NATIVE_RETAINED_PER_COMPRESSED_BYTE: Final = 0.25
 # An archived entry: its ObjectId, min time and two list slots; the first of a series
 # also the series' map entry, its (collection, key) tuple, two lists and the key's bytes
@@ -206,13 +208,9 @@ class BucketRegistry:
     def close(self, b: Bucket) -> None:
         """Close an open bucket (its compression counted once it holds measurements)."""
         if b.num_committed:
-            assert b.committed_write is not None
             stats = self._stats.of(b.coll)
             self._stats.inc(stats, "numCompressedBuckets")
-            w = b.committed_write
-            size = w.known_size
-            self._stats.inc(stats, "numBytesCompressed",
-                            size if size is not None else len(w.document))
+            self._stats.inc(stats, "numBytesCompressed", b.committed_document_size())
             self._stats.inc(stats, "numBytesUncompressed", b.uncompressed_size)
         self.remove_open(b)
 

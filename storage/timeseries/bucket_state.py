@@ -35,7 +35,6 @@ from storage import native
 from storage.bsonutil import decode
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
-from storage.vocabulary.missing import MISSING
 
 from .columns import ColumnChange, Columns
 from .measurements import Measurement, ScannedDocuments, document
@@ -67,6 +66,7 @@ def make_native(b: Bucket) -> None:
     if control is not None and columns is not None:
         b.control = control
         b.columns = columns
+        b.meta_from_key()  # its documents take the series key
 
 
 def set_time_bound(b: Bucket, time_field: str, rounded_ms: int) -> None:
@@ -248,7 +248,7 @@ def control_documents(b: Bucket) -> tuple[dict[str, Any], dict[str, Any]]:
 def _meta_key(b: Bucket) -> bytes | None:
     """What the core's bucket document takes as the meta: the series key, None without
     a meta value."""
-    return b.key if b.meta is not MISSING else None
+    return b.key or None  # b"" without a meta value
 
 
 def native_documents(b: Bucket, count: int) -> tuple[bytes, bytes] | None:

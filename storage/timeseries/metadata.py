@@ -11,12 +11,15 @@ belong to the same series when their normalized values are binary equal as BSON 
 
 from __future__ import annotations
 
-from typing import Any
+import struct
+from typing import Any, Final
 
 import bson
 
 from storage.bsonutil import CODEC_OPTIONS
 from storage.vocabulary.missing import MISSING
+
+_INT32: Final = struct.Struct("<i")
 
 __all__ = ["is_meta_path", "meta_values_equal", "normalize_meta", "series_key"]
 
@@ -51,6 +54,14 @@ def series_key(normalized: Any) -> bytes:
     if normalized is MISSING:
         return b""
     return bson.encode({"": normalized}, codec_options=CODEC_OPTIONS)[4:-1]
+
+
+def meta_of_key(key: bytes) -> Any:
+    """The normalized meta value whose `series_key` is `key` (MISSING for b"")."""
+    if not key:
+        return MISSING
+    return bson.decode(_INT32.pack(len(key) + 5) + key + b"\x00",
+                       codec_options=CODEC_OPTIONS)[""]
 
 
 def meta_values_equal(a: Any, b: Any) -> bool:

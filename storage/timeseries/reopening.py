@@ -39,7 +39,7 @@ from storage.vocabulary.bson_types import T_DATE
 from storage.vocabulary.missing import MISSING
 
 from . import native_control
-from .bucket import Bucket
+from .bucket import Bucket, shared_names
 from .bucket_document import compress_bucket, parse_bucket
 from .columns import Columns
 from .constants import (
@@ -56,7 +56,6 @@ from .metadata import normalize_meta, series_key
 from .minmax import MinMax, Schema, SchemaChange
 from .native_columns import NativeColumns
 from .native_control import NativeControl
-from .write_batch import BucketWrite
 
 if TYPE_CHECKING:
     from .bucket_registry import WarmColumns
@@ -230,13 +229,14 @@ def rehydrate(ctx: BatchContext, key: bytes, doc: Mapping[str, Any], raw: bytes 
         b.schema = schema
     else:
         b.control = control
+        b.meta_from_key()
     b.num_measurements = b.num_committed = count
     b.size = len(raw)
-    b.field_names = set(parsed.data)
+    b.field_names = shared_names(parsed.data)
     b.sorted_by_time = parsed.version != VERSION_COMPRESSED_UNSORTED
     b.version = VERSION_COMPRESSED_SORTED if b.sorted_by_time else VERSION_COMPRESSED_UNSORTED
     b.reopened = True
-    b.committed_write = BucketWrite("update", oid, raw, count, [])
+    b.committed_size = len(raw)
     b.stored = ctx.rewrites[oid][2] if oid in ctx.rewrites else raw
     if oid not in ctx.rewrites:
         b.index_doc = {k: v for k, v in doc.items() if k != DATA}

@@ -199,7 +199,12 @@ class Stager:
         assert sizes is not None
         self._touch(ctx, bucket)
         bucket.staged.append(m.index)
-        bucket.uncommitted_field_names.update(sizes.new_fields)
+        if sizes.new_fields:
+            uncommitted = bucket.uncommitted_field_names
+            if isinstance(uncommitted, set):
+                uncommitted.update(sizes.new_fields)
+            else:
+                bucket.uncommitted_field_names = set(sizes.new_fields)
         bucket.num_measurements += 1
         bucket.staged_estimate += sizes.estimate
         bucket.size += sizes.total
