@@ -46,6 +46,7 @@ from storage.clustered import clustered_index_name, clustered_list_index, is_clu
 from storage.collection_results import (
     CollectionStats,
     CreateIndexesResult,
+    IndexKeys,
     InsertResult,
     ScanStats,
     ValidateResult,
@@ -464,15 +465,20 @@ class Collection:
 
     def update(self, rid: RecordId, new_doc: Mapping[str, Any], *, encoded: bytes | None = None,
                old_doc: Mapping[str, Any] | None = None, expected: bytes | None = None,
-               durable: bool = False) -> None:
-        """Replace the document at `rid` (KeyError if none), re-indexing what changed.
-        `old_doc`, when the caller has it decoded, saves a read; `expected` is the stored
-        bytes it was decoded from: WriteConflict when another process changed them since
-        (see `RecordStore.update`)."""
+               durable: bool = False, old_keys: IndexKeys | None = None) -> IndexKeys:
+        """Replace the document at `rid` (KeyError if none), re-indexing what changed;
+        returns the new version's keys. `old_doc`, when the caller has it decoded, saves a
+        read; `expected` is the stored bytes it was decoded from: WriteConflict when
+        another process changed them since (see `RecordStore.update`). `old_keys`, what
+        the update that stored the current version returned, saves computing its keys
+        (unless the indexes changed since: then they come from `old_doc`)."""
         self._stamp()
         entry = self.entry
         rs = self._rs()
-        if old_doc is None:
+        idents = tuple(ix.ident for ix in entry.indexes)
+        if old_keys is not None and old_keys.indexes != idents:
+            old_keys = None
+        if old_doc is None and old_keys is None:
             raw_old = rs.get(rid)
             if raw_old is None:
                 raise KeyError(rid)
@@ -486,13 +492,19 @@ class Collection:
         runtimes = self._runtimes(entry)
         changes = []
         new_sets = []
-        for ix, rt in zip(entry.indexes, runtimes):
-            old_keys = {kb for kb, _ in self._keys(rt, old_doc).entries}
+        kept: list[tuple[bytes, ...]] = []
+        for i, (ix, rt) in enumerate(zip(entry.indexes, runtimes)):
+            if old_keys is not None:
+                old = set(old_keys.keys[i])
+            else:
+                assert old_doc is not None
+                old = {kb for kb, _ in self._keys(rt, old_doc).entries}
             new_ks = self._keys(rt, new_doc)
             new_sets.append([new_ks])
             new_keys = dict(new_ks.entries)
-            removed = [kb for kb in old_keys if kb not in new_keys]
-            added = [kb for kb in new_keys if kb not in old_keys]
+            kept.append(tuple(new_keys))
+            removed = [kb for kb in old if kb not in new_keys]
+            added = [kb for kb in new_keys if kb not in old]
             if ix.spec.unique and added:
                 found = rt.store.lookup(added)
                 for kb in added:
@@ -507,6 +519,7 @@ class Collection:
                     rt.store.insert([(kb, rid) for kb in added])
             rs.update(rid, raw, expected=expected)
             self._note_multikey(entry, new_sets)
+        return IndexKeys(idents, tuple(kept))
 
     def delete(self, rid: RecordId, *, old_doc: Mapping[str, Any] | None = None,
                expected: bytes | None = None, durable: bool = False) -> bool:

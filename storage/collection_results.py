@@ -9,8 +9,18 @@ from typing import Any
 from storage.engine.base import RecordId
 from storage.errors import MongoError
 
-__all__ = ["InsertResult", "CreateIndexesResult", "CollectionStats", "ValidateResult",
-           "ScanStats"]
+__all__ = ["InsertResult", "CreateIndexesResult", "CollectionStats", "IndexKeys",
+           "ValidateResult", "ScanStats"]
+
+
+@dataclass(frozen=True, slots=True)
+class IndexKeys:
+    """The keys a document version has in each index of its collection (`Collection.update`
+    returns them for the version it stores): the indexes' idents then, and per index its
+    encoded keys."""
+
+    indexes: tuple[str, ...]
+    keys: tuple[tuple[bytes, ...], ...]
 
 
 @dataclass

@@ -39,6 +39,7 @@ from bson import ObjectId
 
 from storage import bsonutil
 from storage.bsonutil import decode
+from storage.collection_results import IndexKeys
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
 
     from .write_batch import BucketWrite
 
-__all__ = ["DeferredBucketWrites", "LostWrites", "write_buckets"]
+__all__ = ["DeferredBucketWrites", "LostWrites", "forget_written_keys", "write_buckets"]
 
 _MAX_PENDING_BYTES: Final = 32 * 1024 * 1024
 
@@ -150,6 +151,7 @@ class DeferredBucketWrites:
                     if buckets is not None:  # dropped meanwhile: nothing to write
                         write_buckets(buckets, list(by_id.values()))
         except BaseException as exc:
+            forget_written_keys()
             for db, name in pending:
                 if on_failure is not None:
                     on_failure(db, name)
@@ -160,6 +162,19 @@ class DeferredBucketWrites:
         for by_id in pending.values():
             for w in by_id.values():
                 w.release_document()
+
+
+# The keys of each bucket version this process wrote by update, by the bytes of its
+# data-less view: the next write of the bucket names that view as the version it replaces
+# (`BucketWrite.previous_index_source`) and takes the keys instead of computing them
+# again. Bounded (cleared when full: then computed), forgotten when a flush fails.
+_WRITTEN_KEYS: dict[bytes, IndexKeys] = {}
+_WRITTEN_KEYS_MAX: Final = 32768
+
+
+def forget_written_keys() -> None:
+    """Drop the remembered keys (what storage holds may not be what was written)."""
+    _WRITTEN_KEYS.clear()
 
 
 def write_buckets(buckets: Collection, writes: Sequence[BucketWrite]) -> None:
@@ -185,12 +200,23 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite]) -> None:
         if found is None:
             raise MongoError(ErrorCode.WriteConflict,
                              f"bucket {w.bucket_id} disappeared during the write")
-        if light and w.index_doc is not None and w.previous_index_doc is not None:
-            new, old = w.index_doc, w.previous_index_doc
+        view, prev = w.index_source, w.previous_index_source
+        # the stored version's keys, when this process wrote it (storage not shared)
+        old_keys = _WRITTEN_KEYS.pop(prev, None) \
+            if type(prev) is bytes and w.expected is None else None
+        old: Mapping[str, Any] | None
+        if light and w.index_doc is not None and (
+                old_keys is not None or w.previous_index_doc is not None):
+            new, old = w.index_doc, None if old_keys is not None else w.previous_index_doc
         else:
             new, old = decode(w.document), decode(found[1])
         # another process changed the bucket since: the engine raises WriteConflict
-        buckets.update(found[0], new, encoded=w.document, old_doc=old, expected=w.expected)
+        keys = buckets.update(found[0], new, encoded=w.document, old_doc=old,
+                              expected=w.expected, old_keys=old_keys)
+        if type(view) is bytes and w.expected is None:
+            if len(_WRITTEN_KEYS) >= _WRITTEN_KEYS_MAX:
+                _WRITTEN_KEYS.clear()
+            _WRITTEN_KEYS[view] = keys
     note_written(buckets, stamp, [w.series for w in writes])
 
 

@@ -162,6 +162,12 @@ class BucketWrite:
         return self._index
 
     @property
+    def previous_index_source(self) -> dict[str, Any] | bytes | None:
+        """`previous_index_doc` as kept (the bytes: the `index_source` of the write that
+        stored that version, when this catalog made it)."""
+        return self._previous_index
+
+    @property
     def size_hint(self) -> int:
         """The document's size, or an estimate (columns plus 1 KiB) while it is unbuilt."""
         size = self.known_size

@@ -10,10 +10,18 @@ from bson.datetime_ms import DatetimeMS
 
 from storage.bsonutil import decode
 from storage.catalog import Catalog
+from storage.collection import Collection
 from storage.errors import MongoError
-from storage.timeseries import default_index_spec, parse_timeseries_options
+from storage.timeseries import default_index_spec, native_scan, parse_timeseries_options
 from storage.timeseries.bucket_catalog import BucketCatalog
-from storage.timeseries.pending_writes import DeferredBucketWrites, LostWrites, write_buckets
+from storage.timeseries.pending_writes import (
+    DeferredBucketWrites,
+    LostWrites,
+    forget_written_keys,
+    write_buckets,
+)
+
+from .helpers import sequence
 
 OPTS = parse_timeseries_options({"timeField": "t", "metaField": "m"})
 T0 = 1_700_000_000_000
@@ -130,3 +138,50 @@ def test_a_failed_flush_tells_the_owner_what_was_lost(tmp_path) -> None:
     assert what.namespaces == (("db", "system.buckets.c"),)
     assert what.buckets == len(result.writes) == 4
     cat.close()
+
+
+@pytest.mark.skipif(not native_scan.AVAILABLE, reason="the native core is not built")
+def test_an_update_takes_the_keys_its_version_was_written_with(
+        tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bucket updated flush after flush: each update takes the index keys of the version
+    it replaces from the update that wrote it, computing only the new version's; an index
+    created between two flushes is keyed from the stored version instead. The indexes hold
+    exactly what their documents give (validate), as when every key is computed."""
+    computed: list[int] = []
+    real = Collection._keys
+    monkeypatch.setattr(Collection, "_keys", staticmethod(
+        lambda rt, doc: computed.append(1) or real(rt, doc)))
+
+    def run(path: str, remember: bool) -> tuple[list[dict], list[int]]:
+        cat = _open(path)
+        coll = cat.get_collection("db", "system.buckets.c")
+        buckets = BucketCatalog(id_seed=5)
+        deferred = DeferredBucketWrites()
+        per_flush = []
+        for b in range(6):
+            docs = [{"_id": b * 100 + i, "m": i % 2, "v": Int64(i),
+                     "t": DatetimeMS(T0 + 1000 * (b * 10 + i))} for i in range(4)]
+            result = buckets.insert_batch("db.c", OPTS, sequence(docs), None)
+            deferred.add("db", "system.buckets.c", result.writes)
+            buckets.commit(result)
+            if b == 4:
+                with cat.transaction():
+                    coll.create_indexes([{"key": {"control.max.t": 1}, "name": "max_t"}])
+            if not remember:
+                forget_written_keys()
+            computed.clear()
+            deferred.flush(cat)
+            per_flush.append(len(computed))
+        check = coll.validate()
+        assert check.valid, check.errors
+        out = _stored(cat)
+        cat.close()
+        return out, per_flush
+
+    stored, remembered = run(str(tmp_path / "a"), True)
+    reference, recomputed = run(str(tmp_path / "b"), False)
+    assert stored == reference
+    # two buckets, inserted, then updated (2 indexes, then 3): with the keys remembered,
+    # an update of a version an update wrote computes only the new version's
+    assert recomputed == [0, 8, 8, 8, 12, 12]
+    assert remembered == [0, 8, 4, 4, 12, 6]
