@@ -28,6 +28,7 @@ Indexes and upkeep
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import uuid as uuid_mod
 from collections.abc import Iterator, Mapping, Sequence
@@ -465,13 +466,17 @@ class Collection:
 
     def update(self, rid: RecordId, new_doc: Mapping[str, Any], *, encoded: bytes | None = None,
                old_doc: Mapping[str, Any] | None = None, expected: bytes | None = None,
-               durable: bool = False, old_keys: IndexKeys | None = None) -> IndexKeys:
+               durable: bool = False, old_keys: IndexKeys | None = None,
+               savepoint: bool = True) -> IndexKeys:
         """Replace the document at `rid` (KeyError if none), re-indexing what changed;
         returns the new version's keys. `old_doc`, when the caller has it decoded, saves a
         read; `expected` is the stored bytes it was decoded from: WriteConflict when
         another process changed them since (see `RecordStore.update`). `old_keys`, what
         the update that stored the current version returned, saves computing its keys
-        (unless the indexes changed since: then they come from `old_doc`)."""
+        (unless the indexes changed since: then they come from `old_doc`). Without
+        `savepoint`, inside a transaction the caller undoes whole when anything in it
+        fails, the update's record and index changes go in without a savepoint of their
+        own."""
         self._stamp()
         entry = self.entry
         rs = self._rs()
@@ -511,7 +516,9 @@ class Collection:
                     if any(r != rid for r in found.get(kb, ())):
                         raise self._dup_error(ix, new_keys[kb])
             changes.append((rt, removed, added))
-        with self._catalog.engine.transaction(durable=durable):
+        engine = self._catalog.engine
+        with engine.transaction(durable=durable) if savepoint or not engine.in_transaction \
+                else contextlib.nullcontext():
             for rt, removed, added in changes:
                 if removed:
                     rt.store.delete([(kb, rid) for kb in removed])

@@ -178,7 +178,8 @@ def forget_written_keys() -> None:
 
 
 def write_buckets(buckets: Collection, writes: Sequence[BucketWrite]) -> None:
-    """Perform bucket writes on the buckets collection (inside the caller's transaction).
+    """Perform bucket writes on the buckets collection (inside the caller's transaction,
+    which is undone whole if any of them fails).
 
     When no index of the collection reads `data`, index maintenance uses the catalog's
     data-less view of each bucket instead of decoding bucket documents. The collection's
@@ -211,8 +212,9 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite]) -> None:
         else:
             new, old = decode(w.document), decode(found[1])
         # another process changed the bucket since: the engine raises WriteConflict
+        # the caller's transaction is undone whole on any failure: no savepoint per update
         keys = buckets.update(found[0], new, encoded=w.document, old_doc=old,
-                              expected=w.expected, old_keys=old_keys)
+                              expected=w.expected, old_keys=old_keys, savepoint=False)
         if type(view) is bytes and w.expected is None:
             if len(_WRITTEN_KEYS) >= _WRITTEN_KEYS_MAX:
                 _WRITTEN_KEYS.clear()
