@@ -155,14 +155,15 @@ def _native_control(min_doc: Mapping[str, Any], max_doc: Mapping[str, Any]
 
 def rehydrate(ctx: BatchContext, key: bytes, doc: Mapping[str, Any], raw: bytes | None,
               take_warm: Callable[[ObjectId], WarmColumns | None], *,
-              native: bool = False) -> Bucket:
+              native: bool = False, normalized_meta: Any = None) -> Bucket:
     """rehydrateBucket: the in-memory state of a stored bucket of series `key` (a v1
     bucket is compressed, its v2 bytes recorded in `ctx.rewrites`); `raw` is `doc`
     encoded, when the caller has it. The column builders come from `take_warm` when it
     kept them for exactly the stored columns, else from the stored bytes: in the native
     core with `native` (a scanned measurement reopens it) where it takes them, as a new
-    bucket for a scanned measurement is native. Raises ReopenFailed when the bucket cannot
-    be reopened."""
+    bucket for a scanned measurement is native. `normalized_meta` (a one-element tuple):
+    the document's meta value normalized, when the caller has checked that its series is
+    `key`. Raises ReopenFailed when the bucket cannot be reopened."""
     opts = ctx.options
     oid = doc.get("_id")
     if not isinstance(oid, ObjectId):
@@ -173,12 +174,13 @@ def rehydrate(ctx: BatchContext, key: bytes, doc: Mapping[str, Any], raw: bytes 
         raise ReopenFailed(str(e)) from None
     if parsed.closed:
         raise ReopenFailed("closed")
-    meta = parsed.meta
-    if opts.meta_field is None:
-        meta = MISSING if meta is MISSING else meta
-    series = series_key(normalize_meta(meta) if meta is not MISSING else MISSING)
-    if series != key:
-        raise ReopenFailed("Bucket metadata does not match (hash collision)")
+    if normalized_meta is None:
+        meta = parsed.meta
+        normalized = normalize_meta(meta) if meta is not MISSING else MISSING
+        if series_key(normalized) != key:
+            raise ReopenFailed("Bucket metadata does not match (hash collision)")
+    else:
+        (normalized,) = normalized_meta
     min_time = parsed.min_doc.get(opts.time_field)
     if type(min_time) is not DatetimeMS:
         raise ReopenFailed("control.min time is not a date")
@@ -221,8 +223,7 @@ def rehydrate(ctx: BatchContext, key: bytes, doc: Mapping[str, Any], raw: bytes 
             schema = Schema.from_control(parsed.min_doc, parsed.max_doc)
     except (BSONColumnError, SchemaChange, TypeError, ValueError):
         raise ReopenFailed("summaries or columns unusable") from None
-    b = Bucket(oid, ctx.coll, series, normalize_meta(meta) if meta is not MISSING else MISSING,
-               opts.time_field, int(min_time))
+    b = Bucket(oid, ctx.coll, key, normalized, opts.time_field, int(min_time))
     b.columns = columns
     if control is None:
         b.minmax = minmax

@@ -279,7 +279,8 @@ class Stager:
             doc = decode(raw)
         oid = doc.get("_id")
         meta = doc.get(META, MISSING)
-        if series_key(normalize_meta(meta) if meta is not MISSING else MISSING) != m.key:
+        normalized = normalize_meta(meta) if meta is not MISSING else MISSING
+        if series_key(normalized) != m.key:
             # Equal under query semantics (1 == 1.0) but another series: MongoDB's
             # "hash collision" check refuses it.
             stats.inc(ctx.stats, "numBucketReopeningsFailed")
@@ -296,7 +297,7 @@ class Stager:
             return existing
         try:
             bucket = rehydrate(ctx, m.key, doc, raw, registry.take_warm,
-                               native=m.raw is not None)
+                               native=m.raw is not None, normalized_meta=(normalized,))
         except ReopenFailed:
             stats.inc(ctx.stats, "numBucketReopeningsFailed")
             if archived is not None:
