@@ -40,6 +40,7 @@ from bson.datetime_ms import DatetimeMS
 from storage.bounds import Interval
 from storage.bsonutil import decode
 from storage.engine.base import KeyRange
+from storage.indexes import IndexSpec, KeyGenerator
 from storage.keystring import encode_value, invert, prefix_successor
 from storage.vocabulary.missing import MISSING
 
@@ -79,6 +80,7 @@ class StoredBuckets:
         self.flush = flush
         self.reopenable = reopenable
         self._reopen_index: str | bool | None = False
+        self._rank_generators: dict[str, KeyGenerator | None] = {}  # by index ident
 
     def fetch_bucket(self, coll: str, bucket_id: ObjectId) -> bytes | None:
         entry = self.buckets.entry
@@ -168,7 +170,7 @@ class StoredBuckets:
         for seen, source, order in ranked:
             if reads_data and not isinstance(source, bytes):
                 seen = decode(source.document)  # its key needs `data`, which its view lacks
-            key = self.buckets.index_key(index, seen)
+            key = self._rank_key(index, seen, query)
             if key is None:
                 return _UNORDERED
             if isinstance(order, ObjectId):
@@ -176,6 +178,40 @@ class StoredBuckets:
                 order = (0, found[0] if found is not None else 0)
             keyed.append(((key, order), seen, source))
         return _decoded(*min(keyed, key=lambda k: k[0])[1:])
+
+    def _rank_key(self, index: str, doc: Mapping[str, Any], query: ReopeningQuery
+                  ) -> bytes | None:
+        """What orders candidates of the query's series in `index` as their keys there do
+        (None where `index_key` gives None: several keys, or none). Every candidate has
+        the series' meta value, whose keys are equal: when the index leads with the meta
+        field, is neither sparse nor partial and the meta is no array, the key of the
+        fields after it orders them alike without encoding the meta."""
+        gen = None if type(query.meta) is list else self._rank_generator(index)
+        if gen is None:
+            return self.buckets.index_key(index, doc)
+        keys = gen.keys(doc)
+        return keys.entries[0][0] if len(keys.entries) == 1 else None
+
+    def _rank_generator(self, index: str) -> KeyGenerator | None:
+        """The key generator of `index` without its leading meta field (see `_rank_key`),
+        made once per index; None when it does not lead with the meta field alone."""
+        ix = self.buckets.entry.index(index)
+        if ix is None:
+            return None
+        cached = self._rank_generators.get(ix.ident, _UNKNOWN)
+        if cached is not _UNKNOWN:
+            return cached  # type: ignore[return-value]
+        spec = ix.spec
+        gen = None
+        if len(spec.fields) > 1 and spec.fields[0] == META and not spec.sparse \
+                and spec.partial_filter is None:
+            doc: dict[str, Any] = {"v": 2, "name": spec.name,
+                                   "key": {f: spec.key[f] for f in spec.fields[1:]}}
+            if "collation" in spec.document:
+                doc["collation"] = spec.document["collation"]
+            gen = KeyGenerator(IndexSpec.from_document(doc))
+        self._rank_generators[ix.ident] = gen
+        return gen
 
     def _reads_data(self, index: str) -> bool:
         """Whether a key of `index` reads `data` (a bucket's view without it lacks it)."""
@@ -229,6 +265,7 @@ class StoredBuckets:
 
 
 _UNORDERED: Final = object()
+_UNKNOWN: Final = object()
 
 
 def _leading_oid(raw: bytes) -> ObjectId | None:

@@ -28,6 +28,7 @@ from storage.timeseries import (
 from storage.timeseries.bucket_catalog import BucketCatalog
 from storage.timeseries.pending_writes import DeferredBucketWrites
 from storage.timeseries.stored_buckets import StoredBuckets
+from storage.vocabulary.missing import MISSING
 
 OPTS = parse_timeseries_options({"timeField": "t", "metaField": "m"})
 T0 = 1_699_999_980_000  # on a minute: measurement times can equal a bucket's min time
@@ -365,4 +366,33 @@ def test_pending_buckets_out_of_the_time_range_are_not_looked_at(
     q = ReopeningQuery("t", "a", T0 + 30 * 60_000, 3600, 1000, 1 << 20)
     found = source.find_reopening_candidate("db.c", q)
     assert found is not None and found[0]["control"]["count"] == 3 and looked_at
+    cat.close()
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(-10**12, 10**12), st.integers(-10**12, 10**12),
+                          st.booleans()), min_size=1, max_size=6),
+       st.sampled_from(["a", {"x": "a", "y": True}, "MISSING"]))
+def test_candidates_rank_as_their_index_keys(times: list[tuple[int, int, bool]],
+                                             meta: Any) -> None:
+    """Ranking the reopening candidates of one series without encoding their meta value
+    orders them as their whole keys in the index do, and finds the same ones unordered
+    (several keys)."""
+    cat, buckets, _catalog, _service, source = _catalog_and_source()
+    index = source._index()
+    assert index is not None
+    q = ReopeningQuery("t", MISSING if meta == "MISSING" else meta, T0, 3600, 1000, 1 << 20)
+    views = []
+    for lo, hi, as_array in times:
+        view: dict[str, Any] = {"_id": 1, "control": {
+            "min": {"t": DatetimeMS(lo)},
+            "max": {"t": [DatetimeMS(hi), DatetimeMS(lo)] if as_array else DatetimeMS(hi)}}}
+        if meta != "MISSING":
+            view["meta"] = meta
+        views.append(view)
+    whole = [buckets.index_key(index, v) for v in views]
+    ranked = [source._rank_key(index, v, q) for v in views]
+    assert [w is None for w in whole] == [r is None for r in ranked]
+    known = [i for i, w in enumerate(whole) if w is not None]
+    assert sorted(known, key=lambda i: whole[i]) == sorted(known, key=lambda i: ranked[i])
     cat.close()
