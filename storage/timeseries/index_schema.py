@@ -23,7 +23,7 @@ listIndexes returns as is; other buckets indexes are mapped back from their key.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bson import Decimal128
 
@@ -35,12 +35,16 @@ from .constants import CONTROL, CONTROL_MAX, CONTROL_MIN, DATA, META
 from .metadata import is_meta_path
 from .options import TimeseriesOptions
 
+if TYPE_CHECKING:
+    from storage.indexes import IndexSpec
+
 __all__ = [
     "bucket_index_key",
     "bucket_index_spec",
     "default_index_spec",
     "drop_index_key",
     "index_name",
+    "index_reads_data",
     "supports_reopening_query",
     "timeseries_index_key",
     "timeseries_index_spec",
@@ -267,6 +271,23 @@ def drop_index_key(options: TimeseriesOptions, key: Mapping[str, Any]) -> dict[s
         raise MongoError(ErrorCode.IndexNotFound,
                          f"{e.code_name}: {e.errmsg} Command request: {{index: {dict(key)}}}"
                          ) from None
+
+
+def index_reads_data(spec: IndexSpec) -> bool:
+    """Whether an index of a buckets collection reads `data` (in its keys or its partial
+    filter): a bucket's view without `data` gives its keys only when it does not."""
+    def clean(path: str) -> bool:
+        return path.split(".", 1)[0] in ("_id", CONTROL, META)
+
+    def filter_clean(f: Any) -> bool:
+        if isinstance(f, dict):
+            return all((k.startswith("$") or clean(k)) and filter_clean(v) for k, v in f.items())
+        if isinstance(f, list):
+            return all(filter_clean(v) for v in f)
+        return True
+
+    return not (all(clean(p) for p in spec.fields)
+                and (spec.partial_filter is None or filter_clean(spec.partial_filter)))
 
 
 def index_name(key: Mapping[str, Any]) -> str:

@@ -44,6 +44,7 @@ from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
 from .absent_series import note_written
+from .index_schema import index_reads_data
 
 if TYPE_CHECKING:
     from storage.catalog import Catalog, CollectionEntry
@@ -235,16 +236,4 @@ def meta_shard(bucket: Mapping[str, Any]) -> int:
 def _indexes_read_no_data(entry: CollectionEntry) -> bool:
     """True when no index of the buckets collection (keys or partial filter) reads
     `data`."""
-    def clean(path: str) -> bool:
-        return path.split(".", 1)[0] in ("_id", "control", "meta")
-
-    def filter_clean(f: Any) -> bool:
-        if isinstance(f, dict):
-            return all((k.startswith("$") or clean(k)) and filter_clean(v) for k, v in f.items())
-        if isinstance(f, list):
-            return all(filter_clean(v) for v in f)
-        return True
-
-    return all(all(clean(p) for p in ix.spec.fields)
-               and (ix.spec.partial_filter is None or filter_clean(ix.spec.partial_filter))
-               for ix in entry.indexes)
+    return not any(index_reads_data(ix.spec) for ix in entry.indexes)

@@ -46,7 +46,7 @@ from storage.vocabulary.missing import MISSING
 
 from .absent_series import absent_series
 from .constants import CONTROL, CONTROL_MIN, META
-from .index_schema import supports_reopening_query
+from .index_schema import index_reads_data, supports_reopening_query
 from .metadata import series_key
 from .options import TimeseriesOptions
 from .reopening import ReopeningQuery, StoredBucket
@@ -214,10 +214,9 @@ class StoredBuckets:
         return gen
 
     def _reads_data(self, index: str) -> bool:
-        """Whether a key of `index` reads `data` (a bucket's view without it lacks it)."""
+        """Whether `index` reads `data` (a bucket's view without it lacks it)."""
         ix = self.buckets.entry.index(index)
-        return ix is None or any(f.split(".", 1)[0] not in ("_id", "control", "meta")
-                                 for f in ix.spec.fields)
+        return ix is None or index_reads_data(ix.spec)
 
     def _stored_candidates(self, index: str, query: ReopeningQuery
                            ) -> tuple[Callable[[Any], bool], Iterator[tuple[int, bytes]]]:
