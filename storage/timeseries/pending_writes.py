@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
     from .write_batch import BucketWrite
 
-__all__ = ["DeferredBucketWrites", "LostWrites", "forget_written_keys", "write_buckets"]
+__all__ = ["DeferredBucketWrites", "LostWrites", "write_buckets"]
 
 _MAX_PENDING_BYTES: Final = 32 * 1024 * 1024
 
@@ -79,6 +79,9 @@ class DeferredBucketWrites:
         self._since: float | None = None
         self._bytes = 0
         self._on_lost = on_lost
+        # the index keys of each bucket version a flush wrote by update, by the bytes of
+        # its data-less view, for the next update of the bucket (see `write_buckets`)
+        self._written_keys: dict[bytes, IndexKeys] = {}
 
     def __bool__(self) -> bool:
         return bool(self._pending)
@@ -127,6 +130,11 @@ class DeferredBucketWrites:
         by_id = self._pending.get(k, {})
         return by_id, [by_id[oid] for oid in series_of.get(series, ())]
 
+    def forget_written_keys(self) -> None:
+        """Drop the remembered index keys (after a failed flush storage may not hold what
+        they were written for)."""
+        self._written_keys.clear()
+
     def due(self, interval_ms: int) -> bool:
         """True when the oldest pending write has waited `interval_ms`, or too much is
         pending."""
@@ -150,9 +158,9 @@ class DeferredBucketWrites:
                 for (db, name), by_id in pending.items():
                     buckets = catalog.get_collection(db, name)
                     if buckets is not None:  # dropped meanwhile: nothing to write
-                        write_buckets(buckets, list(by_id.values()))
+                        write_buckets(buckets, list(by_id.values()), self._written_keys)
         except BaseException as exc:
-            forget_written_keys()
+            self.forget_written_keys()
             for db, name in pending:
                 if on_failure is not None:
                     on_failure(db, name)
@@ -165,22 +173,19 @@ class DeferredBucketWrites:
                 w.release_document()
 
 
-# The keys of each bucket version this process wrote by update, by the bytes of its
-# data-less view: the next write of the bucket names that view as the version it replaces
-# (`BucketWrite.previous_index_source`) and takes the keys instead of computing them
-# again. Bounded (cleared when full: then computed), forgotten when a flush fails.
-_WRITTEN_KEYS: dict[bytes, IndexKeys] = {}
 _WRITTEN_KEYS_MAX: Final = 32768
 
 
-def forget_written_keys() -> None:
-    """Drop the remembered keys (what storage holds may not be what was written)."""
-    _WRITTEN_KEYS.clear()
-
-
-def write_buckets(buckets: Collection, writes: Sequence[BucketWrite]) -> None:
+def write_buckets(buckets: Collection, writes: Sequence[BucketWrite],
+                  written_keys: dict[bytes, IndexKeys] | None = None) -> None:
     """Perform bucket writes on the buckets collection (inside the caller's transaction,
     which is undone whole if any of them fails).
+
+    `written_keys` (the group commit's, storage not shared) remembers the index keys of
+    each version an update writes, by the bytes of its data-less view: the bucket's next
+    update names that view as the version it replaces (`BucketWrite.
+    previous_index_source`) and takes those keys instead of computing them again. It is
+    bounded (cleared when full: the keys are then computed).
 
     When no index of the collection reads `data`, index maintenance uses the catalog's
     data-less view of each bucket instead of decoding bucket documents. The collection's
@@ -203,23 +208,25 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite]) -> None:
             raise MongoError(ErrorCode.WriteConflict,
                              f"bucket {w.bucket_id} disappeared during the write")
         view, prev = w.index_source, w.previous_index_source
-        # the stored version's keys, when this process wrote it (storage not shared)
-        old_keys = _WRITTEN_KEYS.pop(prev, None) \
-            if type(prev) is bytes and w.expected is None else None
-        old: Mapping[str, Any] | None
-        if light and w.index_doc is not None and (
-                old_keys is not None or w.previous_index_doc is not None):
-            new, old = w.index_doc, None if old_keys is not None else w.previous_index_doc
-        else:
-            new, old = decode(w.document), decode(found[1])
-        # another process changed the bucket since: the engine raises WriteConflict
+        old_keys = written_keys.pop(prev, None) \
+            if written_keys is not None and type(prev) is bytes else None
+        # the data-less views give the keys when no index reads `data`
+        new = w.index_doc if light else None
+        if new is None:
+            new = decode(w.document)
+        old = None
+        if old_keys is None:
+            old = w.previous_index_doc if light else None
+            if old is None:
+                old = decode(found[1])
+        # another process changed the bucket since: the engine raises WriteConflict;
         # the caller's transaction is undone whole on any failure: no savepoint per update
         keys = buckets.update(found[0], new, encoded=w.document, old_doc=old,
                               expected=w.expected, old_keys=old_keys, savepoint=False)
-        if type(view) is bytes and w.expected is None:
-            if len(_WRITTEN_KEYS) >= _WRITTEN_KEYS_MAX:
-                _WRITTEN_KEYS.clear()
-            _WRITTEN_KEYS[view] = keys
+        if written_keys is not None and type(view) is bytes:
+            if len(written_keys) >= _WRITTEN_KEYS_MAX:
+                written_keys.clear()
+            written_keys[view] = keys
     note_written(buckets, stamp, [w.series for w in writes])
 
 

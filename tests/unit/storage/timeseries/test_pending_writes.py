@@ -17,7 +17,6 @@ from storage.timeseries.bucket_catalog import BucketCatalog
 from storage.timeseries.pending_writes import (
     DeferredBucketWrites,
     LostWrites,
-    forget_written_keys,
     write_buckets,
 )
 
@@ -168,7 +167,7 @@ def test_an_update_takes_the_keys_its_version_was_written_with(
                 with cat.transaction():
                     coll.create_indexes([{"key": {"control.max.t": 1}, "name": "max_t"}])
             if not remember:
-                forget_written_keys()
+                deferred.forget_written_keys()
             computed.clear()
             deferred.flush(cat)
             per_flush.append(len(computed))
