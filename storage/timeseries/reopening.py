@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from bson import ObjectId
 from bson.datetime_ms import DatetimeMS
@@ -119,6 +119,9 @@ class ReopeningQuery:
         return bson_size is None or bson_size < self.max_size
 
 
+# rehydrate's `normalized_meta` when the caller has not checked the series
+UNCHECKED: Final = object()
+
 StoredBucket = tuple[Mapping[str, Any], bytes]  # a bucket decoded, and its raw bytes
 
 
@@ -155,14 +158,14 @@ def _native_control(min_doc: Mapping[str, Any], max_doc: Mapping[str, Any]
 
 def rehydrate(ctx: BatchContext, key: bytes, doc: Mapping[str, Any], raw: bytes | None,
               take_warm: Callable[[ObjectId], WarmColumns | None], *,
-              native: bool = False, normalized_meta: Any = None) -> Bucket:
+              native: bool = False, normalized_meta: Any = UNCHECKED) -> Bucket:
     """rehydrateBucket: the in-memory state of a stored bucket of series `key` (a v1
     bucket is compressed, its v2 bytes recorded in `ctx.rewrites`); `raw` is `doc`
     encoded, when the caller has it. The column builders come from `take_warm` when it
     kept them for exactly the stored columns, else from the stored bytes: in the native
     core with `native` (a scanned measurement reopens it) where it takes them, as a new
-    bucket for a scanned measurement is native. `normalized_meta` (a one-element tuple):
-    the document's meta value normalized, when the caller has checked that its series is
+    bucket for a scanned measurement is native. `normalized_meta`: the document's meta
+    value normalized (MISSING without one), when the caller has checked that its series is
     `key`. Raises ReopenFailed when the bucket cannot be reopened."""
     opts = ctx.options
     oid = doc.get("_id")
@@ -174,13 +177,12 @@ def rehydrate(ctx: BatchContext, key: bytes, doc: Mapping[str, Any], raw: bytes 
         raise ReopenFailed(str(e)) from None
     if parsed.closed:
         raise ReopenFailed("closed")
-    if normalized_meta is None:
+    normalized = normalized_meta
+    if normalized is UNCHECKED:
         meta = parsed.meta
         normalized = normalize_meta(meta) if meta is not MISSING else MISSING
         if series_key(normalized) != key:
             raise ReopenFailed("Bucket metadata does not match (hash collision)")
-    else:
-        (normalized,) = normalized_meta
     min_time = parsed.min_doc.get(opts.time_field)
     if type(min_time) is not DatetimeMS:
         raise ReopenFailed("control.min time is not a date")

@@ -297,7 +297,7 @@ class Stager:
             return existing
         try:
             bucket = rehydrate(ctx, m.key, doc, raw, registry.take_warm,
-                               native=m.raw is not None, normalized_meta=(normalized,))
+                               native=m.raw is not None, normalized_meta=normalized)
         except ReopenFailed:
             stats.inc(ctx.stats, "numBucketReopeningsFailed")
             if archived is not None:
