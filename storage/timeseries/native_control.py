@@ -106,6 +106,15 @@ class NativeControl:
     def copy(self) -> NativeControl:
         return NativeControl(self._c.copy())
 
+    def reopened(self) -> NativeControl:
+        """`from_control` of this control's own control.min and control.max: what a
+        bucket written from it gets when reopened from storage (SchemaChange where that
+        refuses a mixed schema)."""
+        try:
+            return NativeControl(native.check(self._c.reopened))
+        except ValueError as e:
+            raise SchemaChange(str(e)) from None
+
     def __sizeof__(self) -> int:
         return object.__sizeof__(self) + self._c.__sizeof__()
 

@@ -112,11 +112,10 @@ class DeferredBucketWrites:
             elif old is None:
                 series.setdefault(w.series, []).append(w.bucket_id)
 
-    def document(self, db: str, buckets_name: str, bucket_id: ObjectId) -> bytes | None:
-        """The pending document of a bucket (what storage will hold after the next
-        flush), or None when none is pending."""
-        w = self._pending.get((db, buckets_name), {}).get(bucket_id)
-        return None if w is None else w.document
+    def write(self, db: str, buckets_name: str, bucket_id: ObjectId) -> BucketWrite | None:
+        """The pending write of a bucket (its document is what storage will hold after
+        the next flush), or None when none is pending."""
+        return self._pending.get((db, buckets_name), {}).get(bucket_id)
 
     def series_writes(self, db: str, buckets_name: str, series: bytes
                       ) -> tuple[dict[ObjectId, BucketWrite], list[BucketWrite]] | None:

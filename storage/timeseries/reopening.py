@@ -22,7 +22,7 @@ MongoDB writes it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
@@ -59,10 +59,12 @@ from .native_control import NativeControl
 
 if TYPE_CHECKING:
     from .bucket_registry import WarmColumns
-    from .write_batch import BatchContext
+    from .bucket_state import NativeDocumentParts
+    from .write_batch import BatchContext, BucketWrite
 
 
-__all__ = ["BucketSource", "ReopenFailed", "ReopeningQuery", "StoredBucket", "rehydrate"]
+__all__ = ["BucketSource", "ReopenFailed", "ReopeningQuery", "StoredBucket", "rehydrate",
+           "rehydrate_pending"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,16 +131,19 @@ class BucketSource(Protocol):
     """What the catalog needs from storage to reopen buckets (all calls are synchronous).
 
     Both return a bucket document (decoded with CODEC_OPTIONS, raw BSON bytes, or both
-    as a (decoded, raw) pair when the source has decoded it already), or None.
+    as a (decoded, raw) pair when the source has decoded it already), the catalog's
+    pending write whose document storage will hold (`rehydrate_pending` reopens it from
+    its native state, unbuilt), or None.
     Query-based reopening should return None when the collection has no index supporting
     it (see index_schema.supports_reopening_query), as MongoDB skips it then.
     """
 
-    def fetch_bucket(self, coll: str, bucket_id: ObjectId) -> Mapping[str, Any] | bytes | None:
+    def fetch_bucket(self, coll: str, bucket_id: ObjectId
+                     ) -> Mapping[str, Any] | bytes | BucketWrite | None:
         ...
 
     def find_reopening_candidate(self, coll: str, query: ReopeningQuery
-                                 ) -> Mapping[str, Any] | bytes | StoredBucket | None:
+                                 ) -> Mapping[str, Any] | bytes | StoredBucket | BucketWrite | None:
         ...
 
 
@@ -226,24 +231,57 @@ def rehydrate(ctx: BatchContext, key: bytes, doc: Mapping[str, Any], raw: bytes 
     except (BSONColumnError, SchemaChange, TypeError, ValueError):
         raise ReopenFailed("summaries or columns unusable") from None
     b = Bucket(oid, ctx.coll, key, normalized, opts.time_field, int(min_time))
-    b.columns = columns
     if control is None:
         b.minmax = minmax
         b.schema = schema
     else:
         b.control = control
         b.meta_from_key()
-    b.num_measurements = b.num_committed = count
-    b.size = len(raw)
-    b.field_names = shared_names(parsed.data)
-    b.sorted_by_time = parsed.version != VERSION_COMPRESSED_UNSORTED
-    b.version = VERSION_COMPRESSED_SORTED if b.sorted_by_time else VERSION_COMPRESSED_UNSORTED
-    b.reopened = True
-    b.committed_size = len(raw)
+    _reopened(b, columns, count, len(raw), parsed.data, parsed.version, last_time_ms)
     b.stored = ctx.rewrites[oid][2] if oid in ctx.rewrites else raw
     if oid not in ctx.rewrites:
         b.index_doc = {k: v for k, v in doc.items() if k != DATA}
-    b.uncompressed_size = len(raw)
+    return b
+
+
+def rehydrate_pending(ctx: BatchContext, key: bytes, write: BucketWrite,
+                      state: NativeDocumentParts,
+                      take_warm: Callable[[ObjectId], WarmColumns | None]) -> Bucket:
+    """`rehydrate` of a bucket of series `key` whose stored document is a pending write of
+    this catalog, from the native state that document is built from
+    (`write.native_state`) instead of the document: the bucket `rehydrate` makes of it,
+    without building or decoding it. Its control is rebuilt from its own control.min and
+    control.max as the stored ones would be; its columns are the state's (the bucket's
+    next write replaces this one, as for an open bucket). Raises ReopenFailed where
+    `rehydrate` does."""
+    assert write.min_time_ms is not None
+    try:
+        control = state.control.reopened()
+    except SchemaChange:
+        raise ReopenFailed("summaries or columns unusable") from None
+    warm = take_warm(write.bucket_id)
+    last_time_ms = warm.last_time_ms if warm is not None and warm.columns is state.columns \
+        else write.last_time_ms
+    b = Bucket(write.bucket_id, ctx.coll, key, MISSING, ctx.options.time_field,
+               write.min_time_ms)
+    b.control = control
+    b.meta_from_key()
+    _reopened(b, state.columns, state.rows, state.size, state.columns.names(), state.version,
+              last_time_ms)
+    b.index_doc = write.index_source
+    return b
+
+
+def _reopened(b: Bucket, columns: Columns | NativeColumns, count: int, size: int,
+              names: Iterable[str], version: int, last_time_ms: int | None) -> None:
+    """The state a reopened bucket takes from its stored document: its columns and
+    count, the document's size, field names and version, and its last time."""
+    b.columns = columns
+    b.num_measurements = b.num_committed = count
+    b.size = b.committed_size = b.uncompressed_size = size
+    b.field_names = shared_names(names)
+    b.sorted_by_time = version != VERSION_COMPRESSED_UNSORTED
+    b.version = VERSION_COMPRESSED_SORTED if b.sorted_by_time else VERSION_COMPRESSED_UNSORTED
+    b.reopened = True
     b.last_time_ms = last_time_ms
     b.memory_usage = 0
-    return b

@@ -15,7 +15,8 @@ rollover, known fields, small values) is staged in bulk (`stage_run`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any, Final
 
 from bson import ObjectId
@@ -32,7 +33,7 @@ from .constants import META, TimeseriesParameters
 from .measurements import Measurement
 from .metadata import normalize_meta, series_key
 from .options import round_timestamp_ms
-from .reopening import ReopenFailed, ReopeningQuery, StoredBucket, rehydrate
+from .reopening import ReopenFailed, ReopeningQuery, StoredBucket, rehydrate, rehydrate_pending
 from .rollover import (
     RolloverAction,
     RolloverReason,
@@ -42,7 +43,7 @@ from .rollover import (
     rollover_counter,
 )
 from .stats import CatalogStats
-from .write_batch import BatchContext
+from .write_batch import BatchContext, BucketWrite
 
 __all__ = ["Stager"]
 
@@ -250,7 +251,7 @@ class Stager:
         opts = ctx.options
         registry, stats = self._registry, self._stats
         archived = registry.find_archived(kb, m.time_ms, opts.max_span_ms)
-        doc: Mapping[str, Any] | bytes | StoredBucket | None = None
+        doc: Mapping[str, Any] | bytes | StoredBucket | BucketWrite | None = None
         if archived is not None:
             if ctx.source is not None:
                 doc = ctx.source.fetch_bucket(ctx.coll, archived)
@@ -271,22 +272,36 @@ class Stager:
                 return None
         else:
             return None
-        raw: bytes | None = None
-        if isinstance(doc, tuple):  # StoredBucket: decoded and raw
-            doc, raw = doc
-        elif isinstance(doc, bytes | bytearray | memoryview):
-            raw = bytes(doc)
-            doc = decode(raw)
-        oid = doc.get("_id")
-        meta = doc.get(META, MISSING)
-        normalized = normalize_meta(meta) if meta is not MISSING else MISSING
-        if series_key(normalized) != m.key:
-            # Equal under query semantics (1 == 1.0) but another series: MongoDB's
-            # "hash collision" check refuses it.
-            stats.inc(ctx.stats, "numBucketReopeningsFailed")
-            if archived is not None:
-                registry.remove_archived(kb, archived)
-            return None
+        rehydrated: Callable[[], Bucket]
+        pending = doc if isinstance(doc, BucketWrite) else None
+        state = pending.native_state if pending is not None else None
+        if pending is not None and state is not None and pending.series == m.key \
+                and m.raw is not None and not ctx.check_versions:
+            # pending, unbuilt: reopened from the native state its document is built from
+            oid: Any = pending.bucket_id
+            rehydrated = partial(rehydrate_pending, ctx, m.key, pending, state,
+                                 registry.take_warm)
+        else:
+            if isinstance(doc, BucketWrite):  # pending: its document is what storage will hold
+                doc = doc.document
+            raw: bytes | None = None
+            if isinstance(doc, tuple):  # StoredBucket: decoded and raw
+                doc, raw = doc
+            elif isinstance(doc, bytes | bytearray | memoryview):
+                raw = bytes(doc)
+                doc = decode(raw)
+            oid = doc.get("_id")
+            meta = doc.get(META, MISSING)
+            normalized = normalize_meta(meta) if meta is not MISSING else MISSING
+            if series_key(normalized) != m.key:
+                # Equal under query semantics (1 == 1.0) but another series: MongoDB's
+                # "hash collision" check refuses it.
+                stats.inc(ctx.stats, "numBucketReopeningsFailed")
+                if archived is not None:
+                    registry.remove_archived(kb, archived)
+                return None
+            rehydrated = partial(rehydrate, ctx, m.key, doc, raw, registry.take_warm,
+                                 native=m.raw is not None, normalized_meta=normalized)
         existing = registry.open_by_id.get(oid) if isinstance(oid, ObjectId) else None
         if existing is not None:
             if existing.coll != ctx.coll:
@@ -296,13 +311,19 @@ class Stager:
             registry.mark_not_idle(existing)
             return existing
         try:
-            bucket = rehydrate(ctx, m.key, doc, raw, registry.take_warm,
-                               native=m.raw is not None, normalized_meta=normalized)
+            bucket = rehydrated()
         except ReopenFailed:
             stats.inc(ctx.stats, "numBucketReopeningsFailed")
             if archived is not None:
                 registry.remove_archived(kb, archived)
             return None
+        return self._reopened(ctx, bucket)
+
+    def _reopened(self, ctx: BatchContext, bucket: Bucket) -> Bucket:
+        """A bucket rehydrated: it replaces its series' open bucket (closed due to
+        reopening)."""
+        registry, stats = self._registry, self._stats
+        kb = (ctx.coll, bucket.key)
         registry.expire_idle(ctx.threshold,
                              self.params.timeseriesIdleBucketExpiryMaxCountPerAttempt)
         registry.remove_archived(kb, bucket.bucket_id)

@@ -2,7 +2,7 @@
 it reopens a bucket: `StoredBuckets`, the storage implementation of `BucketSource`.
 
 Acknowledged inserts whose bucket documents are still pending (`pending_writes`) count
-as stored. A bucket fetched by `_id` comes from its pending document when it has one. A
+as stored. A bucket fetched by `_id` comes from its pending write when it has one. A
 reopening query returns what it would return after a flush, without flushing: the first
 match in index order among the stored buckets that have no pending document and the
 pending documents of the queried series. A writer that backfills older times beside a
@@ -82,16 +82,16 @@ class StoredBuckets:
         self._reopen_index: str | bool | None = False
         self._rank_generators: dict[str, KeyGenerator | None] = {}  # by index ident
 
-    def fetch_bucket(self, coll: str, bucket_id: ObjectId) -> bytes | None:
+    def fetch_bucket(self, coll: str, bucket_id: ObjectId) -> bytes | BucketWrite | None:
         entry = self.buckets.entry
-        pending = self.pending.document(entry.db, entry.name, bucket_id)
+        pending = self.pending.write(entry.db, entry.name, bucket_id)
         if pending is not None:
             return pending
         found = self.buckets.find_id(bucket_id)
         return None if found is None else found[1]
 
     def find_reopening_candidate(self, coll: str, query: ReopeningQuery
-                                 ) -> StoredBucket | None:
+                                 ) -> StoredBucket | BucketWrite | None:
         index = self._index()
         if index is None:
             return None
@@ -114,11 +114,11 @@ class StoredBuckets:
 
     def _first_match(self, index: str, query: ReopeningQuery,
                      pending: dict[ObjectId, BucketWrite], series: list[BucketWrite]
-                     ) -> StoredBucket | object | None:
+                     ) -> StoredBucket | BucketWrite | object | None:
         """The first bucket in `index` order that the query matches, among the stored
-        buckets without a pending write and the pending writes `series`, as (decoded, raw)
-        (_UNORDERED when a match has several keys in the index, so the order is not one
-        key's)."""
+        buckets without a pending write and the pending writes `series`: a stored one as
+        (decoded, raw), a pending one as its write (_UNORDERED when a match has several
+        keys in the index, so the order is not one key's)."""
         best: _Candidate | None = None
         reopenable = self.reopenable
         matches, stored = self._stored_candidates(index, query)
@@ -164,7 +164,7 @@ class StoredBuckets:
         if not ranked:
             return None
         if len(ranked) == 1:
-            return _decoded(*ranked[0][:2])
+            return _chosen(*ranked[0][:2])
         keyed = []
         reads_data = self._reads_data(index)
         for seen, source, order in ranked:
@@ -177,7 +177,7 @@ class StoredBuckets:
                 found = self.buckets.find_id(order)
                 order = (0, found[0] if found is not None else 0)
             keyed.append(((key, order), seen, source))
-        return _decoded(*min(keyed, key=lambda k: k[0])[1:])
+        return _chosen(*min(keyed, key=lambda k: k[0])[1:])
 
     def _rank_key(self, index: str, doc: Mapping[str, Any], query: ReopeningQuery
                   ) -> bytes | None:
@@ -284,13 +284,10 @@ def _always(doc: Any) -> bool:
 _Candidate = tuple[Mapping[str, Any], "bytes | BucketWrite", "tuple[int, int] | ObjectId"]
 
 
-def _decoded(doc: Mapping[str, Any], source: bytes | BucketWrite) -> StoredBucket:
-    """A chosen candidate as (decoded, raw): a pending write's document built and decoded
-    now (its index view stood for it)."""
-    if isinstance(source, bytes):
-        return doc, source
-    raw = source.document
-    return decode(raw), raw
+def _chosen(doc: Mapping[str, Any], source: bytes | BucketWrite) -> StoredBucket | BucketWrite:
+    """A chosen candidate: a stored one as (decoded, raw), a pending one as its write (its
+    index view stood for its document)."""
+    return (doc, source) if isinstance(source, bytes) else source
 
 
 def _reopening_range(query: ReopeningQuery, fields: Sequence[str],

@@ -177,6 +177,21 @@ class BucketWrite:
         return 1024 + sum(len(c) for _n, c in self._parts.columns)
 
     @property
+    def last_time_ms(self) -> int | None:
+        """The time of the last measurement the bucket took (None: not known)."""
+        return self._last_time_ms
+
+    @property
+    def native_state(self) -> NativeDocumentParts | None:
+        """The native control and columns the document is built from, while they hold
+        exactly it: the bucket's state as this write left it (None: a document made
+        otherwise, or a bucket that took more rows since)."""
+        parts = self._parts
+        if isinstance(parts, NativeDocumentParts) and parts.columns.count == parts.rows:
+            return parts
+        return None
+
+    @property
     def known_size(self) -> int | None:
         """The document's size when known without building it (None: not known)."""
         if self._document is not None:

@@ -187,6 +187,24 @@ impl Control {
         })
     }
 
+    /// What `from_control` gives for this control's own control.min and control.max: the
+    /// state a bucket written from it has when reopened from storage (ValueError as
+    /// `from_control`'s).
+    /// Small work: the GIL is kept (the storage thread would wait to take it back).
+    fn reopened(&self) -> PyResult<Control> {
+        guard("Control.reopened", || {
+            let rebuilt = || -> Result<Result<Control, String>, Fail> {
+                let (min, max) = (self.minmax.min()?, self.minmax.max()?);
+                let minmax = MinMax::from_control(&min, &max)?;
+                Ok(match Schema::from_control(&min, &max)? {
+                    Some(schema) => Ok(Control { minmax, schema }),
+                    None => Err("schema change: the bucket's control has mixed types".into()),
+                })
+            };
+            rebuilt().map_err(to_py)?.map_err(PyValueError::new_err)
+        })
+    }
+
     fn copy(&self) -> Control {
         self.clone()
     }

@@ -94,10 +94,10 @@ def test_merged_writes_keep_the_first_kind_and_stored_view() -> None:
     assert len(pending) == 4
     assert {w.kind for w in pending.values()} == {"insert"}   # never stored yet
     assert all(decode(w.document)["control"]["count"] == 6 for w in pending.values())
-    # what reopening by _id reads: the latest pending document
+    # what reopening by _id reads: the latest pending write
     for w in second.writes:
-        assert deferred.document("db", "system.buckets.c", w.bucket_id) == w.document
-    assert deferred.document("db", "system.buckets.other", second.writes[0].bucket_id) is None
+        assert deferred.write("db", "system.buckets.c", w.bucket_id) is w
+    assert deferred.write("db", "system.buckets.other", second.writes[0].bucket_id) is None
 
 
 def test_a_failed_flush_reports_and_forgets(tmp_path) -> None:

@@ -28,6 +28,7 @@ from storage.timeseries import (
 from storage.timeseries.bucket_catalog import BucketCatalog
 from storage.timeseries.pending_writes import DeferredBucketWrites
 from storage.timeseries.stored_buckets import StoredBuckets
+from storage.timeseries.write_batch import BucketWrite
 from storage.vocabulary.missing import MISSING
 
 OPTS = parse_timeseries_options({"timeField": "t", "metaField": "m"})
@@ -328,10 +329,10 @@ def test_candidates_ruled_out_by_size_are_not_decoded(monkeypatch: pytest.Monkey
     cat.close()
 
 
-def test_only_the_chosen_pending_bucket_is_built_and_decoded(
+def test_a_pending_candidate_is_returned_as_its_write_undecoded(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # X and Y, both at minute 10 (Y split off by a schema change), pending: the query at
-    # minute 20 ranks both by their views, and decodes only the one it reopens
+    # minute 20 ranks both by their views, and returns the one it reopens as its write
     cat, _buckets, catalog, service, source = _catalog_and_source()
     for docs in ([_doc(1, "a", 10)], [{**_doc(2, "a", 10), "v": "text"}]):
         result = catalog.insert_batch("db.c", OPTS, docs, source, ordered=False)
@@ -342,8 +343,9 @@ def test_only_the_chosen_pending_bucket_is_built_and_decoded(
                         lambda raw: decoded.append(raw) or decode(raw))
     q = ReopeningQuery("t", "a", T0 + 20 * 60_000, 3600, 1000, 1 << 20)
     found = source.find_reopening_candidate("db.c", q)
-    assert found is not None and decoded == [found[1]] and service.flushes == 0
-    assert found[0]["control"]["count"] == 1
+    assert isinstance(found, BucketWrite) and service.flushes == 0
+    assert decoded == []
+    assert decode(found.document)["control"]["count"] == 1
     cat.close()
 
 
@@ -365,7 +367,8 @@ def test_pending_buckets_out_of_the_time_range_are_not_looked_at(
     assert looked_at == [] and service.flushes == 0
     q = ReopeningQuery("t", "a", T0 + 30 * 60_000, 3600, 1000, 1 << 20)
     found = source.find_reopening_candidate("db.c", q)
-    assert found is not None and found[0]["control"]["count"] == 3 and looked_at
+    assert isinstance(found, BucketWrite) and looked_at
+    assert decode(found.document)["control"]["count"] == 3
     cat.close()
 
 
