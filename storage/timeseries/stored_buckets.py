@@ -39,6 +39,7 @@ from bson.datetime_ms import DatetimeMS
 
 from storage.bounds import Interval
 from storage.bsonutil import decode
+from storage.collation import Collator, has_string
 from storage.engine.base import KeyRange
 from storage.indexes import IndexSpec, KeyGenerator
 from storage.keystring import encode_value, invert, prefix_successor
@@ -81,6 +82,7 @@ class StoredBuckets:
         self.reopenable = reopenable
         self._reopen_index: str | bool | None = False
         self._rank_generators: dict[str, KeyGenerator | None] = {}  # by index ident
+        self._collators: dict[str, Collator | None] = {}  # by index ident
 
     def fetch_bucket(self, coll: str, bucket_id: ObjectId) -> bytes | BucketWrite | None:
         entry = self.buckets.entry
@@ -96,7 +98,9 @@ class StoredBuckets:
         if index is None:
             return None
         entry = self.buckets.entry
-        identity = _identity_meta(query.meta)
+        # under a collation, strings equal to the query's are not only its series'
+        identity = _identity_meta(query.meta) and not (
+            self._collator(index) is not None and has_string(query.meta))
         key = (series_key(query.meta) if query.series is None else query.series) \
             if identity else b""
         pending = self.pending.series_writes(entry.db, entry.name, key) if identity else None
@@ -121,7 +125,7 @@ class StoredBuckets:
         keys in the index, so the order is not one key's)."""
         best: _Candidate | None = None
         reopenable = self.reopenable
-        matches, stored = self._stored_candidates(index, query)
+        matches, stored, meta_checked = self._stored_candidates(index, query)
         for rid, raw in stored:
             # a raw look first: what it rules out needs no decoding
             oid = _leading_oid(raw)
@@ -134,7 +138,7 @@ class StoredBuckets:
             if reopenable is not None and not (isinstance(doc.get("_id"), ObjectId)
                                                and reopenable(doc["_id"])):
                 continue
-            if matches(doc) and query.matches(doc, len(raw)):
+            if matches(doc) and query.matches(doc, len(raw), meta_checked=meta_checked):
                 if not series:
                     return doc, raw
                 best = (doc, raw, (0, rid))
@@ -149,17 +153,25 @@ class StoredBuckets:
             # A pending write is a compressed bucket of the query's series (`series` are
             # its writes): its view without `data` decides as its document would (only a
             # v1 bucket's data can fail the filter) with the document's size, known
-            # without building it, and the meta needs no comparing. Only the chosen
-            # one's document is built and decoded.
-            view = w.index_doc
-            if view is None or not matches(view):
-                continue
+            # without building it, and the meta needs no comparing. A view the native
+            # core built (never control.closed) is not even decoded: with no filter
+            # besides the query's, its start (checked above) and size decide. Only the
+            # chosen one's document is built and decoded.
             size = w.known_size
-            if not query.matches(view, len(w.document) if size is None else size,
-                                 meta_checked=True):
-                continue
+            view: Mapping[str, Any] | None = None
+            if matches is _always and w.min_time_ms is not None and size is not None \
+                    and w.native_state is not None:
+                if size >= query.max_size:
+                    continue
+            else:
+                view = w.index_doc
+                if view is None or not matches(view):
+                    continue
+                if not query.matches(view, len(w.document) if size is None else size,
+                                     meta_checked=True):
+                    continue
             # an insert is flushed after every stored record, in this order; an update
-            # stays where its record is (looked up only if there is something to rank)
+            # stays where its record is (looked up only if its key ties)
             ranked.append((view, w, (1, i) if w.kind == "insert" else w.bucket_id))
         if not ranked:
             return None
@@ -168,16 +180,30 @@ class StoredBuckets:
         keyed = []
         reads_data = self._reads_data(index)
         for seen, source, order in ranked:
-            if reads_data and not isinstance(source, bytes):
-                seen = decode(source.document)  # its key needs `data`, which its view lacks
+            if not isinstance(source, bytes):
+                # its key needs `data` when the index reads it, which its view lacks
+                seen = None if reads_data else source.index_doc
+                if seen is None:
+                    seen = decode(source.document)
+            assert seen is not None
             key = self._rank_key(index, seen, query)
             if key is None:
                 return _UNORDERED
-            if isinstance(order, ObjectId):
-                found = self.buckets.find_id(order)
-                order = (0, found[0] if found is not None else 0)
-            keyed.append(((key, order), seen, source))
-        return _chosen(*min(keyed, key=lambda k: k[0])[1:])
+            keyed.append((key, order, seen, source))
+        least = min(k[0] for k in keyed)
+        tied = [k for k in keyed if k[0] == least]
+        if len(tied) == 1:
+            return _chosen(tied[0][2], tied[0][3])
+        # equal keys go in record order
+        return _chosen(*min(tied, key=lambda k: self._record_order(k[1]))[2:])
+
+    def _record_order(self, order: tuple[int, int] | ObjectId) -> tuple[int, int]:
+        """Where a candidate stands among equal keys: a pending update is where its
+        stored record is."""
+        if isinstance(order, ObjectId):
+            found = self.buckets.find_id(order)
+            return (0, found[0] if found is not None else 0)
+        return order
 
     def _rank_key(self, index: str, doc: Mapping[str, Any], query: ReopeningQuery
                   ) -> bytes | None:
@@ -213,32 +239,47 @@ class StoredBuckets:
         self._rank_generators[ix.ident] = gen
         return gen
 
+    def _collator(self, index: str) -> Collator | None:
+        """The collation of `index` (None: simple), parsed once per index."""
+        ix = self.buckets.entry.index(index)
+        if ix is None:
+            return None
+        cached = self._collators.get(ix.ident, _UNKNOWN)
+        if cached is _UNKNOWN:
+            cached = self._collators[ix.ident] = ix.spec.collator
+        return cached  # type: ignore[return-value]
+
     def _reads_data(self, index: str) -> bool:
         """Whether `index` reads `data` (a bucket's view without it lacks it)."""
         ix = self.buckets.entry.index(index)
         return ix is None or index_reads_data(ix.spec)
 
     def _stored_candidates(self, index: str, query: ReopeningQuery
-                           ) -> tuple[Callable[[Any], bool], Iterator[tuple[int, bytes]]]:
-        """The stored buckets the query can match, in index order, and what besides
-        `query.matches` they must pass. The index bounds are the query's: the meta value
-        (every meta key for an array, see the module docstring) and the range of
-        `control.min.<time>`; for a meta value that is not an array, one key range built
-        directly (`_reopening_range`)."""
+                           ) -> tuple[Callable[[Any], bool], Iterator[tuple[int, bytes]], bool]:
+        """The stored buckets the query can match, in index order, what besides
+        `query.matches` they must pass, and whether their meta values are known equal to
+        the query's. The index bounds are the query's: the meta value (every meta key for
+        an array, see the module docstring) and the range of `control.min.<time>`; for a
+        meta value that is not an array, one key range built directly
+        (`_reopening_range`): no key there is an array's, so every bucket found has a meta
+        equal to the query's as the query compares it (under the index's collation), but
+        for a null key, which a bucket without a meta field has too."""
         ix = self.buckets.entry.index(index)
         assert ix is not None
         fields = ix.spec.fields
+        collator = self._collator(index)
+        value = None if query.meta is MISSING else query.meta
+        if collator is not None:
+            value = collator.translate(value)  # as the index keys strings
         if type(query.meta) is not list:
-            rng = _reopening_range(query, fields, ix.spec.directions)
+            rng = _reopening_range(value, query, fields, ix.spec.directions)
             if rng is not None:
                 found = self.buckets.index_scan_range(index, rng)
                 if found is not None:
-                    return _always, found
+                    # (null keys are also those of buckets without a meta field)
+                    return _always, found, value is not None
         min_path = f"{CONTROL}.{CONTROL_MIN}.{query.time_field}"
-        if type(query.meta) is list:
-            meta = Interval.all()
-        else:
-            meta = Interval.point(None if query.meta is MISSING else query.meta)
+        meta = Interval.all() if type(query.meta) is list else Interval.point(value)
         bounds = []
         for name in fields:
             if name == META:
@@ -248,7 +289,7 @@ class StoredBuckets:
                                         DatetimeMS(query.time_ms), True)])
             else:
                 bounds.append([Interval.all()])
-        return _always, self.buckets.index_scan(index, bounds)
+        return _always, self.buckets.index_scan(index, bounds), False
 
     def _index(self) -> str | None:
         """The index MongoDB's reopening query needs (None: none, so no query)."""
@@ -279,28 +320,34 @@ def _always(doc: Any) -> bool:
     return True
 
 
-# a reopening candidate: the bucket decoded (or a pending write's index view), its raw
-# bytes (or that write) and where it stands in its index key's order
-_Candidate = tuple[Mapping[str, Any], "bytes | BucketWrite", "tuple[int, int] | ObjectId"]
+# a reopening candidate: the bucket decoded (or a pending write's index view, None until
+# it is decoded to rank it), its raw bytes (or that write) and where it stands in its
+# index key's order
+_Candidate = tuple["Mapping[str, Any] | None", "bytes | BucketWrite",
+                   "tuple[int, int] | ObjectId"]
 
 
-def _chosen(doc: Mapping[str, Any], source: bytes | BucketWrite) -> StoredBucket | BucketWrite:
+def _chosen(doc: Mapping[str, Any] | None, source: bytes | BucketWrite
+            ) -> StoredBucket | BucketWrite:
     """A chosen candidate: a stored one as (decoded, raw), a pending one as its write (its
     index view stood for its document)."""
-    return (doc, source) if isinstance(source, bytes) else source
+    if isinstance(source, bytes):
+        assert doc is not None
+        return doc, source
+    return source
 
 
-def _reopening_range(query: ReopeningQuery, fields: Sequence[str],
+def _reopening_range(meta: Any, query: ReopeningQuery, fields: Sequence[str],
                      directions: Sequence[int]) -> KeyRange | None:
     """The one key range of the reopening index that `plan_ranges` gives for the query's
     bounds (a point meta value, then `control.min.<time>` in (t - span, t], every later
-    field unbounded), built from the meta value's keystring and the two dates; None when
-    the index is not {meta, control.min.<time>, ...} (without metaField:
-    {control.min.<time>, ...})."""
+    field unbounded), built from the keystring of `meta` (the query's meta value as the
+    index keys it) and the two dates; None when the index is not
+    {meta, control.min.<time>, ...} (without metaField: {control.min.<time>, ...})."""
     prefix = b""
     i = 0
     if fields and fields[0] == META:
-        enc = encode_value(None if query.meta is MISSING else query.meta)
+        enc = encode_value(meta)
         prefix = enc if directions[0] >= 0 else invert(enc)
         i = 1
     if len(fields) <= i or fields[i] != f"{CONTROL}.{CONTROL_MIN}.{query.time_field}":

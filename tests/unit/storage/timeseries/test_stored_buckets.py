@@ -53,11 +53,11 @@ class _Service:
 
 
 def _planned_candidates(source: StoredBuckets, index: str, query: ReopeningQuery
-                        ) -> tuple[Callable[[Any], bool], Iterator[tuple[int, bytes]]]:
+                        ) -> tuple[Callable[[Any], bool], Iterator[tuple[int, bytes]], bool]:
     """The reference for `StoredBuckets._stored_candidates`: MongoDB's reopening query
     run by the query planner and matcher."""
     prepared = prepare_find(source.buckets, FindSpec(filter=query.filter(), hint=index))
-    return prepared.matcher.matches, candidates(source.buckets, prepared.plan)
+    return prepared.matcher.matches, candidates(source.buckets, prepared.plan), False
 
 
 def _run(batches: list[list[dict[str, Any]]], flush_after: set[int], overlay: bool,
@@ -195,7 +195,8 @@ def test_direct_range_is_the_planned_range(meta: Any, directions: tuple[int, ...
     q = ReopeningQuery("t", MISSING if meta == "MISSING" else meta, time_ms, 3600, 1000,
                        1 << 20)
     fields = ["meta", "control.min.t", "control.max.t"]
-    got = stored_buckets._reopening_range(q, fields, directions)
+    got = stored_buckets._reopening_range(None if meta == "MISSING" else meta, q, fields,
+                                          directions)
     planned, flt = plan_ranges(
         [[Interval.point(None if meta == "MISSING" else meta)],
          [Interval(DatetimeMS(q.min_time_gt_ms), False, DatetimeMS(time_ms), True)],
@@ -209,8 +210,8 @@ def test_direct_range_is_the_planned_range(meta: Any, directions: tuple[int, ...
 
 def test_direct_range_without_meta_field_and_other_indexes() -> None:
     q = ReopeningQuery("t", "a", T0, 3600, 1000, 1 << 20)
-    assert stored_buckets._reopening_range(q, ["control.min.t"], [1]) is not None
-    assert stored_buckets._reopening_range(q, ["meta", "control.max.t"], [1, 1]) is None
+    assert stored_buckets._reopening_range("a", q, ["control.min.t"], [1]) is not None
+    assert stored_buckets._reopening_range("a", q, ["meta", "control.max.t"], [1, 1]) is None
 
 
 # --- series storage holds no bucket of: no query --------------------------------------------
@@ -244,14 +245,19 @@ def test_new_series_of_a_fresh_collection_are_not_queried(monkeypatch: pytest.Mo
     assert len(scans) == 50
 
 
-def _catalog_and_source() -> tuple[Catalog, Any, BucketCatalog, _Service, StoredBuckets]:
+def _catalog_and_source(collation: dict[str, Any] | None = None
+                        ) -> tuple[Catalog, Any, BucketCatalog, _Service, StoredBuckets]:
     from query.match import compile_filter
 
     cat = Catalog.open(engine="memory", compile_filter=lambda s: compile_filter(s).matches)
     with cat.transaction():
-        cat.create_collection("db", "system.buckets.c", {})
+        cat.create_collection("db", "system.buckets.c",
+                              {} if collation is None else {"collation": collation})
         buckets = cat.get_collection("db", "system.buckets.c")
-        buckets.create_indexes([default_index_spec(OPTS)])
+        spec = dict(default_index_spec(OPTS))
+        if collation is not None:
+            spec["collation"] = collation
+        buckets.create_indexes([spec])
     service = _Service(cat)
     return (cat, buckets, BucketCatalog(id_seed=7), service,
             StoredBuckets(buckets, OPTS, service.deferred, service.flush_deferred))
@@ -264,6 +270,28 @@ def _insert(catalog: BucketCatalog, service: _Service, source: StoredBuckets,
     catalog.commit(result)
     service.flush_deferred()
     return catalog.collection_stats("db.c")
+
+
+def test_a_collated_collection_reopens_by_the_collation_keys() -> None:
+    # the index keys the meta's strings by their collation keys (strength 2: "abc" ==
+    # "ABC"), and so does the query's range: a stored bucket of the series is found
+    cat, _buckets, catalog, service, source = _catalog_and_source(
+        {"locale": "en", "strength": 2})
+    _insert(catalog, service, source, [_doc(i, "abc", 60 + i) for i in range(3)])
+    catalog.clear("db.c")  # forgotten: only a query finds the bucket again
+    found = source.find_reopening_candidate(
+        "db.c", ReopeningQuery("t", "abc", T0 + 62 * 60_000, 3600, 1000, 1 << 20))
+    assert isinstance(found, tuple) and found[0]["meta"] == "abc"
+    assert _insert(catalog, service, source, [_doc(3, "abc", 63)])["numBucketsReopened"] == 1
+    # "ABC" is another series, but equal under the collation: MongoDB's query finds the
+    # "abc" bucket, which the catalog refuses (its meta is not the series')
+    catalog.clear("db.c")
+    found = source.find_reopening_candidate(
+        "db.c", ReopeningQuery("t", "ABC", T0 + 64 * 60_000, 3600, 1000, 1 << 20))
+    assert isinstance(found, tuple) and found[0]["meta"] == "abc"
+    stats = _insert(catalog, service, source, [_doc(4, "ABC", 64)])
+    assert stats["numBucketReopeningsFailed"] == 1 and stats["numBucketsReopened"] == 1
+    cat.close()
 
 
 def test_a_write_beside_the_catalog_ends_the_memo(monkeypatch: pytest.MonkeyPatch) -> None:
