@@ -63,12 +63,16 @@ async def create_timeseries(req: CommandRequest, name: str) -> None:
         if catalog.entry(db, buckets) is not None:
             raise MongoError(ErrorCode.NamespaceExists,
                              f"Collection {db}.{buckets} already exists.")
+        collation = view_options.get("collation")
         with catalog.transaction():
-            catalog.create_collection(db, buckets, buckets_collection_options(opts, expire))
+            catalog.create_collection(db, buckets,
+                                      buckets_collection_options(opts, expire, collation))
             catalog.create_collection(db, name, view_options, kind="timeseries",
                                       info={"bucketsNs": f"{db}.{buckets}"})
             default = default_index_spec(opts)
             if default is not None:
+                if collation is not None:  # as MongoDB's createDefaultTimeseriesIndex
+                    default["collation"] = collation
                 coll = catalog.get_collection(db, buckets)
                 assert coll is not None
                 coll.create_indexes([default])
@@ -96,7 +100,7 @@ def coll_mod_timeseries_view(req: CommandRequest, target: TimeseriesTarget,
         catalog.set_options(target.db, target.name, options=new_options)
         bopts = buckets_collection_options(
             TimeseriesOptions.from_document(new_options["timeseries"]),
-            new_options.get("expireAfterSeconds"))
+            new_options.get("expireAfterSeconds"), new_options.get("collation"))
         catalog.set_options(target.db, target.buckets_name, options=bopts)
     if changed:
         timeseries_service(req).catalog.clear(target.ns)

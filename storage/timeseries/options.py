@@ -19,6 +19,7 @@ dates before 1970.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
@@ -436,10 +437,16 @@ def buckets_validator(options: TimeseriesOptions) -> dict[str, Any]:
 
 
 def buckets_collection_options(options: TimeseriesOptions,
-                               expire_after_seconds: int | None = None) -> dict[str, Any]:
-    """`options` of the buckets collection as listCollections shows it."""
-    doc: dict[str, Any] = {"validator": buckets_validator(options), "clusteredIndex": True,
-                           "timeseries": options.to_document()}
+                               expire_after_seconds: int | None = None,
+                               collation: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """`options` of the buckets collection as listCollections shows it (in MongoDB's
+    CollectionOptions order); `collation`: the time-series collection's, which MongoDB
+    gives its buckets collection too."""
+    doc: dict[str, Any] = {"validator": buckets_validator(options)}
+    if collation is not None:
+        doc["collation"] = dict(collation)
+    doc["clusteredIndex"] = True
     if expire_after_seconds is not None:
         doc["expireAfterSeconds"] = Int64(expire_after_seconds)
+    doc["timeseries"] = options.to_document()
     return doc

@@ -401,20 +401,26 @@ def test_statistics(client, db) -> None:
     assert catalog["numOpenBuckets"] >= 2
 
 
-def test_restart_continues_into_reopened_buckets(tmp_path) -> None:
+@pytest.mark.parametrize("meta, collation", [
+    (1, None),
+    # the buckets index keys the string meta by its collation key: the query finds it
+    ("host_a", {"locale": "en", "strength": 2}),
+])
+def test_restart_continues_into_reopened_buckets(tmp_path, meta, collation) -> None:
     from ..conftest import start_server
 
     proc = start_server(tmp_path)
     with pymongo.MongoClient(proc.uri) as c:
-        c.r.create_collection("m", timeseries={"timeField": "t", "metaField": "s"})
-        c.r.m.insert_many([{"t": T0 + dt.timedelta(seconds=i), "s": 1, "v": i}
+        c.r.create_collection("m", timeseries={"timeField": "t", "metaField": "s"},
+                              **({} if collation is None else {"collation": collation}))
+        c.r.m.insert_many([{"t": T0 + dt.timedelta(seconds=i), "s": meta, "v": i}
                            for i in range(10)])
     proc.stop()
     proc = start_server(tmp_path)
     try:
         with pymongo.MongoClient(proc.uri) as c:
-            c.r.m.insert_many([{"t": T0 + dt.timedelta(seconds=10 + i), "s": 1, "v": 10 + i}
-                               for i in range(10)])
+            c.r.m.insert_many([{"t": T0 + dt.timedelta(seconds=10 + i), "s": meta,
+                                "v": 10 + i} for i in range(10)])
             bs = list(c.r["system.buckets.m"].find())
             assert len(bs) == 1 and bs[0]["control"]["count"] == 20  # reopened, not a new one
             assert [d["v"] for d in c.r.m.find().sort("t", 1)] == list(range(20))
@@ -422,6 +428,26 @@ def test_restart_continues_into_reopened_buckets(tmp_path) -> None:
             assert stats["numBucketsReopened"] + stats.get("numBucketsFetched", 0) >= 1
     finally:
         proc.stop()
+
+
+def test_a_collation_is_the_buckets_collection_and_index_collation_too(db) -> None:
+    # as MongoDB: the buckets collection takes the time-series collection's collation
+    # (its options in CollectionOptions order), and so does the default index
+    db.create_collection("m", timeseries={"timeField": "t", "metaField": "s"},
+                         collation={"locale": "en", "strength": 2}, expireAfterSeconds=60)
+    info = db.command("listCollections", filter={"name": "system.buckets.m"})
+    options = info["cursor"]["firstBatch"][0]["options"]
+    assert list(options) == ["validator", "collation", "clusteredIndex",
+                             "expireAfterSeconds", "timeseries"]
+    assert options["collation"]["locale"] == "en" and options["collation"]["strength"] == 2
+    [index] = db["system.buckets.m"].list_indexes()
+    assert index["collation"] == options["collation"]
+    db.command("collMod", "m", expireAfterSeconds=120)
+    info = db.command("listCollections", filter={"name": "system.buckets.m"})
+    assert info["cursor"]["firstBatch"][0]["options"]["collation"] == options["collation"]
+    # the meta compares under the collation through the time-series collection
+    db.m.insert_many([{"t": T0, "s": "Host_A", "v": 1}, {"t": T0, "s": "host_b", "v": 2}])
+    assert [d["v"] for d in db.m.find({"s": "host_a"})] == [1]
 
 
 def test_direct_writes_to_the_buckets_collection(db) -> None:
