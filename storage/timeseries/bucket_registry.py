@@ -90,13 +90,16 @@ _WARM_MAX_BYTES: Final = 64 * 1024 * 1024
 def bucket_memory(b: Bucket) -> int:
     """The bytes open bucket `b` takes in memory (see the constants above)."""
     cols = b.columns
+    if type(cols) is NativeColumns:
+        memory, fields, compressed = cols.footprint()
+    else:
+        memory, fields, compressed = cols.memory_size, cols.num_fields, cols.compressed_size
     if b.control is None:
         base, per_field, retained = _BUCKET_OVERHEAD, _FIELD_OVERHEAD, _RETAINED_PER_COMPRESSED_BYTE
     else:
         base = _NATIVE_BUCKET_OVERHEAD + sys.getsizeof(b.control)
         per_field, retained = _NATIVE_FIELD_OVERHEAD, _NATIVE_RETAINED_PER_COMPRESSED_BYTE
-    return (base + len(b.key) + cols.memory_size + per_field * cols.num_fields
-            + int(retained * cols.compressed_size))
+    return base + len(b.key) + memory + per_field * fields + int(retained * compressed)
 
 
 SeriesKey = tuple[str, bytes]  # (collection, series key of the meta value)

@@ -32,7 +32,7 @@ from __future__ import annotations
 import sys
 from array import array
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from storage import native
 from storage.bsoncolumn import BinaryDiff
@@ -49,6 +49,17 @@ BucketColumns: type[_BucketColumns] | None = (
     native.core.BucketColumns if native.core is not None else None)
 AVAILABLE: bool = BucketColumns is not None
 Declined = native.Declined
+
+
+def _gc_header() -> int:
+    """What sys.getsizeof adds to a BucketColumns' __sizeof__ (a GC header, if any)."""
+    if BucketColumns is None:
+        return 0
+    c = BucketColumns("t")
+    return sys.getsizeof(c) - c.__sizeof__()
+
+
+_GC_HEADER: Final = _gc_header()
 
 
 class RawBatch(Protocol):
@@ -149,6 +160,11 @@ class NativeColumns:
     def memory_size(self) -> int:
         """The heap the builders and the committed columns hold (`__sizeof__`)."""
         return sys.getsizeof(self._c)
+
+    def footprint(self) -> tuple[int, int, int]:
+        """(memory_size, num_fields, compressed_size) in one call to the core."""
+        size, fields, compressed = self._c.footprint()
+        return size + _GC_HEADER, fields, compressed
 
     def column_bytes(self) -> list[tuple[str, bytes]]:
         return self._c.column_bytes()

@@ -247,8 +247,19 @@ impl PyBucketColumns {
     /// Bytes held: this object (its type's basic size) and the heap of every builder
     /// and committed column.
     fn __sizeof__(slf: &Bound<'_, Self>) -> PyResult<usize> {
-        let basic: usize = slf.get_type().getattr("__basicsize__")?.extract()?;
-        Ok(basic + slf.borrow().inner.heap_size())
+        Ok(basic_size(slf)? + slf.borrow().inner.heap_size())
+    }
+
+    /// footprint() -> (__sizeof__(), len(), compressed_size): what the catalog's memory
+    /// accounting reads of the columns after each commit, in one call.
+    fn footprint(slf: &Bound<'_, Self>) -> PyResult<(usize, usize, usize)> {
+        let basic = basic_size(slf)?;
+        let this = slf.borrow();
+        Ok((
+            basic + this.inner.heap_size(),
+            this.inner.len(),
+            this.inner.compressed_size(),
+        ))
     }
 
     /// Fields (columns and the time field before its first append).
@@ -267,6 +278,16 @@ impl PyBucketColumns {
     fn compressed_size(&self) -> usize {
         self.inner.compressed_size()
     }
+}
+
+/// The type's `__basicsize__`, read once.
+fn basic_size(slf: &Bound<'_, PyBucketColumns>) -> PyResult<usize> {
+    static BASIC: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    if let Some(n) = BASIC.get() {
+        return Ok(*n);
+    }
+    let n: usize = slf.get_type().getattr("__basicsize__")?.extract()?;
+    Ok(*BASIC.get_or_init(|| n))
 }
 
 /// The parts of a bucket document with control.min and control.max `min_max`.
