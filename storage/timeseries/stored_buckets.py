@@ -11,7 +11,8 @@ undo the group commit.
 
 The stored buckets are found by a direct scan of the reopening index with the query's
 bounds: the meta value and the range of `control.min.<time>`, one key range built from
-the meta value's keystring and the two dates (what the bounds planner would give). A
+the meta value's keystring (of its collation keys, under a collated index) and the two
+dates (what the bounds planner would give). A
 series the collection holds no bucket of and has no pending write of (`absent_series`)
 is answered without a scan. An array meta value is
 equal to arrays and to arrays holding it, and has one index key per element, so its scan
