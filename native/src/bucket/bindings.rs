@@ -280,6 +280,22 @@ impl PyBucketColumns {
     }
 }
 
+/// The one thread that folds the first half of a batch's buckets beside the calling
+/// thread. Its own pool: the global one also runs the analytics' block folds
+/// (`blocks`), and ingest would wait behind them for a free thread; a fold never uses a
+/// second thread. None when the thread cannot be started (the caller folds everything).
+fn fold_pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .thread_name(|_| "bucketd-fold".into())
+            .build()
+            .ok()
+    })
+    .as_ref()
+}
+
 /// The type's `__basicsize__`, read once.
 fn basic_size(slf: &Bound<'_, PyBucketColumns>) -> PyResult<usize> {
     static BASIC: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
@@ -502,10 +518,16 @@ fn fold_buckets<'py>(
                 let mut tasks = tasks;
                 let back = tasks.split_off(tasks.len() / 2);
                 let mut out = Vec::new();
-                let back: Vec<Outcome> = rayon::in_place_scope(|s| {
-                    s.spawn(|_| out = tasks.into_iter().map(fold).collect());
-                    back.into_iter().map(fold).collect()
-                });
+                let back: Vec<Outcome> = match fold_pool() {
+                    Some(pool) => pool.in_place_scope(|s| {
+                        s.spawn(|_| out = tasks.into_iter().map(fold).collect());
+                        back.into_iter().map(fold).collect()
+                    }),
+                    None => {
+                        out = tasks.into_iter().map(fold).collect();
+                        back.into_iter().map(fold).collect()
+                    }
+                };
                 out.extend(back);
                 out
             } else {
