@@ -294,6 +294,12 @@ class Collection:
 
     # --- writes --------------------------------------------------------------------------------
 
+    @property
+    def places_by_shard(self) -> bool:
+        """Whether the engine places records by the `shards` `insert_many` is given (the
+        caller need not compute them otherwise)."""
+        return self._catalog.engine.places_by_shard
+
     def insert_many(self, docs: Sequence[Mapping[str, Any]], *, ordered: bool = True,
                     encoded: Sequence[bytes] | None = None, durable: bool = False,
                     shards: Sequence[int] | None = None) -> InsertResult:

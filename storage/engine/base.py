@@ -258,6 +258,8 @@ class StorageEngine(ABC):
     #: other processes may write the same stores at the same time (PostgreSQL): writes
     #: check that what they replace is what they read (`RecordStore.update`'s `expected`)
     multi_process: bool = False
+    #: record stores place records by the `shards` values inserts give (else ignored)
+    places_by_shard: bool = False
     #: a `multi_process` engine's tag of this process (24 bits), unique among the live
     #: processes on the storage (`instance_alive`); None for single-process engines
     instance_tag: int | None = None

@@ -459,6 +459,7 @@ class PostgresEngine(StorageEngine):
     name = "postgresql"
     is_durable = True
     multi_process = True
+    places_by_shard = True
 
     def __init__(self, uri: str, *, schema: str = DEFAULT_SCHEMA, group_commit_ms: int = 100,
                  connect_timeout_s: float = _CONNECT_TIMEOUT_S,

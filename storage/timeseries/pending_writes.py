@@ -196,7 +196,8 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite],
         docs = [w.index_doc if light and w.index_doc is not None else decode(w.document)
                 for w in inserts]
         res = buckets.insert_many(docs, encoded=[w.document for w in inserts],
-                                  shards=[meta_shard(d) for d in docs])
+                                  shards=[meta_shard(d) for d in docs]
+                                  if buckets.places_by_shard else None)
         if res.errors:
             raise res.errors[0][1]
     for w in writes:
