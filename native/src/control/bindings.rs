@@ -75,6 +75,19 @@ impl Control {
         Some((self.minmax.min().ok()?, self.minmax.max().ok()?))
     }
 
+    /// The control a stored bucket's control.min and control.max give (MinMax and
+    /// Schema `from_control`); Err(reason) for a mixed-schema bucket.
+    fn rebuilt(
+        min: &bson::raw::RawDocument,
+        max: &bson::raw::RawDocument,
+    ) -> Result<Result<Control, String>, Fail> {
+        let minmax = MinMax::from_control(min, max)?;
+        Ok(match Schema::from_control(min, max)? {
+            Some(schema) => Ok(Control { minmax, schema }),
+            None => Err("schema change: the bucket's control has mixed types".into()),
+        })
+    }
+
     /// control.min and control.max (for the native bucket document).
     pub(crate) fn min_max(&self) -> PyResult<(bson::RawDocumentBuf, bson::RawDocumentBuf)> {
         Ok((
@@ -174,16 +187,9 @@ impl Control {
     #[staticmethod]
     fn from_control(py: Python<'_>, min_bytes: &[u8], max_bytes: &[u8]) -> PyResult<Control> {
         guard("Control.from_control", || {
-            py.detach(|| -> Result<Result<Control, String>, Fail> {
-                let (min, max) = (single(min_bytes)?, single(max_bytes)?);
-                let minmax = MinMax::from_control(min, max)?;
-                Ok(match Schema::from_control(min, max)? {
-                    Some(schema) => Ok(Control { minmax, schema }),
-                    None => Err("schema change: the bucket's control has mixed types".into()),
-                })
-            })
-            .map_err(to_py)?
-            .map_err(PyValueError::new_err)
+            py.detach(|| Control::rebuilt(single(min_bytes)?, single(max_bytes)?))
+                .map_err(to_py)?
+                .map_err(PyValueError::new_err)
         })
     }
 
@@ -193,15 +199,13 @@ impl Control {
     /// Small work: the GIL is kept (the storage thread would wait to take it back).
     fn reopened(&self) -> PyResult<Control> {
         guard("Control.reopened", || {
-            let rebuilt = || -> Result<Result<Control, String>, Fail> {
-                let (min, max) = (self.minmax.min()?, self.minmax.max()?);
-                let minmax = MinMax::from_control(&min, &max)?;
-                Ok(match Schema::from_control(&min, &max)? {
-                    Some(schema) => Ok(Control { minmax, schema }),
-                    None => Err("schema change: the bucket's control has mixed types".into()),
-                })
-            };
-            rebuilt().map_err(to_py)?.map_err(PyValueError::new_err)
+            let (min, max) = (
+                self.minmax.min().map_err(to_py)?,
+                self.minmax.max().map_err(to_py)?,
+            );
+            Control::rebuilt(&min, &max)
+                .map_err(to_py)?
+                .map_err(PyValueError::new_err)
         })
     }
 
