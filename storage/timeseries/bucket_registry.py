@@ -89,11 +89,7 @@ _WARM_MAX_BYTES: Final = 64 * 1024 * 1024
 
 def bucket_memory(b: Bucket) -> int:
     """The bytes open bucket `b` takes in memory (see the constants above)."""
-    cols = b.columns
-    if type(cols) is NativeColumns:
-        memory, fields, compressed = cols.footprint()
-    else:
-        memory, fields, compressed = cols.memory_size, cols.num_fields, cols.compressed_size
+    memory, fields, compressed = b.columns.footprint()
     if b.control is None:
         base, per_field, retained = _BUCKET_OVERHEAD, _FIELD_OVERHEAD, _RETAINED_PER_COMPRESSED_BYTE
     else:

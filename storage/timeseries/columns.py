@@ -154,6 +154,10 @@ class Columns:
                   for n, st in self._state.items())
         return self.compressed_size + raw
 
+    def footprint(self) -> tuple[int, int, int]:
+        """(memory_size, num_fields, compressed_size): what the memory accounting reads."""
+        return self.memory_size, self.num_fields, self.compressed_size
+
     def column_bytes(self) -> list[tuple[str, bytes]]:
         """(name, committed column bytes) in document order."""
         return [(n, self._bytes[n]) for n in self._state if n in self._bytes]
