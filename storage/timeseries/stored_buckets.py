@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from bson import Binary, ObjectId, Timestamp
@@ -82,8 +83,7 @@ class StoredBuckets:
         self.flush = flush
         self.reopenable = reopenable
         self._reopen_index: str | bool | None = False
-        self._rank_generators: dict[str, KeyGenerator | None] = {}  # by index ident
-        self._collators: dict[str, Collator | None] = {}  # by index ident
+        self._index_facts: dict[str, _IndexFacts] = {}  # by index ident
 
     def fetch_bucket(self, coll: str, bucket_id: ObjectId) -> bytes | BucketWrite | None:
         entry = self.buckets.entry
@@ -101,7 +101,7 @@ class StoredBuckets:
         entry = self.buckets.entry
         # under a collation, strings equal to the query's are not only its series'
         identity = _identity_meta(query.meta) and not (
-            self._collator(index) is not None and has_string(query.meta))
+            self._facts(index).collator is not None and has_string(query.meta))
         key = (series_key(query.meta) if query.series is None else query.series) \
             if identity else b""
         pending = self.pending.series_writes(entry.db, entry.name, key) if identity else None
@@ -179,7 +179,7 @@ class StoredBuckets:
         if len(ranked) == 1:
             return _chosen(*ranked[0][:2])
         keyed = []
-        reads_data = self._reads_data(index)
+        reads_data = self._facts(index).reads_data
         for seen, source, order in ranked:
             if not isinstance(source, bytes):
                 # its key needs `data` when the index reads it, which its view lacks
@@ -213,47 +213,21 @@ class StoredBuckets:
         the series' meta value, whose keys are equal: when the index leads with the meta
         field, is neither sparse nor partial and the meta is no array, the key of the
         fields after it orders them alike without encoding the meta."""
-        gen = None if type(query.meta) is list else self._rank_generator(index)
+        gen = None if type(query.meta) is list else self._facts(index).rank_generator
         if gen is None:
             return self.buckets.index_key(index, doc)
         keys = gen.keys(doc)
         return keys.entries[0][0] if len(keys.entries) == 1 else None
 
-    def _rank_generator(self, index: str) -> KeyGenerator | None:
-        """The key generator of `index` without its leading meta field (see `_rank_key`),
-        made once per index; None when it does not lead with the meta field alone."""
+    def _facts(self, index: str) -> _IndexFacts:
+        """What the query reads of `index`, worked out once per index (by its ident, so
+        an index made again is looked at again)."""
         ix = self.buckets.entry.index(index)
-        if ix is None:
-            return None
-        cached = self._rank_generators.get(ix.ident, _UNKNOWN)
-        if cached is not _UNKNOWN:
-            return cached  # type: ignore[return-value]
-        spec = ix.spec
-        gen = None
-        if len(spec.fields) > 1 and spec.fields[0] == META and not spec.sparse \
-                and spec.partial_filter is None:
-            doc: dict[str, Any] = {"v": 2, "name": spec.name,
-                                   "key": {f: spec.key[f] for f in spec.fields[1:]}}
-            if "collation" in spec.document:
-                doc["collation"] = spec.document["collation"]
-            gen = KeyGenerator(IndexSpec.from_document(doc))
-        self._rank_generators[ix.ident] = gen
-        return gen
-
-    def _collator(self, index: str) -> Collator | None:
-        """The collation of `index` (None: simple), parsed once per index."""
-        ix = self.buckets.entry.index(index)
-        if ix is None:
-            return None
-        cached = self._collators.get(ix.ident, _UNKNOWN)
-        if cached is _UNKNOWN:
-            cached = self._collators[ix.ident] = ix.spec.collator
-        return cached  # type: ignore[return-value]
-
-    def _reads_data(self, index: str) -> bool:
-        """Whether `index` reads `data` (a bucket's view without it lacks it)."""
-        ix = self.buckets.entry.index(index)
-        return ix is None or index_reads_data(ix.spec)
+        assert ix is not None  # `_index` found it in this entry
+        facts = self._index_facts.get(ix.ident)
+        if facts is None:
+            facts = self._index_facts[ix.ident] = _IndexFacts.of(ix.spec)
+        return facts
 
     def _stored_candidates(self, index: str, query: ReopeningQuery
                            ) -> tuple[Callable[[Any], bool], Iterator[tuple[int, bytes]], bool]:
@@ -265,15 +239,15 @@ class StoredBuckets:
         (`_reopening_range`): no key there is an array's, so every bucket found has a meta
         equal to the query's as the query compares it (under the index's collation), but
         for a null key, which a bucket without a meta field has too."""
-        ix = self.buckets.entry.index(index)
-        assert ix is not None
-        fields = ix.spec.fields
-        collator = self._collator(index)
+        facts = self._facts(index)
+        spec = facts.spec
+        fields = spec.fields
+        collator = facts.collator
         value = None if query.meta is MISSING else query.meta
         if collator is not None:
             value = collator.translate(value)  # as the index keys strings
         if type(query.meta) is not list:
-            rng = _reopening_range(value, query, fields, ix.spec.directions)
+            rng = _reopening_range(value, query, fields, spec.directions)
             if rng is not None:
                 found = self.buckets.index_scan_range(index, rng)
                 if found is not None:
@@ -306,7 +280,31 @@ class StoredBuckets:
 
 
 _UNORDERED: Final = object()
-_UNKNOWN: Final = object()
+
+
+@dataclass(frozen=True, slots=True)
+class _IndexFacts:
+    """What the reopening query reads of its index: its spec and collation, whether it
+    reads `data` (a bucket's view without it lacks it), and its key generator without
+    the leading meta field (see `StoredBuckets._rank_key`; None when it does not lead
+    with the meta field alone, or is sparse or partial)."""
+
+    spec: IndexSpec
+    collator: Collator | None
+    reads_data: bool
+    rank_generator: KeyGenerator | None
+
+    @classmethod
+    def of(cls, spec: IndexSpec) -> _IndexFacts:
+        gen = None
+        if len(spec.fields) > 1 and spec.fields[0] == META and not spec.sparse \
+                and spec.partial_filter is None:
+            doc: dict[str, Any] = {"v": 2, "name": spec.name,
+                                   "key": {f: spec.key[f] for f in spec.fields[1:]}}
+            if "collation" in spec.document:
+                doc["collation"] = spec.document["collation"]
+            gen = KeyGenerator(IndexSpec.from_document(doc))
+        return cls(spec, spec.collator, index_reads_data(spec), gen)
 
 
 def _leading_oid(raw: bytes) -> ObjectId | None:
