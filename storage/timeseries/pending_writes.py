@@ -193,7 +193,7 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite],
     light = _indexes_read_no_data(buckets.entry)
     inserts = [w for w in writes if w.kind == "insert"]
     if inserts:
-        docs = [w.index_doc if light and w.index_doc is not None else decode(w.document)
+        docs = [doc if light and (doc := w.index_doc) is not None else decode(w.document)
                 for w in inserts]
         res = buckets.insert_many(docs, encoded=[w.document for w in inserts],
                                   shards=[meta_shard(d) for d in docs]
