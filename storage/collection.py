@@ -82,6 +82,16 @@ class _DuplicateSeen(Exception):
     """An optimistic batch write met a duplicate key; redo it carefully."""
 
 
+def _inserted_keys(entry: CollectionEntry, keys: list[list[KeySet]],
+                   rids: Sequence[RecordId | None]) -> list[IndexKeys | None]:
+    """Per document of an `insert_many` batch: the keys it went in with (`keys[j][i]`:
+    document i's in index j), None for one not inserted."""
+    idents = tuple(ix.ident for ix in entry.indexes)
+    return [None if rid is None else
+            IndexKeys(idents, tuple(tuple(kb for kb, _ in col[i].entries) for col in keys))
+            for i, rid in enumerate(rids)]
+
+
 def _key_value(spec: IndexSpec, values: Sequence[Any]) -> dict[str, Any]:
     return {f: (None if v is UNDEFINED else v) for f, v in zip(spec.fields, values)}
 
@@ -302,14 +312,16 @@ class Collection:
 
     def insert_many(self, docs: Sequence[Mapping[str, Any]], *, ordered: bool = True,
                     encoded: Sequence[bytes] | None = None, durable: bool = False,
-                    shards: Sequence[int] | None = None) -> InsertResult:
+                    shards: Sequence[int] | None = None,
+                    return_keys: bool = False) -> InsertResult:
         """Insert a batch in one transaction, maintaining every index.
 
         `encoded` (optional) are the documents' BSON bytes, to save re-encoding. The
         caller has already put ``_id`` first (generating it when missing). A document
         that fails (too large, duplicate key, unindexable) is reported in `errors`;
         ordered inserts stop there, unordered ones skip it. `shards` (optional), per
-        document, is the value a distributing engine places it by."""
+        document, is the value a distributing engine places it by. With `return_keys`,
+        `InsertResult.keys` tells each inserted document's index keys."""
         entry = self.entry
         n = len(docs)
         result = InsertResult([None] * n)
@@ -355,6 +367,8 @@ class Collection:
                 pass
             else:
                 result.record_ids[:] = rids
+                if return_keys:
+                    result.keys = _inserted_keys(entry, keys, rids)
                 return result
         unique = [j for j, ix in enumerate(entry.indexes) if ix.spec.unique]
         existing: dict[int, dict[bytes, list[RecordId]]] = {}
@@ -397,6 +411,8 @@ class Collection:
                                  optimistic=False, shards=shards)
         for i, rid in zip(accepted, rids):
             result.record_ids[i] = rid
+        if return_keys:
+            result.keys = _inserted_keys(entry, keys, result.record_ids)
         return result
 
     def _write_batch(self, entry: CollectionEntry, runtimes: list[_IndexRuntime],

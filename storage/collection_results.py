@@ -30,6 +30,9 @@ class InsertResult:
     record_ids: list[RecordId | None]
     #: (position in the batch, error) in batch order
     errors: list[tuple[int, MongoError]] = field(default_factory=list)
+    #: with `insert_many(..., return_keys=True)`: per input document, the keys it was
+    #: inserted with (what `Collection.update` takes as `old_keys`), None if not inserted
+    keys: list[IndexKeys | None] | None = None
 
     @property
     def n_inserted(self) -> int:

@@ -43,6 +43,7 @@ __all__ = [
     "bucket_index_spec",
     "default_index_spec",
     "drop_index_key",
+    "index_keys_time_bounds",
     "index_name",
     "index_reads_data",
     "supports_reopening_query",
@@ -288,6 +289,16 @@ def index_reads_data(spec: IndexSpec) -> bool:
 
     return not (all(clean(p) for p in spec.fields)
                 and (spec.partial_filter is None or filter_clean(spec.partial_filter)))
+
+
+def index_keys_time_bounds(spec: IndexSpec, time_field: str) -> bool:
+    """Whether an index of a buckets collection keys nothing but `_id`, the meta value
+    (or fields in it) and control.min/max.<time field>, with no partial filter: a
+    bucket's keys there follow from its id, meta and time bounds alone."""
+    bounds = (f"{CONTROL}.{CONTROL_MIN}.{time_field}", f"{CONTROL}.{CONTROL_MAX}.{time_field}")
+    return spec.partial_filter is None and all(
+        p == "_id" or p == META or p.startswith(META + ".") or p in bounds
+        for p in spec.fields)
 
 
 def index_name(key: Mapping[str, Any]) -> str:

@@ -73,6 +73,12 @@ class NativeControl:
     def max(self) -> dict[str, Any]:
         return decode(self.max_bson())
 
+    def date_bounds(self, field: str) -> tuple[int, int] | None:
+        """control.min.<field> and control.max.<field> in milliseconds when both are
+        dates (the time field's), else None."""
+        bounds: tuple[int, int] | None = self._c.date_bounds(field)
+        return bounds
+
     # -- schema ---------------------------------------------------------------------------
 
     def schema_update(self, documents: bytes, offsets: Offsets = None,

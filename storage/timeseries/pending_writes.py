@@ -44,7 +44,7 @@ from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
 from .absent_series import note_written
-from .index_schema import index_reads_data
+from .index_schema import index_keys_time_bounds, index_reads_data
 
 if TYPE_CHECKING:
     from storage.catalog import Catalog, CollectionEntry
@@ -191,15 +191,23 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite],
     memo of absent series (`absent_series`) learns the series written."""
     stamp = buckets.write_stamp
     light = _indexes_read_no_data(buckets.entry)
+    bounds_field = _bounds_keyed(buckets) if light else None
     inserts = [w for w in writes if w.kind == "insert"]
     if inserts:
-        docs = [doc if light and (doc := w.index_doc) is not None else decode(w.document)
-                for w in inserts]
+        # (the views as kept: reading `index_doc` keeps the decoded one instead)
+        views = [w.index_source for w in inserts]
+        docs = [doc if light and (doc := _key_view(w, bounds_field)) is not None
+                else decode(w.document) for w in inserts]
         res = buckets.insert_many(docs, encoded=[w.document for w in inserts],
                                   shards=[meta_shard(d) for d in docs]
-                                  if buckets.places_by_shard else None)
+                                  if buckets.places_by_shard else None,
+                                  return_keys=written_keys is not None)
         if res.errors:
             raise res.errors[0][1]
+        if written_keys is not None and res.keys is not None:
+            for view, keys in zip(views, res.keys):
+                if keys is not None and type(view) is bytes:
+                    _remember(written_keys, view, keys)
     for w in writes:
         if w.kind != "update":
             continue
@@ -211,7 +219,7 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite],
         old_keys = written_keys.pop(prev, None) \
             if written_keys is not None and type(prev) is bytes else None
         # the data-less views give the keys when no index reads `data`
-        new = w.index_doc if light else None
+        new = _key_view(w, bounds_field) if light else None
         if new is None:
             new = decode(w.document)
         old = None
@@ -224,10 +232,36 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite],
         keys = buckets.update(found[0], new, encoded=w.document, old_doc=old,
                               expected=w.expected, old_keys=old_keys, savepoint=False)
         if written_keys is not None and type(view) is bytes:
-            if len(written_keys) >= _WRITTEN_KEYS_MAX:
-                written_keys.clear()
-            written_keys[view] = keys
+            _remember(written_keys, view, keys)
     note_written(buckets, stamp, [w.series for w in writes])
+
+
+def _remember(written_keys: dict[bytes, IndexKeys], view: bytes, keys: IndexKeys) -> None:
+    if len(written_keys) >= _WRITTEN_KEYS_MAX:
+        written_keys.clear()
+    written_keys[view] = keys
+
+
+def _key_view(w: BucketWrite, bounds_field: str | None) -> Mapping[str, Any] | None:
+    """What the indexes read of `w`'s document (none reads `data`): made from its native
+    state when every index keys only its id, meta and time bounds (`bounds_field`: the
+    time field then), else its view without `data`."""
+    if bounds_field is not None:
+        doc = w.key_document(bounds_field)
+        if doc is not None:
+            return doc
+    return w.index_doc
+
+
+def _bounds_keyed(buckets: Collection) -> str | None:
+    """The time field when every index of the buckets collection keys only `_id`, the
+    meta and the time bounds (`index_keys_time_bounds`), else None."""
+    ts = buckets.options.get("timeseries")
+    time_field = ts.get("timeField") if isinstance(ts, Mapping) else None
+    if not isinstance(time_field, str) or not all(
+            index_keys_time_bounds(ix.spec, time_field) for ix in buckets.entry.indexes):
+        return None
+    return time_field
 
 
 def meta_shard(bucket: Mapping[str, Any]) -> int:

@@ -49,7 +49,7 @@ from storage.vocabulary.missing import MISSING
 
 from .absent_series import absent_series
 from .constants import CONTROL, CONTROL_MIN, META
-from .index_schema import index_reads_data, supports_reopening_query
+from .index_schema import index_keys_time_bounds, index_reads_data, supports_reopening_query
 from .metadata import series_key
 from .options import TimeseriesOptions
 from .reopening import ReopeningQuery, StoredBucket
@@ -179,11 +179,14 @@ class StoredBuckets:
         if len(ranked) == 1:
             return _chosen(*ranked[0][:2])
         keyed = []
-        reads_data = self._facts(index).reads_data
+        facts = self._facts(index)
         for seen, source, order in ranked:
             if not isinstance(source, bytes):
-                # its key needs `data` when the index reads it, which its view lacks
-                seen = None if reads_data else source.index_doc
+                # its key needs `data` when the index reads it, which its view lacks; an
+                # index of the id, meta and time bounds alone reads none of it
+                seen = None if facts.reads_data else (
+                    facts.keys_time_bounds and source.key_document(query.time_field)
+                ) or source.index_doc
                 if seen is None:
                     seen = decode(source.document)
             assert seen is not None
@@ -226,7 +229,8 @@ class StoredBuckets:
         assert ix is not None  # `_index` found it in this entry
         facts = self._index_facts.get(ix.ident)
         if facts is None:
-            facts = self._index_facts[ix.ident] = _IndexFacts.of(ix.spec)
+            facts = self._index_facts[ix.ident] = _IndexFacts.of(ix.spec,
+                                                                 self.options.time_field)
         return facts
 
     def _stored_candidates(self, index: str, query: ReopeningQuery
@@ -293,9 +297,11 @@ class _IndexFacts:
     collator: Collator | None
     reads_data: bool
     rank_generator: KeyGenerator | None
+    # the index keys only `_id`, the meta and the time bounds (`index_keys_time_bounds`)
+    keys_time_bounds: bool
 
     @classmethod
-    def of(cls, spec: IndexSpec) -> _IndexFacts:
+    def of(cls, spec: IndexSpec, time_field: str) -> _IndexFacts:
         gen = None
         if len(spec.fields) > 1 and spec.fields[0] == META and not spec.sparse \
                 and spec.partial_filter is None:
@@ -304,7 +310,8 @@ class _IndexFacts:
             if "collation" in spec.document:
                 doc["collation"] = spec.document["collation"]
             gen = KeyGenerator(IndexSpec.from_document(doc))
-        return cls(spec, spec.collator, index_reads_data(spec), gen)
+        return cls(spec, spec.collator, index_reads_data(spec), gen,
+                   index_keys_time_bounds(spec, time_field))
 
 
 def _leading_oid(raw: bytes) -> ObjectId | None:

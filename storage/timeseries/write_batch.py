@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from bson import ObjectId
+from bson.datetime_ms import DatetimeMS
 
 from storage.bsonutil import decode
 from storage.errors import MongoError
@@ -39,8 +40,16 @@ from .bucket_state import (
     reference_columns,
 )
 from .columns import ColumnChange
-from .constants import MAX_BUCKET_DOCUMENT_SIZE, VERSION_COMPRESSED_UNSORTED
+from .constants import (
+    CONTROL,
+    CONTROL_MAX,
+    CONTROL_MIN,
+    MAX_BUCKET_DOCUMENT_SIZE,
+    META,
+    VERSION_COMPRESSED_UNSORTED,
+)
 from .measurements import BatchRows, Measurement, document, elements, gather
+from .metadata import meta_of_key
 from .native_columns import NativeColumnChange
 from .options import TimeseriesOptions
 from .stats import CatalogStats, ExecutionStats
@@ -190,6 +199,24 @@ class BucketWrite:
         if isinstance(parts, NativeDocumentParts) and parts.columns.count == parts.rows:
             return parts
         return None
+
+    def key_document(self, time_field: str) -> dict[str, Any] | None:
+        """What an index keying only `_id`, the meta and control.min/max.<time_field>
+        (`index_schema.index_keys_time_bounds`) reads of the document, made from the
+        native state without building or decoding anything but the meta (None: no
+        native state, or time bounds that are not dates)."""
+        state = self.native_state
+        if state is None:
+            return None
+        bounds = state.control.date_bounds(time_field)
+        if bounds is None:
+            return None
+        doc: dict[str, Any] = {"_id": self.bucket_id, CONTROL: {
+            CONTROL_MIN: {time_field: DatetimeMS(bounds[0])},
+            CONTROL_MAX: {time_field: DatetimeMS(bounds[1])}}}
+        if state.meta_key:
+            doc[META] = meta_of_key(state.meta_key)
+        return doc
 
     @property
     def known_size(self) -> int | None:

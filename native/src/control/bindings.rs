@@ -209,6 +209,12 @@ impl Control {
         })
     }
 
+    /// control.min.<field> and control.max.<field> in milliseconds when both are dates
+    /// (the time field's), else None: what an index on them keys, without rendering.
+    fn date_bounds(&self, field: &str) -> Option<(i64, i64)> {
+        self.minmax.date_bounds(field)
+    }
+
     fn copy(&self) -> Control {
         self.clone()
     }

@@ -245,6 +245,20 @@ impl MinMax {
     pub fn heap_size(&self) -> usize {
         self.root.heap_size()
     }
+
+    /// The minimum and maximum of top-level field `name` in milliseconds, when both are
+    /// dates (a bucket's time field): None otherwise, or when two fields share the name.
+    pub fn date_bounds(&self, name: &str) -> Option<(i64, i64)> {
+        let mut found = self.root.children.iter().filter(|c| c.name() == Some(name));
+        let node = found.next()?;
+        if node.dup || found.next().is_some() {
+            return None;
+        }
+        match (&node.min, &node.max) {
+            (Side::Value(Value::Date(lo)), Side::Value(Value::Date(hi))) => Some((*lo, *hi)),
+            _ => None,
+        }
+    }
 }
 
 /// Whether a measurement's fields are the root's first children, in order: the
@@ -537,5 +551,27 @@ mod bench {
         }
         let ns = t.elapsed().as_secs_f64() / (200 * docs.len()) as f64 * 1e9;
         println!("{phase}: {ns:.0} ns/doc (wall)");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::rawdoc;
+
+    #[test]
+    fn date_bounds_are_the_time_field_extremes_and_nothing_else() {
+        let (a, b, c) = (
+            rawdoc! {"t": DateTime::from_millis(-5_000), "x": 1, "d": DateTime::from_millis(1)},
+            rawdoc! {"t": DateTime::from_millis(9_000), "x": 2},
+            rawdoc! {"t": DateTime::from_millis(2_000), "x": 3, "d": "text"},
+        );
+        let mut mm = MinMax::new();
+        mm.update_batch(&[&a, &b, &c], None).unwrap();
+        assert_eq!(mm.date_bounds("t"), Some((-5_000, 9_000)));
+        // a number, a field that is not there, one whose min and max differ in type
+        assert_eq!(mm.date_bounds("x"), None);
+        assert_eq!(mm.date_bounds("missing"), None);
+        assert_eq!(mm.date_bounds("d"), None);
     }
 }
