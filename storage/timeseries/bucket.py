@@ -29,11 +29,14 @@ from .minmax import MinMax, Schema
 from .rollover import RolloverAction
 
 if TYPE_CHECKING:
+    from storage.collection_results import IndexKeys
+
     from .native_columns import NativeColumns
     from .native_control import NativeControl
     from .write_batch import BucketWrite
 
-__all__ = ["NO_NAMES", "Bucket", "SizeChange", "num_digits", "shared_names", "size_change"]
+__all__ = ["NO_NAMES", "Bucket", "SizeChange", "StoredKeys", "num_digits", "shared_names",
+           "size_change"]
 
 NO_NAMES: Final[frozenset[str]] = frozenset()
 # one frozenset per set of field names, shared by the buckets holding those fields
@@ -140,6 +143,20 @@ def _value_lens(m: Measurement) -> list[tuple[str, int]]:
             for name, n in zip(shape.names, shape.value_lens)]
 
 
+@dataclass(slots=True)
+class StoredKeys:
+    """The index keys a bucket's stored version was written with by the group commit, and
+    that version's data-less view as its write kept it (the bytes object): the bucket's
+    next update replaces that view, and takes these keys instead of computing them
+    (`pending_writes.write_buckets`). Empty until the group commit writes the bucket."""
+
+    view: object = None
+    keys: IndexKeys | None = None
+
+    def forget(self) -> None:
+        self.view = self.keys = None
+
+
 class Bucket:
     """In-memory state of one open bucket."""
 
@@ -150,7 +167,7 @@ class Bucket:
         "num_committed", "num_measurements", "opened_due_to_metadata", "reopened",
         "rollover_action", "rows", "schema", "schema_signatures", "size", "sorted_by_time",
         "staged",
-        "staged_estimate", "stored",
+        "staged_estimate", "stored", "stored_keys",
         "time_field", "uncommitted_field_names", "uncompressed_size", "version",
     )
 
@@ -200,6 +217,7 @@ class Bucket:
         self.stored: bytes | None = None
         # the stored document without `data` (see BucketWrite.index_doc), when known
         self.index_doc: dict[str, Any] | bytes | None = None  # bytes: native, undecoded
+        self.stored_keys = StoredKeys()
         self.uncompressed_size = 0
         self.memory_usage = 0
 

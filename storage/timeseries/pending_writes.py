@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from storage.catalog import Catalog, CollectionEntry
     from storage.collection import Collection
 
+    from .bucket import StoredKeys
     from .write_batch import BucketWrite
 
 __all__ = ["DeferredBucketWrites", "LostWrites", "write_buckets"]
@@ -70,7 +71,8 @@ class LostWrites:
 class DeferredBucketWrites:
     """Bucket writes committed in the catalog but not yet written, per buckets collection."""
 
-    def __init__(self, on_lost: Callable[[LostWrites], None] | None = None) -> None:
+    def __init__(self, on_lost: Callable[[LostWrites], None] | None = None, *,
+                 remember_keys: bool = True) -> None:
         # (db, buckets collection) -> bucket _id -> its latest BucketWrite
         self._pending: dict[tuple[str, str], dict[ObjectId, BucketWrite]] = {}
         # (db, buckets collection) -> series key -> ids of its buckets written, in the
@@ -79,9 +81,8 @@ class DeferredBucketWrites:
         self._since: float | None = None
         self._bytes = 0
         self._on_lost = on_lost
-        # the index keys of each bucket version a flush wrote by update, by the bytes of
-        # its data-less view, for the next update of the bucket (see `write_buckets`)
-        self._written_keys: dict[bytes, IndexKeys] = {}
+        # each write's keys are kept for the bucket's next update (see `write_buckets`)
+        self._remember_keys = remember_keys
 
     def __bool__(self) -> bool:
         return bool(self._pending)
@@ -129,11 +130,6 @@ class DeferredBucketWrites:
         by_id = self._pending.get(k, {})
         return by_id, [by_id[oid] for oid in series_of.get(series, ())]
 
-    def forget_written_keys(self) -> None:
-        """Drop the remembered index keys (after a failed flush storage may not hold what
-        they were written for)."""
-        self._written_keys.clear()
-
     def due(self, interval_ms: int) -> bool:
         """True when the oldest pending write has waited `interval_ms`, or too much is
         pending."""
@@ -152,14 +148,16 @@ class DeferredBucketWrites:
         self._series = {}
         self._since = None
         self._bytes = 0
+        remembered: list[StoredKeys] | None = [] if self._remember_keys else None
         try:
             with catalog.transaction(durable=durable):
                 for (db, name), by_id in pending.items():
                     buckets = catalog.get_collection(db, name)
                     if buckets is not None:  # dropped meanwhile: nothing to write
-                        write_buckets(buckets, list(by_id.values()), self._written_keys)
+                        write_buckets(buckets, list(by_id.values()), remembered)
         except BaseException as exc:
-            self.forget_written_keys()
+            for kept in remembered or ():
+                kept.forget()  # storage does not hold what they were written for
             for db, name in pending:
                 if on_failure is not None:
                     on_failure(db, name)
@@ -172,19 +170,16 @@ class DeferredBucketWrites:
                 w.release_document()
 
 
-_WRITTEN_KEYS_MAX: Final = 32768
-
-
 def write_buckets(buckets: Collection, writes: Sequence[BucketWrite],
-                  written_keys: dict[bytes, IndexKeys] | None = None) -> None:
+                  remembered: list[StoredKeys] | None = None) -> None:
     """Perform bucket writes on the buckets collection (inside the caller's transaction,
     which is undone whole if any of them fails).
 
-    `written_keys` (the group commit's, storage not shared) remembers the index keys of
-    each version an update writes, by the bytes of its data-less view: the bucket's next
-    update names that view as the version it replaces (`BucketWrite.
-    previous_index_source`) and takes those keys instead of computing them again. It is
-    bounded (cleared when full: the keys are then computed).
+    With `remembered` (the group commit's, storage not shared), the index keys of each
+    version written are kept with its bucket (`Bucket.stored_keys`, listed in
+    `remembered`) with the data-less view it was written as: the bucket's next update
+    names that view as the version it replaces (`BucketWrite.previous_index_source`) and
+    takes those keys instead of computing them again.
 
     When no index of the collection reads `data`, index maintenance uses the catalog's
     data-less view of each bucket instead of decoding bucket documents. The collection's
@@ -201,13 +196,13 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite],
         res = buckets.insert_many(docs, encoded=[w.document for w in inserts],
                                   shards=[meta_shard(d) for d in docs]
                                   if buckets.places_by_shard else None,
-                                  return_keys=written_keys is not None)
+                                  return_keys=remembered is not None)
         if res.errors:
             raise res.errors[0][1]
-        if written_keys is not None and res.keys is not None:
-            for view, keys in zip(views, res.keys):
-                if keys is not None and type(view) is bytes:
-                    _remember(written_keys, view, keys)
+        if remembered is not None and res.keys is not None:
+            for w, view, keys in zip(inserts, views, res.keys):
+                if keys is not None:
+                    _remember(remembered, w, view, keys)
     for w in writes:
         if w.kind != "update":
             continue
@@ -216,8 +211,9 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite],
             raise MongoError(ErrorCode.WriteConflict,
                              f"bucket {w.bucket_id} disappeared during the write")
         view, prev = w.index_source, w.previous_index_source
-        old_keys = written_keys.pop(prev, None) \
-            if written_keys is not None and type(prev) is bytes else None
+        kept = w.stored_keys
+        old_keys = kept.keys if remembered is not None and kept is not None \
+            and kept.view is prev and type(prev) is bytes else None
         # the data-less views give the keys when no index reads `data`
         new = _key_view(w, bounds_field) if light else None
         if new is None:
@@ -231,15 +227,18 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite],
         # the caller's transaction is undone whole on any failure: no savepoint per update
         keys = buckets.update(found[0], new, encoded=w.document, old_doc=old,
                               expected=w.expected, old_keys=old_keys, savepoint=False)
-        if written_keys is not None and type(view) is bytes:
-            _remember(written_keys, view, keys)
+        if remembered is not None:
+            _remember(remembered, w, view, keys)
     note_written(buckets, stamp, [w.series for w in writes])
 
 
-def _remember(written_keys: dict[bytes, IndexKeys], view: bytes, keys: IndexKeys) -> None:
-    if len(written_keys) >= _WRITTEN_KEYS_MAX:
-        written_keys.clear()
-    written_keys[view] = keys
+def _remember(remembered: list[StoredKeys], w: BucketWrite, view: object,
+              keys: IndexKeys) -> None:
+    """Keep the keys `w`'s version was written with, for its bucket's next update."""
+    kept = w.stored_keys
+    if kept is not None and type(view) is bytes:
+        kept.view, kept.keys = view, keys
+        remembered.append(kept)
 
 
 def _key_view(w: BucketWrite, bounds_field: str | None) -> Mapping[str, Any] | None:

@@ -269,6 +269,8 @@ def rehydrate_pending(ctx: BatchContext, key: bytes, write: BucketWrite,
     _reopened(b, state.columns, state.rows, state.size, state.columns.names(), state.version,
               last_time_ms)
     b.index_doc = write.index_source
+    if write.stored_keys is not None:
+        b.stored_keys = write.stored_keys  # the same stored versions, written or to be
     return b
 
 

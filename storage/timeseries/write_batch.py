@@ -25,7 +25,7 @@ from storage.bsonutil import decode
 from storage.errors import MongoError
 from storage.vocabulary.missing import MISSING
 
-from .bucket import Bucket
+from .bucket import Bucket, StoredKeys
 from .bucket_document import BucketDocumentParts
 from .bucket_registry import BucketRegistry
 from .bucket_state import (
@@ -103,6 +103,9 @@ class BucketWrite:
     expected: bytes | None = None
     # the bucket's `control.min.<time>` (its rounded start), when the catalog knows it
     min_time_ms: int | None = None
+    # the keys of the stored version this write replaces, when the group commit wrote it
+    # (the bucket's `Bucket.stored_keys`)
+    stored_keys: StoredKeys | None = None
 
     @property
     def document(self) -> bytes:
@@ -392,7 +395,7 @@ def _finish_prepare(ctx: BatchContext, b: Bucket, rows: list[int], prev: int,
         _estimate=b.staged_estimate, _last_time_ms=table.times[rows[-1]],
         _parts=parts if lazy else None, series=b.key,
         expected=b.stored if ctx.check_versions and (prev or rewritten) else None,
-        min_time_ms=b.min_time_ms)
+        min_time_ms=b.min_time_ms, stored_keys=b.stored_keys)
 
 
 def _uncompressed_growth(table: BatchRows, rows: Sequence[int], first_row: int) -> int:

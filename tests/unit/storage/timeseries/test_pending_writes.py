@@ -125,6 +125,41 @@ def test_a_failed_flush_reports_and_forgets(tmp_path) -> None:
     cat.close()
 
 
+@pytest.mark.skipif(not native_scan.AVAILABLE, reason="the native core is not built")
+def test_a_failed_flush_forgets_the_keys_it_kept(tmp_path) -> None:
+    """The keys an update of a failed flush was written with are not kept for the next
+    update: the transaction undid the update."""
+    cat = _open(str(tmp_path / "db"))
+    coll = cat.get_collection("db", "system.buckets.c")
+    buckets = BucketCatalog(id_seed=5)
+    deferred = DeferredBucketWrites()
+    for batch in _batches()[:2]:
+        result = buckets.insert_batch("db.c", OPTS, sequence(batch), None)
+        deferred.add("db", "system.buckets.c", result.writes)
+        buckets.commit(result)
+        deferred.flush(cat)
+    kept = [w.stored_keys for w in result.writes if w.kind == "update"]
+    assert len(kept) >= 2 and all(k is not None and k.keys is not None for k in kept)
+    later = [{**d, "_id": d["_id"] + 1000} for d in _batches()[2]]
+    result = buckets.insert_batch("db.c", OPTS, sequence(later), None)
+    deferred.add("db", "system.buckets.c", result.writes)
+    buckets.commit(result)
+    # the last bucket written disappears behind the group commit's back: the flush fails
+    # after the others' updates
+    with cat.transaction():
+        rid, _raw = coll.find_id(result.writes[-1].bucket_id)
+        coll.delete(rid)
+    with pytest.raises(MongoError):
+        deferred.flush(cat)
+    # what a bucket keeps is the keys of the version storage still holds, or nothing (the
+    # buckets whose update the flush wrote before it failed)
+    kept = [w.stored_keys for w in result.writes]
+    assert all(k is not None and (k.view is None or k.view is w.previous_index_source)
+               for k, w in zip(kept, result.writes))
+    assert any(k is not None and k.view is None for k in kept)
+    cat.close()
+
+
 def test_a_failed_flush_tells_the_owner_what_was_lost(tmp_path) -> None:
     cat = _open(str(tmp_path / "db"))
     buckets = BucketCatalog(id_seed=5)
@@ -161,7 +196,7 @@ def test_an_update_takes_the_keys_its_version_was_written_with(
         cat = _open(path)
         coll = cat.get_collection("db", "system.buckets.c")
         buckets = BucketCatalog(id_seed=5)
-        deferred = DeferredBucketWrites()
+        deferred = DeferredBucketWrites(remember_keys=remember)
         per_flush = []
         for b in range(6):
             docs = [{"_id": b * 100 + i, "m": i % 2, "v": Int64(i),
@@ -172,8 +207,6 @@ def test_an_update_takes_the_keys_its_version_was_written_with(
             if b == 4:
                 with cat.transaction():
                     coll.create_indexes([{"key": {"control.max.t": 1}, "name": "max_t"}])
-            if not remember:
-                deferred.forget_written_keys()
             computed.clear()
             deferred.flush(cat)
             per_flush.append(len(computed))
