@@ -268,7 +268,6 @@ def prepare_writes(ctx: BatchContext, registry: BucketRegistry, stats: CatalogSt
     buckets whose parts are all native are folded by the core first, together."""
     writes: list[BucketWrite] = []
     too_large: list[int] = []
-    touched_ids = set()
     buckets = list(ctx.touched)
     staged = [_begin_prepare(ctx, b, stats) for b in buckets]
     # documents are built when first read, unless other processes share the storage
@@ -277,7 +276,6 @@ def prepare_writes(ctx: BatchContext, registry: BucketRegistry, stats: CatalogSt
                      [prev + len(rows) for rows, prev, _unsorted in staged],
                      ctx.options.meta_field, whole=ctx.check_versions)
     for b, (rows, prev, unsorted), f in zip(buckets, staged, fused):
-        touched_ids.add(b.bucket_id)
         w = _finish_prepare(ctx, b, rows, prev, unsorted, f)
         size = w.known_size
         if size is not None and size > MAX_BUCKET_DOCUMENT_SIZE:
@@ -286,6 +284,7 @@ def prepare_writes(ctx: BatchContext, registry: BucketRegistry, stats: CatalogSt
             registry.remove_open(b)
             continue
         writes.append(w)
+    touched_ids = {b.bucket_id for b in buckets} if ctx.rewrites else set()
     for oid, (raw, count, stored) in ctx.rewrites.items():
         if oid not in touched_ids:
             # A v1 bucket reopened (and compressed) but then not used.
@@ -382,7 +381,7 @@ def _finish_prepare(ctx: BatchContext, b: Bucket, rows: list[int], prev: int,
     control: dict[str, Any] = {"count": count}
     if changed_to_unsorted:
         control["version"] = VERSION_COMPRESSED_UNSORTED
-    rewritten = b.bucket_id in ctx.rewrites
+    rewritten = bool(ctx.rewrites) and b.bucket_id in ctx.rewrites
     return BucketWrite(
         kind="update" if prev or rewritten else "insert",
         bucket_id=b.bucket_id, _document=bucket_doc,
