@@ -164,7 +164,8 @@ def parse_bucket(doc: Mapping[str, Any] | bytes) -> ParsedBucket:
             cols[name] = bytes(col)
     return ParsedBucket(bucket_id=doc.get("_id"), version=version, control=dict(control),
                         min_doc=dict(min_doc), max_doc=dict(max_doc), count=count,
-                        closed=bool(control.get(CONTROL_CLOSED, False)),
+                        # closed only when `true`, as MongoDB reads it (booleanSafe)
+                        closed=control.get(CONTROL_CLOSED) is True,
                         meta=doc.get(META, MISSING), data=cols)
 
 

@@ -5,7 +5,7 @@ When a measurement finds no usable open bucket, MongoDB looks for a stored bucke
 extend (reopening.cpp / generateReopeningPipeline): first an archived bucket it still
 remembers (fetched by `_id`), else a query on the buckets collection:
 
-    {$and: [{"control.closed": {$exists: false}},
+    {$and: [{$or: [{"control.closed": {$exists: false}}, {"control.closed": false}]},
             {$and: [{"control.min.<time>": {$lte: t}},
                     {"control.min.<time>": {$gt: t - bucketMaxSpanSeconds}}]},
             {meta: <normalized meta>}            (or {meta: {$exists: false}})
@@ -91,7 +91,8 @@ class ReopeningQuery:
                                {min_path: {"$gt": DatetimeMS(self.min_time_gt_ms)}}]}
         meta = {META: {"$exists": False}} if self.meta is MISSING else {META: self.meta}
         full = {f"{DATA}.{self.time_field}.{self.max_count - 1}": {"$exists": False}}
-        return {"$and": [{f"{CONTROL}.{CONTROL_CLOSED}": {"$exists": False}}, time_range,
+        closed = f"{CONTROL}.{CONTROL_CLOSED}"
+        return {"$and": [{"$or": [{closed: {"$exists": False}}, {closed: False}]}, time_range,
                          meta, full]}
 
     def matches(self, bucket: Mapping[str, Any], bson_size: int | None = None, *,
@@ -99,7 +100,7 @@ class ReopeningQuery:
         """The same predicate on a decoded bucket (plus the size limit when given);
         `meta_checked`: the caller knows the bucket is of the query's series."""
         control = bucket.get(CONTROL)
-        if not isinstance(control, Mapping) or CONTROL_CLOSED in control:
+        if not isinstance(control, Mapping) or not _not_closed(control):
             return False
         mins = control.get(CONTROL_MIN)
         t = mins.get(self.time_field) if isinstance(mins, Mapping) else None
@@ -119,6 +120,15 @@ class ReopeningQuery:
         if isinstance(times, list) and len(times) >= self.max_count:  # as the path's index
             return False
         return bson_size is None or bson_size < self.max_size
+
+
+def _not_closed(control: Mapping[str, Any]) -> bool:
+    """The query's {$or: [{control.closed: {$exists: false}}, {control.closed: false}]}:
+    no `closed`, or one equal to false as the matcher compares (an array holding false
+    too; a number is not a boolean)."""
+    closed = control.get(CONTROL_CLOSED, MISSING)
+    return closed is MISSING or closed is False or (
+        type(closed) is list and any(x is False for x in closed))
 
 
 # rehydrate's `normalized_meta` when the caller has not checked the series

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from bson import ObjectId
 from bson.datetime_ms import DatetimeMS
 
@@ -70,15 +71,19 @@ def test_reopened_full_bucket_rolls_over_by_count() -> None:
     assert stats.numBucketsReopened == 1 and stats.numBucketsClosedDueToCount == 1
 
 
-def test_closed_buckets_are_not_reopened() -> None:
+@pytest.mark.parametrize(("closed", "buckets"), [(True, 2), (False, 1), (1, 2)])
+def test_closed_buckets_are_not_reopened(closed: object, buckets: int) -> None:
+    """control.closed true keeps a bucket from the reopening query, and so does any value
+    but false: MongoDB's query takes a bucket without the flag or with `closed: false`
+    (as MongoDB 7.0 writes it into its buckets)."""
     store = FakeStore()
     store.insert(BucketCatalog(), "c", OPTS, _docs("a", 0, 1))
     [b] = store.buckets("c")
-    b["control"]["closed"] = True
+    b["control"]["closed"] = closed
     store.put_raw("c", b)
     cat = BucketCatalog()
     store.insert(cat, "c", OPTS, _docs("a", 1000, 1, base_id=1))
-    assert len(store.buckets("c")) == 2
+    assert len(store.buckets("c")) == buckets
 
 
 def test_v1_bucket_is_compressed_then_extended() -> None:
@@ -179,7 +184,13 @@ def test_reopening_query_matches() -> None:
     assert not q.matches({**good, "meta": {"a": 2}})
     assert not q.matches({**good, "control": {"min": {"t": DatetimeMS(-60_000)}}})
     assert not q.matches({**good, "control": {"min": {"t": DatetimeMS(10_001)}}})
-    assert not q.matches({**good, "control": {"min": {"t": DatetimeMS(0)}, "closed": False}})
+    # MongoDB's {$or: [{control.closed: {$exists: false}}, {control.closed: false}]}
+    at_zero = {"min": {"t": DatetimeMS(0)}}
+    assert q.matches({**good, "control": {**at_zero, "closed": False}})
+    assert q.matches({**good, "control": {**at_zero, "closed": [True, False]}})
+    assert not q.matches({**good, "control": {**at_zero, "closed": True}})
+    assert not q.matches({**good, "control": {**at_zero, "closed": 0}})
+    assert not q.matches({**good, "control": {**at_zero, "closed": [True]}})
     full = {**good, "data": {"t": {str(i): DatetimeMS(i) for i in range(1000)}}}
     assert not q.matches(full)
     q2 = ReopeningQuery("t", MISSING, 10_000, 60, 1000, 128000)
