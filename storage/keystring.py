@@ -66,6 +66,7 @@ from storage.bson_order import regex_flags_str
 
 __all__ = [
     "UNDEFINED",
+    "Keyed",
     "Undefined",
     "encode_value",
     "encode_key",
@@ -135,6 +136,18 @@ _pack_h = struct.Struct(">H").pack
 _pack_exact = struct.Struct(">BQB").pack  # tag, double bits, exactness marker
 _SIGN: Final = 1 << 63
 _2_53: Final = 1 << 53
+
+
+class Keyed(dict[str, Any]):
+    """A document carrying its own `encode_value` (`keystring`), for a caller that keys
+    the same value again and again (a bucket's meta, at each write of the bucket). A
+    collation's translation rebuilds it as a plain dict, which is encoded afresh."""
+
+    __slots__ = ("keystring",)
+
+    def __init__(self, doc: dict[str, Any], keystring: bytes) -> None:
+        super().__init__(doc)
+        self.keystring = keystring
 
 
 class Undefined:
@@ -368,6 +381,7 @@ _ENCODERS: Final[dict[type, Callable[[Any], bytes]]] = {
     Decimal128: _enc_decimal,
     str: _enc_str,
     dict: _enc_obj,
+    Keyed: lambda v: v.keystring,
     list: _enc_array,
     tuple: _enc_array,
     bytes: _enc_bin,

@@ -152,6 +152,9 @@ class StoredKeys:
 
     view: object = None
     keys: IndexKeys | None = None
+    # the keystring of the bucket's meta value when it is a document (`keystring.Keyed`):
+    # the part of its keys each write's would encode again
+    meta_keystring: bytes | None = None
 
     def forget(self) -> None:
         self.view = self.keys = None

@@ -23,6 +23,7 @@ from bson.datetime_ms import DatetimeMS
 
 from storage.bsonutil import decode
 from storage.errors import MongoError
+from storage.keystring import Keyed, encode_value
 from storage.vocabulary.missing import MISSING
 
 from .bucket import Bucket, StoredKeys
@@ -218,7 +219,14 @@ class BucketWrite:
             CONTROL_MIN: {time_field: DatetimeMS(bounds[0])},
             CONTROL_MAX: {time_field: DatetimeMS(bounds[1])}}}
         if state.meta_key:
-            doc[META] = meta_of_key(state.meta_key)
+            meta = meta_of_key(state.meta_key)
+            kept = self.stored_keys
+            if type(meta) is dict and kept is not None:
+                # a document meta keeps its keystring with the bucket, for each write's keys
+                if kept.meta_keystring is None:
+                    kept.meta_keystring = encode_value(meta)
+                meta = Keyed(meta, kept.meta_keystring)
+            doc[META] = meta
         return doc
 
     @property
