@@ -76,8 +76,7 @@ class NativeControl:
     def date_bounds(self, field: str) -> tuple[int, int] | None:
         """control.min.<field> and control.max.<field> in milliseconds when both are
         dates (the time field's), else None."""
-        bounds: tuple[int, int] | None = self._c.date_bounds(field)
-        return bounds
+        return self._c.date_bounds(field)
 
     # -- schema ---------------------------------------------------------------------------
 
