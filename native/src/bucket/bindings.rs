@@ -515,19 +515,16 @@ fn fold_buckets<'py>(
                 // The calling thread folds the second half while a pool thread folds the
                 // first: handing the whole batch to the pool left it waiting idle (and
                 // the pool's second thread woke too late to share the work evenly).
+                let Some(pool) = fold_pool() else {
+                    return tasks.into_iter().map(fold).collect();
+                };
                 let mut tasks = tasks;
                 let back = tasks.split_off(tasks.len() / 2);
                 let mut out = Vec::new();
-                let back: Vec<Outcome> = match fold_pool() {
-                    Some(pool) => pool.in_place_scope(|s| {
-                        s.spawn(|_| out = tasks.into_iter().map(fold).collect());
-                        back.into_iter().map(fold).collect()
-                    }),
-                    None => {
-                        out = tasks.into_iter().map(fold).collect();
-                        back.into_iter().map(fold).collect()
-                    }
-                };
+                let back: Vec<Outcome> = pool.in_place_scope(|s| {
+                    s.spawn(|_| out = tasks.into_iter().map(fold).collect());
+                    back.into_iter().map(fold).collect()
+                });
                 out.extend(back);
                 out
             } else {
