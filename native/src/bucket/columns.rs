@@ -14,10 +14,11 @@
 
 use std::collections::HashMap;
 
-use bson::raw::RawDocument;
+use bson::raw::{RawBsonRef, RawDocument};
+use bson::DateTime;
 
 use crate::bsoncolumn::builder::{BuildError, ColumnBuilder};
-use crate::bsoncolumn::values::{T_ARRAY, T_OBJECT};
+use crate::bsoncolumn::values::{T_ARRAY, T_DATE, T_DOUBLE, T_INT32, T_INT64, T_OBJECT};
 use crate::control::Checked;
 
 /// Why an append or a reopen did not happen (the columns are then as before the call).
@@ -105,6 +106,22 @@ pub fn common_prefix(a: &[u8], b: &[u8]) -> usize {
         i += 1;
     }
     i
+}
+
+/// The value of an int32, int64, double or date element from the value bytes the raw
+/// iterator delimited (what `RawElement::value` gives, without its call and the copy of
+/// its result: most measurement fields are these); None for any other type.
+#[inline]
+fn fixed_width(t: u8, v: &[u8]) -> Option<RawBsonRef<'_>> {
+    Some(match (t, v.len()) {
+        (T_INT64, 8) => RawBsonRef::Int64(i64::from_le_bytes(v.try_into().ok()?)),
+        (T_DOUBLE, 8) => RawBsonRef::Double(f64::from_le_bytes(v.try_into().ok()?)),
+        (T_DATE, 8) => RawBsonRef::DateTime(DateTime::from_millis(i64::from_le_bytes(
+            v.try_into().ok()?,
+        ))),
+        (T_INT32, 4) => RawBsonRef::Int32(i32::from_le_bytes(v.try_into().ok()?)),
+        _ => return None,
+    })
 }
 
 /// One value of an append: its field (existing index, or `fields.len()` + position among
@@ -383,7 +400,9 @@ impl BucketColumns {
         let existing = self.fields.len();
         let mut names: Vec<&str> = self.fields.iter().map(|f| &*f.name).collect();
         let mut new_names: Vec<&'a str> = Vec::new();
-        let mut values: Vec<Value<'a>> = Vec::new();
+        let docs = docs.into_iter();
+        // documents mostly have the fields the columns have
+        let mut values: Vec<Value<'a>> = Vec::with_capacity(docs.size_hint().0 * existing);
         // per field, the last row (+1) that gave it a value
         let mut seen: Vec<usize> = vec![0; existing];
         let mut map: Option<HashMap<&str, usize>> = None;
@@ -401,10 +420,15 @@ impl BucketColumns {
                 let start = pos + 1 + key.len() + 1;
                 let end = start + element.size();
                 pos = end;
+                let v = doc.get(start..end).ok_or(MALFORMED)?;
+                let t = element.element_type() as u8;
                 if let Some(slot) = collect.as_deref_mut() {
                     // the skipped field's value is read too, as iterating the document
                     // reads it (the control's own `update` refuses a batch it cannot read)
-                    match (slot.as_mut(), element.value()) {
+                    match (
+                        slot.as_mut(),
+                        fixed_width(t, v).map_or_else(|| element.value(), Ok),
+                    ) {
                         (Some(_), Ok(_)) if skip_field == Some(key) => {}
                         (Some(fields), Ok(value)) => fields.fields.push((name, value)),
                         _ => *slot = None,
@@ -413,8 +437,6 @@ impl BucketColumns {
                 if skip_field == Some(key) {
                     continue;
                 }
-                let v = doc.get(start..end).ok_or(MALFORMED)?;
-                let t = element.element_type() as u8;
                 if (t == T_OBJECT || t == T_ARRAY) && v.len() != 5 {
                     return Err(AppendError::Declined("an object or array with fields"));
                 }

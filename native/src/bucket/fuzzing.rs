@@ -107,7 +107,7 @@ pub fn check_append(data: &[u8]) {
         let prev: Vec<Option<Vec<u8>>> = (0..c.len())
             .map(|i| c.field(i).1.map(<[u8]>::to_vec))
             .collect();
-        let mut fields = Some(Checked::with_capacity(batch.len()));
+        let mut fields = Some(Checked::with_capacity(batch.len(), 8));
         let appended = c.append_collecting(batch.iter().copied(), Some(skip), Some(&mut fields));
         let Ok(done) = appended else {
             assert_eq!(snapshot(&c), before, "a failed append changed the columns");

@@ -278,6 +278,11 @@ fn follows(children: &[Node], fields: &[Field<'_>]) -> bool {
 fn fold_run(root: &mut Node, run: &[&[Field<'_>]]) -> Result<(), Fail> {
     let width = run.iter().map(|f| f.len()).max().unwrap_or(0);
     for (j, child) in root.children.iter_mut().enumerate().take(width) {
+        if let Some((lo, hi)) = numeric_extremes(run, j) {
+            update_scalar(child, lo, true, false)?;
+            update_scalar(child, hi, false, true)?;
+            continue;
+        }
         let mut lo: Option<RawBsonRef<'_>> = None;
         let mut hi: Option<RawBsonRef<'_>> = None;
         for fields in run {
@@ -302,6 +307,62 @@ fn fold_run(root: &mut Node, run: &[&[Field<'_>]]) -> Result<(), Fail> {
         flush(child, &mut lo, &mut hi)?;
     }
     Ok(())
+}
+
+/// The first minimum and first maximum of field `j` over the run when its values are all
+/// int64, all int32, all dates or all doubles but NaN (a column's values mostly are):
+/// compared as plain numbers, which is their order. None for any other run.
+fn numeric_extremes<'a>(
+    run: &[&[Field<'a>]],
+    j: usize,
+) -> Option<(RawBsonRef<'a>, RawBsonRef<'a>)> {
+    let mut values = run.iter().filter_map(|f| f.get(j).map(|&(_, v)| v));
+    macro_rules! extremes {
+        ($first:expr, $variant:ident, |$x:ident| $read:expr) => {{
+            let (mut lo, mut hi) = ($first, $first);
+            for v in values {
+                let RawBsonRef::$variant($x) = v else {
+                    return None;
+                };
+                let x = $read;
+                // strictly: of equal values (-0.0 and 0.0) the first one stays
+                if x < lo {
+                    lo = x;
+                } else if x > hi {
+                    hi = x;
+                }
+            }
+            (lo, hi)
+        }};
+    }
+    Some(match values.next()? {
+        RawBsonRef::Int64(first) => {
+            let (lo, hi) = extremes!(first, Int64, |n| n);
+            (RawBsonRef::Int64(lo), RawBsonRef::Int64(hi))
+        }
+        RawBsonRef::Int32(first) => {
+            let (lo, hi) = extremes!(first, Int32, |n| n);
+            (RawBsonRef::Int32(lo), RawBsonRef::Int32(hi))
+        }
+        RawBsonRef::DateTime(first) => {
+            let first = first.timestamp_millis();
+            let (lo, hi) = extremes!(first, DateTime, |d| d.timestamp_millis());
+            (
+                RawBsonRef::DateTime(DateTime::from_millis(lo)),
+                RawBsonRef::DateTime(DateTime::from_millis(hi)),
+            )
+        }
+        RawBsonRef::Double(first) if !first.is_nan() => {
+            // NaN orders below every number: left to the general fold
+            let (lo, hi) = extremes!(first, Double, |d| if d.is_nan() {
+                return None;
+            } else {
+                d
+            });
+            (RawBsonRef::Double(lo), RawBsonRef::Double(hi))
+        }
+        _ => return None,
+    })
 }
 
 fn flush<'a>(
@@ -558,6 +619,57 @@ mod bench {
 mod tests {
     use super::*;
     use bson::rawdoc;
+
+    /// A batch folded at once (runs of plain numbers take `numeric_extremes`) gives what
+    /// the documents folded one by one give, for the values whose order is not the
+    /// plain numbers': -0.0 against 0.0 (the first stays), NaN, mixed numeric types.
+    #[test]
+    fn a_run_of_numbers_folds_as_its_documents_one_by_one() {
+        let columns: Vec<Vec<bson::Bson>> = vec![
+            vec![
+                0.0.into(),
+                (-0.0).into(),
+                1.5.into(),
+                (-2.0).into(),
+                (-2.0).into(),
+            ],
+            vec![(-0.0).into(), 0.0.into(), f64::NAN.into(), 3.0.into()],
+            vec![5i64.into(), (-7i64).into(), 5i64.into(), i64::MAX.into()],
+            vec![1i32.into(), 1i64.into(), 0.5.into(), 1i32.into()],
+            vec![
+                DateTime::from_millis(-5).into(),
+                DateTime::from_millis(7).into(),
+                DateTime::from_millis(-5).into(),
+            ],
+            vec![3i32.into(), (-3i32).into(), f64::NAN.into()],
+        ];
+        for values in columns {
+            let docs: Vec<RawDocumentBuf> = values
+                .iter()
+                .map(|v| {
+                    let mut d = RawDocumentBuf::new();
+                    d.append(cstr("x"), bson::RawBson::try_from(v.clone()).unwrap());
+                    d
+                })
+                .collect();
+            let refs: Vec<&RawDocument> = docs.iter().map(|d| d.as_ref()).collect();
+            let mut batch = MinMax::new();
+            batch.update_batch(&refs, None).unwrap();
+            let mut one = MinMax::new();
+            for d in &refs {
+                one.update_batch(&[d], None).unwrap();
+            }
+            // bytes, so that the sign of a zero kept counts
+            let (lo, hi) = (batch.min().unwrap(), batch.max().unwrap());
+            let (lo1, hi1) = (one.min().unwrap(), one.max().unwrap());
+            assert_eq!(lo.as_bytes(), lo1.as_bytes(), "{values:?}");
+            assert_eq!(hi.as_bytes(), hi1.as_bytes(), "{values:?}");
+        }
+    }
+
+    fn cstr(s: &str) -> &bson::raw::CStr {
+        s.try_into().unwrap()
+    }
 
     #[test]
     fn date_bounds_are_the_time_field_extremes_and_nothing_else() {

@@ -221,9 +221,10 @@ pub(crate) struct Checked<'a> {
 }
 
 impl<'a> Checked<'a> {
-    pub fn with_capacity(docs: usize) -> Self {
+    /// Room for `docs` documents of about `fields` fields each.
+    pub fn with_capacity(docs: usize, fields: usize) -> Self {
         Checked {
-            fields: Vec::with_capacity(docs * 8),
+            fields: Vec::with_capacity(docs * fields.max(8)),
             ends: Vec::with_capacity(docs),
             same_names: Vec::with_capacity(docs),
         }
@@ -249,7 +250,7 @@ pub(crate) fn check_batch<'a>(
     gate: Gate,
     skip: Option<&str>,
 ) -> Result<Checked<'a>, Fail> {
-    let mut out = Checked::with_capacity(docs.len());
+    let mut out = Checked::with_capacity(docs.len(), 8);
     for (i, d) in docs.iter().enumerate() {
         for item in d.iter() {
             let (key, value) = item.map_err(|e| in_document(i, e.into()))?;
