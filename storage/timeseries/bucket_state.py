@@ -17,8 +17,8 @@ Each part goes over alone: columns may stay native under a reference `MinMax`.
 
 While all parts are native, `fold_all` does the buckets' whole prepareCommit (columns,
 min/max, the document without `data` and, when asked, with it) in one call to the core,
-which folds the buckets of a batch in parallel; `fold_control`, `fold_columns` and
-`native_documents` are the part-by-part way it falls back to. A document not built then
+which folds the buckets of a batch (in parallel on more than two cores); `fold_control`,
+`fold_columns` and `native_documents` are the part-by-part way it falls back to. A document not built then
 is a `NativeDocumentParts`, built from the bucket's native state when first read.
 """
 
@@ -185,10 +185,11 @@ def fold_all(buckets: Sequence[Bucket], staged: Sequence[Sequence[int]],
              ) -> list[Folded | None]:
     """`fold_columns`, `fold_control` and `native_documents` of each bucket's staged
     rows (`Bucket.staged`, in commit order; `counts`: its measurements after them) in one
-    call to the core, which folds the buckets in parallel: per bucket, what `Folded`
-    says, or None, with nothing of it changed, where the caller must fold part by part (a
-    part held by the reference, a batch that was decoded, not scanned, the columns
-    declined). Unless `whole`, the documents are `NativeDocumentParts`, built when read."""
+    call to the core, which folds the buckets (in parallel on more than two cores): per
+    bucket, what `Folded` says, or None, with nothing of it changed, where the caller
+    must fold part by part (a part held by the reference, a batch that was decoded, not
+    scanned, the columns declined). Unless `whole`, the documents are
+    `NativeDocumentParts`, built when read."""
     out: list[Folded | None] = [None] * len(buckets)
     jobs: list[tuple[Any, ...]] = []
     where: list[int] = []

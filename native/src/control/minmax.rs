@@ -648,7 +648,10 @@ mod tests {
                 .iter()
                 .map(|v| {
                     let mut d = RawDocumentBuf::new();
-                    d.append(cstr("x"), bson::RawBson::try_from(v.clone()).unwrap());
+                    d.append(
+                        bson::raw::cstr!("x"),
+                        bson::RawBson::try_from(v.clone()).unwrap(),
+                    );
                     d
                 })
                 .collect();
@@ -665,10 +668,6 @@ mod tests {
             assert_eq!(lo.as_bytes(), lo1.as_bytes(), "{values:?}");
             assert_eq!(hi.as_bytes(), hi1.as_bytes(), "{values:?}");
         }
-    }
-
-    fn cstr(s: &str) -> &bson::raw::CStr {
-        s.try_into().unwrap()
     }
 
     #[test]
