@@ -140,7 +140,8 @@ class BucketColumns:
 def bucket_document(bucket_id: bytes, version: int, count: int, meta_key: bytes | None,
                     control: Control, columns: BucketColumns | None = None) -> bytes: ...
 def fold_buckets(buffer: Buffer, offsets: Buffer, skip_field: str | None,
-                 jobs: list[tuple[Any, ...]], whole: bool = True
+                 jobs: list[tuple[Any, ...]], whole: bool = True,
+                 scanned: ScannedBatch | None = None
                  ) -> list[tuple[bytes, int, bytes | None, bytes | None, int, int] | None]: ...
 
 # -- Block processing (native/src/blocks, facade query/timeseries/block_group.py) ---------

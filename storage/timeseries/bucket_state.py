@@ -193,7 +193,7 @@ def fold_all(buckets: Sequence[Bucket], staged: Sequence[Sequence[int]],
     out: list[Folded | None] = [None] * len(buckets)
     jobs: list[tuple[Any, ...]] = []
     where: list[int] = []
-    documents = None
+    documents = batch = None
     for i, (b, rows, count) in enumerate(zip(buckets, staged, counts)):
         control, columns = b.control, b.columns
         if control is None or not isinstance(columns, NativeColumns):
@@ -202,7 +202,7 @@ def fold_all(buckets: Sequence[Bucket], staged: Sequence[Sequence[int]],
         if source is None:
             continue
         if documents is None:
-            documents = source.documents
+            documents, batch = source.documents, source.batch
         elif source.documents is not documents:
             continue
         jobs.append((control.native, columns.native, rows, b.bucket_id.binary, b.version,
@@ -210,8 +210,10 @@ def fold_all(buckets: Sequence[Bucket], staged: Sequence[Sequence[int]],
         where.append(i)
     if not jobs or documents is None or native.core is None:
         return out
+    # the scan's table tells where each field's value lies: the core need not iterate
+    # the documents again
     results = native.check(native.core.fold_buckets, documents.buffer, documents.offsets,
-                           meta_field, jobs, whole)
+                           meta_field, jobs, whole, batch)
     for i, r in zip(where, results):
         if r is None:
             continue

@@ -13,11 +13,12 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
-use super::columns::{AppendError, Appended, BucketColumns};
+use super::columns::{AppendError, Appended, BucketColumns, Row, Shapes};
 use super::document::{build, data_len, Parts};
 use crate::boundary::{guard, Declined};
 use crate::control::bindings::Control;
 use crate::control::Checked;
+use crate::measurements::bindings::ScannedBatch;
 
 /// Document bytes from which an append releases the GIL (below, the release and the
 /// re-acquisition cost more than the work, and re-acquiring can wait for other threads).
@@ -436,7 +437,7 @@ struct Task<'a> {
     ctl: &'a mut Control,
     cols: &'a mut BucketColumns,
     /// None: a document is malformed (the bucket declines, as its columns would)
-    docs: Option<&'a [&'a [u8]]>,
+    docs: Option<Vec<Row<'a>>>,
     id: [u8; 12],
     version: i32,
     count: i32,
@@ -460,8 +461,7 @@ fn fold_one(task: Task<'_>, skip_field: Option<&str>, whole: bool) -> Outcome {
     };
     // the columns read each document once, and hand the control its fields
     let mut fields = Some(Checked::with_capacity(docs.len(), cols.len()));
-    let Ok(appended) = cols.append_collecting(docs.iter().copied(), skip_field, Some(&mut fields))
-    else {
+    let Ok(appended) = cols.append_collecting(docs, skip_field, Some(&mut fields)) else {
         return Outcome::Declined;
     };
     let folded = fields.is_some_and(|f| ctl.fold_parsed(f).is_ok());
@@ -504,8 +504,13 @@ fn fold_one(task: Task<'_>, skip_field: Option<&str>, whole: bool) -> Outcome {
 /// bucket: None when the columns declined (neither changed); the documents None and the
 /// size 0 when the control declined after the columns were appended (the caller folds
 /// min/max with the reference). A bucket's objects may appear in one job only.
+///
+/// `scanned`: the measurement scan of these documents (`scan_measurements` of `buffer`,
+/// the same object, with `skip_field` as its meta field), whose table of where each
+/// field's value lies lets the fold read a document of fixed-width fields without
+/// iterating it again; ignored when it is not that scan.
 #[pyfunction]
-#[pyo3(signature = (buffer, offsets, skip_field, jobs, whole = true))]
+#[pyo3(signature = (buffer, offsets, skip_field, jobs, whole = true, scanned = None))]
 fn fold_buckets<'py>(
     py: Python<'py>,
     buffer: &Bound<'py, PyAny>,
@@ -513,8 +518,14 @@ fn fold_buckets<'py>(
     skip_field: Option<&str>,
     jobs: Vec<Job<'py>>,
     whole: bool,
+    scanned: Option<Bound<'py, ScannedBatch>>,
 ) -> PyResult<Vec<Option<Folded<'py>>>> {
     guard("fold_buckets", || {
+        let table = scanned
+            .as_ref()
+            .map(Bound::get)
+            .filter(|s| s.buffer().bind(py).as_any().is(buffer) && s.meta_field() == skip_field);
+        let shapes = table.map(|s| Shapes::of(s.table()));
         let buffer = bytes_of(buffer)?;
         let offsets = ints_of(offsets, i64::to_le_bytes)?;
         let mut jobs = jobs;
@@ -528,17 +539,25 @@ fn fold_buckets<'py>(
             // a malformed document declines its bucket, as the columns would
             let docs = documents(&buffer, &offsets, rows.iter().copied()).ok();
             size += docs.as_ref().map_or(0, |d| d.iter().map(|x| x.len()).sum());
+            let docs = docs.map(|docs| match (table, &shapes) {
+                (Some(table), Some(shapes)) => docs
+                    .iter()
+                    .zip(rows)
+                    .map(|(&doc, &row)| shapes.row(table.table(), row, doc))
+                    .collect(),
+                _ => docs.into_iter().map(Row::Document).collect(),
+            });
             work.push((docs, id));
         }
         let tasks: Vec<Task<'_>> = jobs
             .iter_mut()
-            .zip(&work)
+            .zip(work)
             .map(
                 |((ctl, cols, _, _, version, count, key), (docs, id))| Task {
                     ctl,
                     cols: &mut cols.inner,
-                    docs: docs.as_deref(),
-                    id: *id,
+                    docs,
+                    id,
                     version: *version,
                     count: *count,
                     meta_key: key.as_deref(),
@@ -599,33 +618,67 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measurements::{scan, ScanOptions, DEFAULT_MAX_DEPTH, DEFAULT_MAX_SIZE};
+    use bson::oid::ObjectId;
     use bson::{cstr, rawdoc, DateTime};
 
-    /// Measurements of `buckets` buckets, `rows` each: ints, a double, a string that
-    /// appears late, and a time.
-    fn measurements(buckets: usize, rows: usize) -> Vec<RawDocumentBuf> {
+    /// Measurements of `buckets` buckets, `rows` each, back to back: a time, an int, a
+    /// double, a bool, an `_id` after them (none in the last bucket), and in the third
+    /// row of each bucket a string (a shape the table does not read).
+    fn measurements(buckets: usize, rows: usize) -> Vec<u8> {
         let mut out = Vec::new();
         for b in 0..buckets {
             for r in 0..rows {
                 let mut d = rawdoc! {
                     "time": DateTime::from_millis((r * 1000) as i64),
                     "a": (b * r) as i64,
-                    "x": r as f64 / 3.0,
                     "tags": {"host": format!("h{b}")},
+                    "x": r as f64 / 3.0,
+                    "ok": r % 2 == 0,
                 };
+                if b + 1 < buckets {
+                    d.append(
+                        cstr!("_id"),
+                        ObjectId::from_bytes([(b * rows + r) as u8; 12]),
+                    );
+                }
                 if r % 3 == 2 {
                     d.append(cstr!("s"), format!("v{r}"));
                 }
-                out.push(d);
+                out.extend_from_slice(d.as_bytes());
             }
         }
         out
     }
 
-    fn fold_with(pool: Option<&rayon::ThreadPool>) -> (Vec<Outcome>, Vec<Vec<Vec<u8>>>) {
+    /// Folds the buckets (`rows` documents each) with `pool`, reading the documents from
+    /// the scan's table when `table`: the outcomes, every bucket's columns and min/max,
+    /// and how many rows the table gave.
+    fn fold_with(
+        pool: Option<&rayon::ThreadPool>,
+        table: bool,
+    ) -> (Vec<Outcome>, Vec<Vec<Vec<u8>>>, usize) {
         let (buckets, rows) = (7, 5);
-        let docs = measurements(buckets, rows);
-        let raw: Vec<&[u8]> = docs.iter().map(|d| d.as_bytes()).collect();
+        let buf = measurements(buckets, rows);
+        let opts = ScanOptions {
+            time_field: "time",
+            meta_field: Some("tags"),
+            ordered: false,
+            max_depth: DEFAULT_MAX_DEPTH,
+            max_size: DEFAULT_MAX_SIZE,
+        };
+        let scanned = scan(&buf, None, &opts).unwrap();
+        let shapes = Shapes::of(&scanned);
+        let docs: Vec<&[u8]> = scanned.spans.iter().map(|&(s, n)| &buf[s..s + n]).collect();
+        let all: Vec<Row<'_>> = docs
+            .iter()
+            .enumerate()
+            .map(|(i, &doc)| match table {
+                true => shapes.row(&scanned, i as i32, doc),
+                false => Row::Document(doc),
+            })
+            .collect();
+        let shaped = all.iter().filter(|r| matches!(r, Row::Shaped(_))).count();
         let mut state: Vec<(Control, BucketColumns)> = (0..buckets)
             .map(|_| (Control::default(), BucketColumns::new(Some("time"))))
             .collect();
@@ -635,7 +688,7 @@ mod tests {
             .map(|(b, (ctl, cols))| Task {
                 ctl,
                 cols,
-                docs: Some(&raw[b * rows..(b + 1) * rows]),
+                docs: Some(all[b * rows..(b + 1) * rows].to_vec()),
                 id: [b as u8; 12],
                 version: 2,
                 count: rows as i32,
@@ -643,11 +696,16 @@ mod tests {
             })
             .collect();
         let outcomes = fold_tasks(tasks, pool, Some("tags"), true);
-        let columns = state
+        let state = state
             .iter()
-            .map(|(_, c)| c.column_bytes().map(|(_, b)| b.to_vec()).collect())
+            .map(|(ctl, c)| {
+                let (min, max) = ctl.min_max_raw().unwrap();
+                let mut bytes: Vec<Vec<u8>> = c.column_bytes().map(|(_, b)| b.to_vec()).collect();
+                bytes.extend([min.as_bytes().to_vec(), max.as_bytes().to_vec()]);
+                bytes
+            })
             .collect();
-        (outcomes, columns)
+        (outcomes, state, shaped)
     }
 
     /// The pool's half and the calling thread's give what one thread folding every
@@ -658,52 +716,87 @@ mod tests {
             .num_threads(1)
             .build()
             .unwrap();
-        let (split, split_columns) = fold_with(Some(&pool));
-        let (one, one_columns) = fold_with(None);
+        let (split, split_state, _) = fold_with(Some(&pool), false);
+        let (one, one_state, _) = fold_with(None, false);
         assert_eq!(split.len(), 7);
         assert!(split
             .iter()
             .all(|o| matches!(o, Outcome::Folded(_, Some(_)))));
         assert_eq!(split, one);
-        assert_eq!(split_columns, one_columns);
+        assert_eq!(split_state, one_state);
+    }
+
+    /// Documents read from the scan's table fold as the documents iterated do: the same
+    /// columns, min/max and documents, the rows of other shapes iterated among them.
+    #[test]
+    fn a_fold_from_the_scans_table_is_the_fold_of_the_documents() {
+        let (table, table_state, shaped) = fold_with(None, true);
+        let (docs, docs_state, none) = fold_with(None, false);
+        // every row but the 7 with a string (rows without an _id too)
+        assert_eq!((shaped, none), (28, 0));
+        assert!(table
+            .iter()
+            .all(|o| matches!(o, Outcome::Folded(_, Some(_)))));
+        assert_eq!(table, docs);
+        assert_eq!(table_state, docs_state);
     }
 }
 
 #[cfg(test)]
 mod bench {
     use super::*;
+    use crate::measurements::{scan, ScanOptions, DEFAULT_MAX_DEPTH, DEFAULT_MAX_SIZE};
 
-    /// The fold of 100 buckets taking 10 TSBS measurements each, 36 times; for `perf`:
-    /// write the documents (grouped by host, 1000 per round) to
-    /// /tmp/fold_bench/tsbs36k.bson, then `cargo test --release time_a_fold -- --ignored`.
+    /// The fold of 100 buckets taking 10 TSBS measurements each, 36 times, the documents
+    /// iterated and read from the scan's table; for `perf`: write the documents (grouped
+    /// by host, 1000 per round) to /tmp/fold_bench/tsbs36k.bson, then
+    /// `cargo test --release time_a_fold -- --ignored --nocapture`.
     #[test]
     #[ignore]
     fn time_a_fold() {
         let buf = std::fs::read("/tmp/fold_bench/tsbs36k.bson").unwrap();
-        let docs = crate::control::documents(&buf, None).unwrap();
-        let raw: Vec<&[u8]> = docs.iter().map(|d| d.as_bytes()).collect();
-        let t = std::time::Instant::now();
-        for _ in 0..5 {
-            let mut buckets: Vec<(Control, BucketColumns)> = (0..100)
-                .map(|_| (Control::default(), BucketColumns::new(Some("time"))))
+        let opts = ScanOptions {
+            time_field: "time",
+            meta_field: Some("tags"),
+            ordered: false,
+            max_depth: DEFAULT_MAX_DEPTH,
+            max_size: DEFAULT_MAX_SIZE,
+        };
+        let scanned = scan(&buf, None, &opts).unwrap();
+        let shapes = Shapes::of(&scanned);
+        for table in [false, true] {
+            let rows: Vec<Row<'_>> = scanned
+                .spans
+                .iter()
+                .enumerate()
+                .map(|(i, &(s, n))| match table {
+                    true => shapes.row(&scanned, i as i32, &buf[s..s + n]),
+                    false => Row::Document(&buf[s..s + n]),
+                })
                 .collect();
-            for round in 0..36 {
-                for (b, (ctl, cols)) in buckets.iter_mut().enumerate() {
-                    let at = round * 1000 + b * 10;
-                    let task = Task {
-                        ctl,
-                        cols,
-                        docs: Some(&raw[at..at + 10]),
-                        id: [0; 12],
-                        version: 2,
-                        count: (round as i32 + 1) * 10,
-                        meta_key: None,
-                    };
-                    std::hint::black_box(fold_one(task, Some("tags"), false));
+            let t = std::time::Instant::now();
+            for _ in 0..5 {
+                let mut buckets: Vec<(Control, BucketColumns)> = (0..100)
+                    .map(|_| (Control::default(), BucketColumns::new(Some("time"))))
+                    .collect();
+                for round in 0..36 {
+                    for (b, (ctl, cols)) in buckets.iter_mut().enumerate() {
+                        let at = round * 1000 + b * 10;
+                        let task = Task {
+                            ctl,
+                            cols,
+                            docs: Some(rows[at..at + 10].to_vec()),
+                            id: [0; 12],
+                            version: 2,
+                            count: (round as i32 + 1) * 10,
+                            meta_key: None,
+                        };
+                        std::hint::black_box(fold_one(task, Some("tags"), false));
+                    }
                 }
             }
+            let us = t.elapsed().as_secs_f64() / (5 * 36 * 100) as f64 * 1e6;
+            println!("fold (table {table}): {us:.2} µs per bucket of 10");
         }
-        let us = t.elapsed().as_secs_f64() / (5 * 36 * 100) as f64 * 1e6;
-        println!("fold: {us:.2} µs per bucket of 10");
     }
 }

@@ -14,12 +14,16 @@
 
 use std::collections::HashMap;
 
-use bson::raw::{RawBsonRef, RawDocument};
+use bson::oid::ObjectId;
+use bson::raw::{CStr, RawBsonRef, RawDocument};
 use bson::DateTime;
 
 use crate::bsoncolumn::builder::{BuildError, ColumnBuilder};
-use crate::bsoncolumn::values::{T_ARRAY, T_DATE, T_DOUBLE, T_INT32, T_INT64, T_OBJECT};
+use crate::bsoncolumn::values::{
+    T_ARRAY, T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64, T_NULL, T_OBJECT, T_OID,
+};
 use crate::control::Checked;
+use crate::measurements::Scanned;
 
 /// Why an append or a reopen did not happen (the columns are then as before the call).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,11 +112,13 @@ pub fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     i
 }
 
-/// The value of an int32, int64, double or date element from the value bytes the raw
-/// iterator delimited (what `RawElement::value` gives, without its call and the copy of
-/// its result: most measurement fields are these); None for any other type.
+/// The value of an element of a fixed-width type (int32, int64, double, date, ObjectId,
+/// bool, null) from the value bytes the raw iterator or the scan delimited (what
+/// `RawElement::value` gives, without its call and the copy of its result: most
+/// measurement fields are these); None for any other type, or bytes that are not such a
+/// value.
 #[inline]
-fn fixed_width(t: u8, v: &[u8]) -> Option<RawBsonRef<'_>> {
+pub(crate) fn fixed_width(t: u8, v: &[u8]) -> Option<RawBsonRef<'_>> {
     Some(match (t, v.len()) {
         (T_INT64, 8) => RawBsonRef::Int64(i64::from_le_bytes(v.try_into().ok()?)),
         (T_DOUBLE, 8) => RawBsonRef::Double(f64::from_le_bytes(v.try_into().ok()?)),
@@ -120,8 +126,82 @@ fn fixed_width(t: u8, v: &[u8]) -> Option<RawBsonRef<'_>> {
             v.try_into().ok()?,
         ))),
         (T_INT32, 4) => RawBsonRef::Int32(i32::from_le_bytes(v.try_into().ok()?)),
+        (T_OID, 12) => RawBsonRef::ObjectId(ObjectId::from_bytes(v.try_into().ok()?)),
+        (T_BOOL, 1) if v[0] <= 1 => RawBsonRef::Boolean(v[0] == 1),
+        (T_NULL, 0) => RawBsonRef::Null,
         _ => return None,
     })
+}
+
+/// Whether `fixed_width` reads values of type `t`.
+pub(crate) fn is_fixed_width(t: u8) -> bool {
+    matches!(
+        t,
+        T_INT64 | T_DOUBLE | T_DATE | T_INT32 | T_OID | T_BOOL | T_NULL
+    )
+}
+
+/// A document to append: as it came (iterated here), or as the measurement scan read it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Row<'a> {
+    Document(&'a [u8]),
+    Shaped(ShapedRow<'a>),
+}
+
+/// A document the measurement scan read: its fields but the meta, in document order
+/// (their names and types, the scan's shape), and where each value lies in the document.
+/// Only shapes of fixed-width types (`is_fixed_width`) are read so.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ShapedRow<'a> {
+    pub doc: &'a [u8],
+    pub names: &'a [&'a CStr],
+    pub types: &'a [u8],
+    pub spans: &'a [(u32, u32)],
+}
+
+/// The scan's shapes a fold reads from its table: per shape, its field names and types
+/// when every type has a fixed width (`is_fixed_width`), else None (such documents are
+/// iterated).
+pub(crate) struct Shapes<'a> {
+    of: Vec<Option<(Vec<&'a CStr>, Vec<u8>)>>,
+}
+
+impl<'a> Shapes<'a> {
+    pub(crate) fn of(scanned: &'a Scanned) -> Self {
+        let of = scanned
+            .shapes
+            .iter()
+            .map(|fields| {
+                let names = fields
+                    .iter()
+                    .map(|(name, _)| <&CStr>::try_from(name.as_str()).ok())
+                    .collect::<Option<Vec<_>>>()?;
+                let types: Vec<u8> = fields.iter().map(|&(_, t)| t).collect();
+                types
+                    .iter()
+                    .all(|&t| is_fixed_width(t))
+                    .then_some((names, types))
+            })
+            .collect();
+        Shapes { of }
+    }
+
+    /// Document `row` of the batch (`doc`, its bytes) as the fold reads it.
+    pub(crate) fn row(&'a self, scanned: &'a Scanned, row: i32, doc: &'a [u8]) -> Row<'a> {
+        let shaped = usize::try_from(row).ok().and_then(|r| {
+            let shape = usize::try_from(*scanned.shape_of.get(r)?).ok()?;
+            let (names, types) = self.of.get(shape)?.as_ref()?;
+            let at = *scanned.spans_at.get(r)? as usize;
+            let spans = scanned.value_spans.get(at..at.checked_add(types.len())?)?;
+            Some(ShapedRow {
+                doc,
+                names,
+                types,
+                spans,
+            })
+        });
+        shaped.map_or(Row::Document(doc), Row::Shaped)
+    }
 }
 
 /// One value of an append: its field (existing index, or `fields.len()` + position among
@@ -244,16 +324,17 @@ impl BucketColumns {
         docs: impl IntoIterator<Item = &'a [u8]>,
         skip_field: Option<&str>,
     ) -> Result<Appended, AppendError> {
-        self.append_collecting(docs, skip_field, None)
+        self.append_collecting(docs.into_iter().map(Row::Document), skip_field, None)
     }
 
     /// `append`, handing each document's top-level fields (the skipped one left out) to
     /// `collect` as it reads them, for the control's fold to take without iterating the
     /// documents again. A value the control cannot read leaves `collect` None (the
-    /// columns decide for themselves).
+    /// columns decide for themselves). A document is given whole or as the scan read it
+    /// (`Row`).
     pub(crate) fn append_collecting<'a>(
         &mut self,
-        docs: impl IntoIterator<Item = &'a [u8]>,
+        docs: impl IntoIterator<Item = Row<'a>>,
         skip_field: Option<&str>,
         collect: Option<&mut Option<Checked<'a>>>,
     ) -> Result<Appended, AppendError> {
@@ -392,7 +473,7 @@ impl BucketColumns {
     #[allow(clippy::type_complexity)]
     fn parse<'a>(
         &self,
-        docs: impl IntoIterator<Item = &'a [u8]>,
+        docs: impl IntoIterator<Item = Row<'a>>,
         skip_field: Option<&str>,
         mut collect: Option<&mut Option<Checked<'a>>>,
     ) -> Result<(Vec<&'a str>, Vec<Value<'a>>, usize), AppendError> {
@@ -407,69 +488,91 @@ impl BucketColumns {
         let mut seen: Vec<usize> = vec![0; existing];
         let mut map: Option<HashMap<&str, usize>> = None;
         let mut hint = 0usize;
+        // one value of a field other than the skipped one
+        let mut add = |row: usize, key: &'a str, t: u8, v: &'a [u8]| {
+            if (t == T_OBJECT || t == T_ARRAY) && v.len() != 5 {
+                return Err(AppendError::Declined("an object or array with fields"));
+            }
+            let field = if names.get(hint) == Some(&key) {
+                hint
+            } else {
+                if map.is_none() && names.len() > SCAN_MAX {
+                    map = Some(names.iter().enumerate().map(|(i, k)| (*k, i)).collect());
+                }
+                let found = match &map {
+                    Some(m) => m.get(key).copied(),
+                    None => names.iter().position(|k| *k == key),
+                };
+                match found {
+                    Some(i) => i,
+                    None => {
+                        let i = names.len();
+                        names.push(key);
+                        new_names.push(key);
+                        seen.push(0);
+                        if let Some(m) = &mut map {
+                            m.insert(key, i);
+                        }
+                        i
+                    }
+                }
+            };
+            hint = field + 1;
+            if seen[field] == row + 1 {
+                return Err(AppendError::Declined("a field twice in one document"));
+            }
+            seen[field] = row + 1;
+            values.push(Value { field, row, t, v });
+            Ok(())
+        };
         let mut n = 0usize;
-        for (row, doc) in docs.into_iter().enumerate() {
+        for (row, doc) in docs.enumerate() {
             n = row + 1;
-            let raw = RawDocument::from_bytes(doc).map_err(|_| MALFORMED)?;
-            let mut pos = 4usize;
-            for element in raw.iter_elements() {
-                let element = element.map_err(|_| MALFORMED)?;
-                let name = element.key();
-                let key: &'a str = name.as_str();
-                // the iterator read the type byte, the key and its NUL, then the value
-                let start = pos + 1 + key.len() + 1;
-                let end = start + element.size();
-                pos = end;
-                let v = doc.get(start..end).ok_or(MALFORMED)?;
-                let t = element.element_type() as u8;
-                if let Some(slot) = collect.as_deref_mut() {
-                    // the skipped field's value is read too, as iterating the document
-                    // reads it (the control's own `update` refuses a batch it cannot read)
-                    match (
-                        slot.as_mut(),
-                        fixed_width(t, v).map_or_else(|| element.value(), Ok),
-                    ) {
-                        (Some(_), Ok(_)) if skip_field == Some(key) => {}
-                        (Some(fields), Ok(value)) => fields.fields.push((name, value)),
-                        _ => *slot = None,
-                    }
-                }
-                if skip_field == Some(key) {
-                    continue;
-                }
-                if (t == T_OBJECT || t == T_ARRAY) && v.len() != 5 {
-                    return Err(AppendError::Declined("an object or array with fields"));
-                }
-                let field = if names.get(hint) == Some(&key) {
-                    hint
-                } else {
-                    if map.is_none() && names.len() > SCAN_MAX {
-                        map = Some(names.iter().enumerate().map(|(i, k)| (*k, i)).collect());
-                    }
-                    let found = match &map {
-                        Some(m) => m.get(key).copied(),
-                        None => names.iter().position(|k| *k == key),
-                    };
-                    match found {
-                        Some(i) => i,
-                        None => {
-                            let i = names.len();
-                            names.push(key);
-                            new_names.push(key);
-                            seen.push(0);
-                            if let Some(m) = &mut map {
-                                m.insert(key, i);
+            match doc {
+                Row::Document(doc) => {
+                    let raw = RawDocument::from_bytes(doc).map_err(|_| MALFORMED)?;
+                    let mut pos = 4usize;
+                    for element in raw.iter_elements() {
+                        let element = element.map_err(|_| MALFORMED)?;
+                        let name = element.key();
+                        let key: &'a str = name.as_str();
+                        // the iterator read the type byte, the key and its NUL, then the
+                        // value
+                        let start = pos + 1 + key.len() + 1;
+                        let end = start + element.size();
+                        pos = end;
+                        let v = doc.get(start..end).ok_or(MALFORMED)?;
+                        let t = element.element_type() as u8;
+                        if let Some(slot) = collect.as_deref_mut() {
+                            // the skipped field's value is read too, as iterating the
+                            // document reads it (the control's own `update` refuses a
+                            // batch it cannot read)
+                            match (
+                                slot.as_mut(),
+                                fixed_width(t, v).map_or_else(|| element.value(), Ok),
+                            ) {
+                                (Some(_), Ok(_)) if skip_field == Some(key) => {}
+                                (Some(fields), Ok(value)) => fields.fields.push((name, value)),
+                                _ => *slot = None,
                             }
-                            i
+                        }
+                        if skip_field != Some(key) {
+                            add(row, key, t, v)?;
                         }
                     }
-                };
-                hint = field + 1;
-                if seen[field] == row + 1 {
-                    return Err(AppendError::Declined("a field twice in one document"));
                 }
-                seen[field] = row + 1;
-                values.push(Value { field, row, t, v });
+                Row::Shaped(s) => {
+                    // the scan read the document (the skipped field is not among these)
+                    let fields = s.names.iter().zip(s.types).zip(s.spans);
+                    for ((&name, &t), &(start, end)) in fields {
+                        let v = s.doc.get(start as usize..end as usize).ok_or(MALFORMED)?;
+                        let value = fixed_width(t, v).ok_or(MALFORMED)?;
+                        if let Some(Some(fields)) = collect.as_deref_mut() {
+                            fields.fields.push((name, value));
+                        }
+                        add(row, name.as_str(), t, v)?;
+                    }
+                }
             }
             if let Some(Some(fields)) = collect.as_deref_mut() {
                 fields.ends.push(fields.fields.len());

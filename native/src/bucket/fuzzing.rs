@@ -6,10 +6,11 @@
 
 use bson::raw::{cstr, RawBsonRef, RawDocument, RawDocumentBuf};
 
-use super::columns::BucketColumns;
+use super::columns::{BucketColumns, Row, Shapes};
 use crate::bsoncolumn::builder::DEFAULT_MAX_VALUES;
 use crate::bsoncolumn::decoder::decode_column;
 use crate::control::Checked;
+use crate::measurements::{scan, ScanOptions, DEFAULT_MAX_DEPTH, DEFAULT_MAX_SIZE};
 
 /// Documents cut from `data` by their int32 sizes (a bad size ends the list; the bytes
 /// then are the last, malformed, document).
@@ -100,6 +101,7 @@ pub fn check_append(data: &[u8]) {
     };
     let docs = split(rest);
     let skip = ["m", "tags", ""][sel as usize % 3];
+    check_table(rest, skip);
     let cut = (sel as usize / 3) % (docs.len() + 1);
     let mut c = BucketColumns::new(Some("t"));
     for batch in [&docs[..cut], &docs[cut..]] {
@@ -108,7 +110,11 @@ pub fn check_append(data: &[u8]) {
             .map(|i| c.field(i).1.map(<[u8]>::to_vec))
             .collect();
         let mut fields = Some(Checked::with_capacity(batch.len(), 8));
-        let appended = c.append_collecting(batch.iter().copied(), Some(skip), Some(&mut fields));
+        let appended = c.append_collecting(
+            batch.iter().copied().map(Row::Document),
+            Some(skip),
+            Some(&mut fields),
+        );
         let Ok(done) = appended else {
             assert_eq!(snapshot(&c), before, "a failed append changed the columns");
             continue;
@@ -160,6 +166,57 @@ pub fn check_append(data: &[u8]) {
             snapshot(&again).1,
             snapshot(&c2).1,
             "reopened columns continue alike"
+        );
+    }
+}
+
+/// Documents the measurement scan read append from its table (`Row::Shaped`, for those of
+/// fixed-width fields) as they do iterated: the same result, the same columns.
+fn check_table(buf: &[u8], skip: &str) {
+    let opts = ScanOptions {
+        time_field: "t",
+        meta_field: Some(skip),
+        ordered: false,
+        max_depth: DEFAULT_MAX_DEPTH,
+        max_size: DEFAULT_MAX_SIZE,
+    };
+    let Ok(scanned) = scan(buf, None, &opts) else {
+        return;
+    };
+    let shapes = Shapes::of(&scanned);
+    let docs: Vec<&[u8]> = scanned.spans.iter().map(|&(s, n)| &buf[s..s + n]).collect();
+    let rows = docs
+        .iter()
+        .enumerate()
+        .map(|(i, &doc)| shapes.row(&scanned, i as i32, doc));
+    let (mut a, mut b) = (BucketColumns::new(Some("t")), BucketColumns::new(Some("t")));
+    let (mut fa, mut fb) = (
+        Some(Checked::with_capacity(docs.len(), 8)),
+        Some(Checked::with_capacity(docs.len(), 8)),
+    );
+    let from_table = a.append_collecting(rows, Some(skip), Some(&mut fa));
+    let iterated = b.append_collecting(
+        docs.iter().copied().map(Row::Document),
+        Some(skip),
+        Some(&mut fb),
+    );
+    assert_eq!(
+        from_table, iterated,
+        "the table appends as the documents do"
+    );
+    assert_eq!(
+        snapshot(&a),
+        snapshot(&b),
+        "the table gives the documents' columns"
+    );
+    if from_table.is_ok() {
+        // as text: a NaN is not equal to itself
+        let fields =
+            |c: &Option<Checked<'_>>| c.as_ref().map(|c| format!("{:?}", (&c.fields, &c.ends)));
+        assert_eq!(
+            fields(&fa),
+            fields(&fb),
+            "the table collects the documents' fields"
         );
     }
 }

@@ -31,6 +31,23 @@ fn le_bytes<T: Copy, const N: usize>(
     PyBytes::new(py, &out).unbind()
 }
 
+impl ScannedBatch {
+    /// The scanned bytes.
+    pub(crate) fn buffer(&self) -> &Py<PyBytes> {
+        &self.buf
+    }
+
+    /// The meta field the scan left out of the shapes.
+    pub(crate) fn meta_field(&self) -> Option<&str> {
+        self.meta_field.as_deref()
+    }
+
+    /// What the scan found.
+    pub(crate) fn table(&self) -> &Scanned {
+        &self.data
+    }
+}
+
 #[pymethods]
 impl ScannedBatch {
     /// Documents in the batch.

@@ -104,6 +104,13 @@ pub struct Scanned {
     /// The distinct shapes of the batch in order of first appearance: the (name, BSON
     /// type) of each field but the meta, in document order.
     pub shapes: Vec<Vec<(String, u8)>>,
+    /// Where the values of each accepted measurement's fields but the meta lie in its
+    /// document, (start, end) in document order (its shape's fields): the measurement's
+    /// are `value_spans[spans_at[i]..]`, as many as its shape has (`spans_at` is
+    /// `u32::MAX` where refused), so that the bucket fold reads them without iterating
+    /// the document again.
+    pub value_spans: Vec<(u32, u32)>,
+    pub spans_at: Vec<u32>,
     pub series: Vec<Series>,
     /// Accepted measurements, series by series, each series' by time (stable).
     pub order: Vec<i32>,
@@ -269,12 +276,14 @@ pub fn time_error_message(time_field: &str) -> String {
 
 /// One document scanned; `seen_meta(raw)`: whether a document scanned before had a meta
 /// element of exactly these bytes (its walk is then skipped: it passed).
+#[allow(clippy::too_many_arguments)]
 fn scan_one<'a>(
     bytes: &'a [u8],
     opts: &ScanOptions<'_>,
     walker: &mut Walker<'a>,
     names: &mut Vec<&'a str>,
     shape: &mut Vec<u8>,
+    value_spans: &mut Vec<(u32, u32)>,
     seen_meta: impl Fn(&[u8]) -> bool,
 ) -> Result<One<'a>, Refusal> {
     let doc = RawDocument::from_bytes(bytes).map_err(invalid)?;
@@ -324,6 +333,13 @@ fn scan_one<'a>(
         if key == "_id" {
             one.has_id = true;
         }
+        // the value after the type byte, the name and its NUL (a document is far below
+        // 4 GiB: the buffer is a message's)
+        let value_start = start.saturating_add(2 + key.len());
+        value_spans.push((
+            u32::try_from(value_start).unwrap_or(u32::MAX),
+            u32::try_from(at).unwrap_or(u32::MAX),
+        ));
         // the shape's key: type byte, name and NUL per field (names hold no NUL)
         shape.push(elem.element_type() as u8);
         shape.extend_from_slice(key.as_bytes());
@@ -396,6 +412,7 @@ pub fn scan(
         has_id: vec![false; n],
         nested: vec![false; n],
         shape_of: vec![-1; n],
+        spans_at: vec![u32::MAX; n],
         ..Scanned::default()
     };
     // SipHash, the std default, was a tenth of the scan; ahash is keyed at random too,
@@ -417,9 +434,20 @@ pub fn scan(
         out.scanned = i + 1;
         let bytes = buf.get(start..start + len).unwrap_or_default();
         let seen = |raw: &[u8]| by_raw.contains_key(raw);
-        let one = match scan_one(bytes, opts, &mut walker, &mut names, &mut shape, seen) {
+        let spans_at = out.value_spans.len();
+        let scanned = scan_one(
+            bytes,
+            opts,
+            &mut walker,
+            &mut names,
+            &mut shape,
+            &mut out.value_spans,
+            seen,
+        );
+        let one = match scanned {
             Ok(one) => one,
             Err(Refusal::Error(code, message)) => {
+                out.value_spans.truncate(spans_at);
                 out.errors.push(MeasurementError {
                     index: i,
                     code,
@@ -446,6 +474,7 @@ pub fn scan(
                 }
             },
         };
+        out.spans_at[i] = u32::try_from(spans_at).unwrap_or(u32::MAX);
         out.times[i] = one.time;
         out.series_of[i] = series;
         out.field_counts[i] = one.field_count;

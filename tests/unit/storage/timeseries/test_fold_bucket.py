@@ -76,9 +76,11 @@ def _batches(draw: st.DrawFn) -> list[list[tuple[int, dict[str, Any]]]]:
 
 
 @settings(max_examples=60, deadline=None)
-@given(_batches(), st.lists(st.booleans(), min_size=5, max_size=5))
+@given(_batches(), st.lists(st.booleans(), min_size=5, max_size=5), st.booleans())
 def test_fold_buckets_is_the_calls_it_fuses(batches: list[list[tuple[int, dict[str, Any]]]],
-                                            whole: list[bool]) -> None:
+                                            whole: list[bool], table: bool) -> None:
+    """With `table`, the fold reads the documents of fixed-width fields from their
+    scan's table (`scanned`) instead of iterating them: the same results either way."""
     core = native.core
     assert core is not None
     fused: dict[int, tuple[Any, Any, int]] = {}
@@ -94,7 +96,8 @@ def test_fold_buckets_is_the_calls_it_fuses(batches: list[list[tuple[int, dict[s
             fused[s] = (control, columns, count + len(rs))
             key = series_key({"host": f"h{s}", "rack": s})
             jobs.append((control, columns, rs, _oid(s), 2, count + len(rs), key))
-        results = core.fold_buckets(buf, array("q", starts), META, jobs, whole[n])
+        scanned = core.scan_measurements(buf, "t", META, False, starts) if table else None
+        results = core.fold_buckets(buf, array("q", starts), META, jobs, whole[n], scanned)
         # the uncompressed size the reference gives the same rows
         prepared, _errors = MeasurementPreparer().prepare_all([d for _s, d in batch], OPTIONS,
                                                               True)
