@@ -168,7 +168,8 @@ class Bucket:
         "field_names", "index_doc", "kept_open_large",
         "key", "last_time_ms", "memory_usage", "min_time_ms", "minmax",
         "num_committed", "num_measurements", "opened_due_to_metadata", "reopened",
-        "rollover_action", "rows", "schema", "schema_signatures", "size", "sorted_by_time",
+        "rollover_action", "rows", "run_signature", "schema", "schema_signatures", "size",
+        "sorted_by_time",
         "staged",
         "staged_estimate", "stored", "stored_keys",
         "time_field", "uncommitted_field_names", "uncompressed_size", "version",
@@ -186,6 +187,8 @@ class Bucket:
         self.schema = Schema()
         # Top-level signatures already folded into `schema` (see Measurement.signature).
         self.schema_signatures: set[tuple] = set()
+        # the signature `Stager.stage_run` last found known here, with all its fields
+        self.run_signature: tuple | None = None
         self.columns: Columns | NativeColumns = Columns(time_field)
         # control.min/max and schema in the native core (then `minmax` and `schema` are
         # unused), see bucket_state

@@ -98,6 +98,7 @@ class BucketCatalog:
         if self._pending is not None and not self._pending._finished:
             raise MongoError(ErrorCode.InternalError,
                              "bucket catalog: previous batch neither committed nor aborted")
+        self._stager.begin_batch()
         threshold = self.params.memory_threshold_bytes()
         if self._registry.memory > threshold:
             self._measurements.clear_caches()  # what expiry cannot reach goes first

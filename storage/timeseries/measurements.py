@@ -210,6 +210,10 @@ class MeasurementPreparer:
         self._key_metas: dict[bytes, Any] = {}   # series key -> normalized meta
         self._key_metas_bytes = 0
         self._meta_cache_bytes = 0
+        # a scanned shape's (names, signature), the same objects from batch to batch (the
+        # staging's identity checks, `Bucket.run_signature`)
+        self._scanned_shapes: dict[tuple[tuple[str, int], ...],
+                                   tuple[tuple[str, ...], tuple | None]] = {}
         # document sequences go through the native scan (tests compare both paths)
         self.scan = native_scan.AVAILABLE
 
@@ -329,7 +333,7 @@ class MeasurementPreparer:
         keys = batch.series_keys()
         meta_sizes = batch.series_meta_sizes()
         metas = self._scanned_metas(batch, keys)
-        shapes = [_scanned_shape(fields) for fields in batch.shapes()]
+        shapes = [self._scanned_shape(fields) for fields in batch.shapes()]
         # a refused row's shape index is -1: the last shape, never read
         shape_of = np.frombuffer(batch.shape_of(), dtype="<i4").tolist()
         source = ScannedDocuments(raw, batch)
@@ -347,6 +351,17 @@ class MeasurementPreparer:
 
         rows = BatchRows(times, names, sigs, max_lens, value_bytes, source, {}, of_row)
         return rows, native_scan.groups(batch), errors
+
+    def _scanned_shape(self, fields: list[tuple[str, int]]
+                       ) -> tuple[tuple[str, ...], tuple | None]:
+        """`_scanned_shape` of `fields`, made once (bounded: a client can send many)."""
+        key = tuple(fields)
+        shape = self._scanned_shapes.get(key)
+        if shape is None:
+            if len(self._scanned_shapes) >= _SHAPES_MAX:
+                self._scanned_shapes.clear()
+            shape = self._scanned_shapes[key] = _scanned_shape(fields)
+        return shape
 
     def _scanned_metas(self, batch: ScannedBatch, keys: list[bytes]) -> list[Any]:
         """The normalized meta of each series of `batch`, decoded once per series key

@@ -62,6 +62,20 @@ class Stager:
         self._registry = registry
         self._stats = stats
         self._ids = ids
+        # (active buckets, cache_derived_max_size then) within the batch in progress
+        self._sizes: tuple[int, tuple[int, int]] = (-1, (0, 0))
+
+    def begin_batch(self) -> None:
+        """A batch starts: the parameters may have changed since the last one."""
+        self._sizes = (-1, (0, 0))
+
+    def _max_sizes(self) -> tuple[int, int]:
+        """`cache_derived_max_size` now: the parameters hold still within a batch, the
+        number of active buckets moves only as buckets open and close."""
+        n = self._registry.num_active
+        if self._sizes[0] != n:
+            self._sizes = (n, cache_derived_max_size(self.params, n))
+        return self._sizes[1]
 
     def stage(self, ctx: BatchContext, m: Measurement) -> None:
         """tryInsert / insertWithReopeningContext: put `m` into a bucket of its series."""
@@ -121,17 +135,15 @@ class Stager:
                 return 0
         p = self.params
         room = p.timeseriesBucketMaxCount - b.num_measurements
-        effective, _ = cache_derived_max_size(p, registry.num_active)
-        if room <= 0 or b.size > effective:
+        if room <= 0 or b.size > self._max_sizes()[0]:
             return 0
         end_time = b.min_time_ms + ctx.options.max_span_ms
         digits = num_digits(b.num_measurements + room)
         large = p.timeseriesLargeMeasurementThreshold
-        # fields committed or staged already: a measurement of these changes no size
-        # (`size_change`), as the new bucket's first measurement's fields are staged
-        seen = b.field_names | b.uncommitted_field_names
-        sigs = b.schema_signatures
-        known: object = MISSING  # the last signature found known (a batch's shapes share theirs)
+        # the last signature found known: a batch's shapes share theirs, and a scanned
+        # shape's is the same object from batch to batch (the bucket keeps the last one
+        # it knew: a bucket's schema and fields only grow)
+        known: object = MISSING if b.run_signature is None else b.run_signature
         times, max_lens, signatures, names = (rows.times, rows.max_value_lens,
                                               rows.signatures, rows.names)
         k = 0
@@ -140,9 +152,14 @@ class Stager:
                 break
             sig = signatures[r]
             if sig is not known:
-                if sig is None or sig not in sigs or not seen.issuperset(names[r]):
+                # fields committed or staged already: a measurement of these changes no
+                # size (`size_change`), as the new bucket's first measurement's fields
+                # are staged
+                if sig is None or sig not in b.schema_signatures or not (
+                        b.field_names.issuperset(names[r])
+                        or (b.field_names | b.uncommitted_field_names).issuperset(names[r])):
                     break
-                known = sig
+                known = b.run_signature = sig
             k += 1
         if k:
             if not start:  # what `stage` does for the first measurement a bucket takes
@@ -173,7 +190,7 @@ class Stager:
         if not newly_opened:
             sizes = size_change(bucket, m, p.timeseriesLargeMeasurementThreshold)
             new_size = bucket.size + sizes.total
-            max_sizes = cache_derived_max_size(p, self._registry.num_active)
+            max_sizes = self._max_sizes()
             reason = determine_rollover(bucket, m, new_size, ctx.options.max_span_ms,
                                         ctx.options.meta_field, p, max_sizes)
             if (new_size > max_sizes[0] and reason in _KEPT_OPEN
@@ -261,7 +278,7 @@ class Stager:
                 registry.remove_archived(kb, archived)
                 return None
         elif allow_query and ctx.source is not None:
-            effective, _ = cache_derived_max_size(self.params, registry.num_active)
+            effective, _ = self._max_sizes()
             query = ReopeningQuery(opts.time_field, m.meta, m.time_ms,
                                    opts.bucket_max_span_seconds,
                                    self.params.timeseriesBucketMaxCount, effective, m.key)
