@@ -338,8 +338,11 @@ class MeasurementPreparer:
         shape_of = np.frombuffer(batch.shape_of(), dtype="<i4").tolist()
         source = ScannedDocuments(raw, batch)
         times = a.times.tolist()
-        names = list(map([n for n, _sig in shapes].__getitem__, shape_of)) if shapes else []
-        sigs = list(map([sig for _n, sig in shapes].__getitem__, shape_of)) if shapes else []
+        if len(shapes) == 1:  # the common batch: every row (refused ones too) has it
+            names, sigs = [shapes[0][0]] * len(shape_of), [shapes[0][1]] * len(shape_of)
+        else:
+            names = list(map([n for n, _sig in shapes].__getitem__, shape_of)) if shapes else []
+            sigs = list(map([sig for _n, sig in shapes].__getitem__, shape_of)) if shapes else []
         max_lens = a.max_value_lens.tolist()
         value_bytes = a.value_bytes.tolist()
         series_of = a.series_of.tolist()
