@@ -49,6 +49,7 @@ from storage.collection_results import (
     CreateIndexesResult,
     IndexKeys,
     InsertResult,
+    Replacement,
     ScanStats,
     ValidateResult,
 )
@@ -90,6 +91,16 @@ def _inserted_keys(entry: CollectionEntry, keys: list[list[KeySet]],
     return [None if rid is None else
             IndexKeys(idents, tuple(tuple(kb for kb, _ in col[i].entries) for col in keys))
             for i, rid in enumerate(rids)]
+
+
+def _replacement(new_doc: Mapping[str, Any], encoded: bytes | None) -> bytes:
+    """The bytes stored for a replacing version: BSONObjectTooLarge past the limit."""
+    raw = encoded if encoded is not None else bsonutil.encode(new_doc)
+    if len(raw) > bsonutil.MAX_BSON_SIZE:
+        raise MongoError(ErrorCode.BSONObjectTooLarge,
+                         f"Resulting document after update is larger than "
+                         f"{bsonutil.MAX_BSON_SIZE}")
+    return raw
 
 
 def _key_value(spec: IndexSpec, values: Sequence[Any]) -> dict[str, Any]:
@@ -203,6 +214,16 @@ class Collection:
         store = self._catalog._index_runtime(ix).store
         found = self._catalog.engine.fetch_by_key(store, self._rs(), encode_value(value))
         return found[0] if found else None
+
+    def record_ids(self, values: Sequence[Any]) -> list[RecordId | None]:
+        """The RecordId of the document whose ``_id`` equals each value (None where
+        none), looked up together in the ``_id`` index."""
+        ix = self.entry.index(ID_INDEX_NAME)
+        if ix is None:
+            return [None if (found := self.find_id(v)) is None else found[0] for v in values]
+        keys = [encode_value(v) for v in values]
+        by_key = self._catalog._index_runtime(ix).store.lookup(keys)
+        return [rids[0] if (rids := by_key.get(k)) else None for k in keys]
 
     def index(self, name: str) -> IndexEntry | None:
         return self.entry.index(name)
@@ -511,12 +532,88 @@ class Collection:
                 raise KeyError(rid)
             old_doc = bsonutil.decode(raw_old)
             expected = raw_old
-        raw = encoded if encoded is not None else bsonutil.encode(new_doc)
-        if len(raw) > bsonutil.MAX_BSON_SIZE:
-            raise MongoError(ErrorCode.BSONObjectTooLarge,
-                             f"Resulting document after update is larger than "
-                             f"{bsonutil.MAX_BSON_SIZE}")
+        raw = _replacement(new_doc, encoded)
         runtimes = self._runtimes(entry)
+        changes, new_sets, kept = self._index_changes(entry, runtimes, rid, new_doc, old_doc,
+                                                      old_keys)
+        engine = self._catalog.engine
+        with engine.transaction(durable=durable) if savepoint or not engine.in_transaction \
+                else contextlib.nullcontext():
+            for rt, removed, added in changes:
+                if removed:
+                    rt.store.delete(removed)
+                if added:
+                    rt.store.insert(added)
+            rs.update(rid, raw, expected=expected)
+            self._note_multikey(entry, new_sets)
+        return IndexKeys(idents, kept)
+
+    def update_many(self, updates: Sequence[Replacement], *, savepoint: bool = True
+                    ) -> list[IndexKeys]:
+        """`update` of several documents, their index entries and records written
+        together (one statement per store where the engine can): for a caller replacing
+        many documents at once that no other process writes (no `expected`). Returns each
+        new version's keys; KeyError for a missing record."""
+        if not updates:
+            return []
+        self._stamp()
+        entry = self.entry
+        rs = self._rs()
+        idents = tuple(ix.ident for ix in entry.indexes)
+        runtimes = self._runtimes(entry)
+        removed: list[list[tuple[bytes, RecordId]]] = [[] for _ in runtimes]
+        added: list[list[tuple[bytes, RecordId]]] = [[] for _ in runtimes]
+        records: list[tuple[RecordId, bytes]] = []
+        new_sets: list[list[KeySet]] = [[] for _ in runtimes]
+        out = []
+        for u in updates:
+            old_keys = u.old_keys if u.old_keys is not None \
+                and u.old_keys.indexes == idents else None
+            old_doc = u.old_doc
+            if old_doc is None and old_keys is None:
+                raw_old = rs.get(u.rid)
+                if raw_old is None:
+                    raise KeyError(u.rid)
+                old_doc = bsonutil.decode(raw_old)
+            records.append((u.rid, _replacement(u.new_doc, u.encoded)))
+            changes, sets, kept = self._index_changes(entry, runtimes, u.rid, u.new_doc,
+                                                      old_doc, old_keys)
+            for i, (_rt, gone, new) in enumerate(changes):
+                removed[i].extend(gone)
+                added[i].extend(new)
+                new_sets[i].extend(sets[i])
+            out.append(IndexKeys(idents, kept))
+        for ix, rt, keys in zip(entry.indexes, runtimes, added):
+            # two of these documents taking one key (each was checked against storage)
+            if ix.spec.unique and len({kb for kb, _rid in keys}) != len(keys):
+                seen: set[bytes] = set()
+                for kb, rid in keys:
+                    if kb in seen:
+                        dup = next(u for u in updates if u.rid == rid)
+                        raise self._dup_error(ix, dict(self._keys(rt, dup.new_doc).entries)[kb])
+                    seen.add(kb)
+        engine = self._catalog.engine
+        with engine.transaction() if savepoint or not engine.in_transaction \
+                else contextlib.nullcontext():
+            for rt, gone, new in zip(runtimes, removed, added):
+                if gone:
+                    rt.store.delete(gone)
+                if new:
+                    rt.store.insert(new)
+            rs.update_many(records)
+            self._note_multikey(entry, new_sets)
+        return out
+
+    def _index_changes(self, entry: CollectionEntry, runtimes: list[_IndexRuntime],
+                       rid: RecordId, new_doc: Mapping[str, Any],
+                       old_doc: Mapping[str, Any] | None, old_keys: IndexKeys | None
+                       ) -> tuple[list[tuple[_IndexRuntime, list[tuple[bytes, RecordId]],
+                                             list[tuple[bytes, RecordId]]]],
+                                  list[list[KeySet]], tuple[tuple[bytes, ...], ...]]:
+        """What replacing `old_doc` (or the version `old_keys` were made of) by `new_doc`
+        at `rid` changes in each index: (runtime, entries removed, entries added), the new
+        key sets (for multikey), and the new keys per index. DuplicateKey where a unique
+        index would take a key another record holds."""
         changes = []
         new_sets = []
         kept: list[tuple[bytes, ...]] = []
@@ -530,25 +627,15 @@ class Collection:
             new_sets.append([new_ks])
             new_keys = dict(new_ks.entries)
             kept.append(tuple(new_keys))
-            removed = [kb for kb in old if kb not in new_keys]
+            removed = [(kb, rid) for kb in old if kb not in new_keys]
             added = [kb for kb in new_keys if kb not in old]
             if ix.spec.unique and added:
                 found = rt.store.lookup(added)
                 for kb in added:
                     if any(r != rid for r in found.get(kb, ())):
                         raise self._dup_error(ix, new_keys[kb])
-            changes.append((rt, removed, added))
-        engine = self._catalog.engine
-        with engine.transaction(durable=durable) if savepoint or not engine.in_transaction \
-                else contextlib.nullcontext():
-            for rt, removed, added in changes:
-                if removed:
-                    rt.store.delete([(kb, rid) for kb in removed])
-                if added:
-                    rt.store.insert([(kb, rid) for kb in added])
-            rs.update(rid, raw, expected=expected)
-            self._note_multikey(entry, new_sets)
-        return IndexKeys(idents, tuple(kept))
+            changes.append((rt, removed, [(kb, rid) for kb in added]))
+        return changes, new_sets, tuple(kept)
 
     def delete(self, rid: RecordId, *, old_doc: Mapping[str, Any] | None = None,
                expected: bytes | None = None, durable: bool = False) -> bool:

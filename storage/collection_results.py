@@ -1,8 +1,10 @@
 """What `Collection` operations return: insert results, index-creation results, collStats and
-validate figures, and the counters an index scan fills in for explain."""
+validate figures, and the counters an index scan fills in for explain; and what
+`update_many` takes (`Replacement`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,7 +12,7 @@ from storage.engine.base import RecordId
 from storage.errors import MongoError
 
 __all__ = ["InsertResult", "CreateIndexesResult", "CollectionStats", "IndexKeys",
-           "ValidateResult", "ScanStats"]
+           "Replacement", "ValidateResult", "ScanStats"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +23,19 @@ class IndexKeys:
 
     indexes: tuple[str, ...]
     keys: tuple[tuple[bytes, ...], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Replacement:
+    """One document of `Collection.update_many`: the record, the new version (decoded,
+    and encoded when the caller has it), and what the stored version is known by: decoded
+    or its keys (`IndexKeys`, from the update that stored it); neither: it is read."""
+
+    rid: RecordId
+    new_doc: Mapping[str, Any]
+    encoded: bytes | None = None
+    old_doc: Mapping[str, Any] | None = None
+    old_keys: IndexKeys | None = None
 
 
 @dataclass

@@ -174,6 +174,13 @@ class RecordStore(ABC):
         WriteConflict (112) when the stored record is no longer that, so a concurrent
         change is never overwritten unseen; a single-process engine may skip the check."""
 
+    def update_many(self, updates: Sequence[tuple[RecordId, bytes]]) -> None:
+        """`update` of each (rid, data), none checked against an `expected` record;
+        KeyError for a missing one. Engines write them in fewer statements where they
+        can."""
+        for rid, data in updates:
+            self.update(rid, data)
+
     @abstractmethod
     def delete(self, rid: RecordId, *, expected: bytes | None = None) -> None:
         """Remove the record; KeyError if there is none. `expected` as for `update`."""

@@ -128,6 +128,27 @@ class SQLiteRecordStore(RecordStore):
         self._size += len(data) - row[0]
         self._stats_changed(*old)
 
+    def update_many(self, updates: Sequence[tuple[RecordId, bytes]]) -> None:
+        rids = [rid for rid, _data in updates]
+        if len(updates) < 2 or len(set(rids)) != len(rids):
+            super().update_many(updates)
+            return
+        eng = self._engine
+        eng._require_txn()
+        lengths: dict[RecordId, int] = {}
+        for i in range(0, len(rids), _IN_CHUNK):
+            part = rids[i:i + _IN_CHUNK]
+            sql = f"SELECT id, length(data) FROM {self._table} WHERE id IN " \
+                  f"({','.join('?' * len(part))})"
+            lengths.update(eng._qall(sql, part))
+        for rid in rids:
+            if rid not in lengths:
+                raise KeyError(rid)
+        eng._execmany(self._sql_update, [(data, rid) for rid, data in updates])
+        old = (self._count, self._size)
+        self._size += sum(len(data) - lengths[rid] for rid, data in updates)
+        self._stats_changed(*old)
+
     def delete(self, rid: RecordId, *, expected: bytes | None = None) -> None:
         eng = self._engine
         eng._require_txn()

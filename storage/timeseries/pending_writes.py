@@ -39,7 +39,7 @@ from bson import ObjectId
 
 from storage import bsonutil
 from storage.bsonutil import decode
-from storage.collection_results import IndexKeys
+from storage.collection_results import IndexKeys, Replacement
 from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
@@ -203,33 +203,72 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite],
             for w, view, keys in zip(inserts, views, res.keys):
                 if keys is not None:
                     _remember(remembered, w, view, keys)
-    for w in writes:
-        if w.kind != "update":
-            continue
+    updates = [w for w in writes if w.kind == "update"]
+    if any(w.expected is not None for w in updates):
+        _update_checked(buckets, updates, light, bounds_field, remembered)
+    elif updates:
+        _update_together(buckets, updates, light, bounds_field, remembered)
+    note_written(buckets, stamp, [w.series for w in writes])
+
+
+def _update_together(buckets: Collection, updates: list[BucketWrite], light: bool,
+                     bounds_field: str | None, remembered: list[StoredKeys] | None) -> None:
+    """The updates of `write_buckets` when no other process writes the buckets: their
+    records found and written together (`Collection.update_many`)."""
+    rids = buckets.record_ids([w.bucket_id for w in updates])
+    # the views as kept, before keying reads them (see the inserts)
+    views = [w.index_source for w in updates]
+    replacements = []
+    for w, rid in zip(updates, rids):
+        if rid is None:
+            raise MongoError(ErrorCode.WriteConflict,
+                             f"bucket {w.bucket_id} disappeared during the write")
+        new, old, old_keys = _versions(w, light, bounds_field, remembered)
+        # (without `old` and `old_keys` the stored version is read)
+        replacements.append(Replacement(rid, new, w.document, old, old_keys))
+    # the caller's transaction is undone whole on any failure: no savepoint of their own
+    all_keys = buckets.update_many(replacements, savepoint=False)
+    if remembered is not None:
+        for w, view, keys in zip(updates, views, all_keys):
+            _remember(remembered, w, view, keys)
+
+
+def _update_checked(buckets: Collection, updates: list[BucketWrite], light: bool,
+                    bounds_field: str | None, remembered: list[StoredKeys] | None) -> None:
+    """The updates of `write_buckets` when other processes write the buckets too: one by
+    one, each checked against the stored version it replaces (`BucketWrite.expected`)."""
+    for w in updates:
         found = buckets.find_id(w.bucket_id)
         if found is None:
             raise MongoError(ErrorCode.WriteConflict,
                              f"bucket {w.bucket_id} disappeared during the write")
-        view, prev = w.index_source, w.previous_index_source
-        kept = w.stored_keys
-        old_keys = kept.keys if remembered is not None and kept is not None \
-            and kept.view is prev and type(prev) is bytes else None
-        # the data-less views give the keys when no index reads `data`
-        new = _key_view(w, bounds_field) if light else None
-        if new is None:
-            new = decode(w.document)
-        old = None
-        if old_keys is None:
-            old = w.previous_index_doc if light else None
-            if old is None:
-                old = decode(found[1])
-        # another process changed the bucket since: the engine raises WriteConflict;
-        # the caller's transaction is undone whole on any failure: no savepoint per update
+        view = w.index_source
+        new, old, old_keys = _versions(w, light, bounds_field, remembered)
+        if old_keys is None and old is None:
+            old = decode(found[1])
+        # another process changed the bucket since: the engine raises WriteConflict
         keys = buckets.update(found[0], new, encoded=w.document, old_doc=old,
                               expected=w.expected, old_keys=old_keys, savepoint=False)
         if remembered is not None:
             _remember(remembered, w, view, keys)
-    note_written(buckets, stamp, [w.series for w in writes])
+
+
+def _versions(w: BucketWrite, light: bool, bounds_field: str | None,
+              remembered: list[StoredKeys] | None
+              ) -> tuple[Mapping[str, Any], Mapping[str, Any] | None, IndexKeys | None]:
+    """What an update of `w` is keyed by: its new version (the data-less view when no
+    index reads `data`), and the version it replaces as its kept keys (when its bucket's
+    cell holds those of exactly that version) or its data-less view; None for both: the
+    stored version must be read."""
+    prev = w.previous_index_source
+    kept = w.stored_keys
+    old_keys = kept.keys if remembered is not None and kept is not None \
+        and kept.view is prev and type(prev) is bytes else None
+    new = _key_view(w, bounds_field) if light else None
+    if new is None:
+        new = decode(w.document)
+    old = w.previous_index_doc if light and old_keys is None else None
+    return new, old, old_keys
 
 
 def _remember(remembered: list[StoredKeys], w: BucketWrite, view: object,

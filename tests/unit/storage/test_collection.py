@@ -14,7 +14,7 @@ from storage import bsonutil
 from storage.bounds import Interval
 from storage.bson_order import compare, sort_key
 from storage.catalog import Catalog
-from storage.collection_results import ScanStats
+from storage.collection_results import Replacement, ScanStats
 from storage.errors import MongoError
 from storage.indexes import KeyGenerator
 from storage.keystring import UNDEFINED
@@ -254,6 +254,47 @@ def test_update_reindexes(catalog: Catalog):
     with pytest.raises(KeyError):
         coll.update(999, {"_id": 9})
     assert coll.validate().valid
+
+
+def _update_state(coll) -> tuple[list, list, list]:
+    """Documents, every index's entries (as record positions), and the stored size."""
+    rids = [rid for rid, _ in coll.scan()]
+    entries = [[(rids.index(r), k) for r, k in coll.index_entries(ix.name)]
+               for ix in coll.entry.indexes]
+    return docs_of(coll), entries, [coll.stats().size]
+
+
+def test_update_many_is_update_of_each(catalog: Catalog):
+    """`update_many` leaves what `update` of each document leaves (records, index entries,
+    multikey, the stored size) and returns the same keys; a key two of its documents
+    take in a unique index, or a missing record, fails the call whole."""
+    colls = [catalog.get_or_create_collection("d", name) for name in ("one", "many")]
+    rids = []
+    for coll in colls:
+        coll.create_indexes([{"key": {"a": 1}, "name": "a_1", "unique": True},
+                             {"key": {"b": 1}, "name": "b_1"}])
+        rids.append(coll.insert_many([{"_id": i, "a": i, "b": [i]} for i in range(6)]
+                                     ).record_ids)
+    new = [{"_id": i, "a": i + 10, "b": [i, i + 1, "x" * (i * 50)]} for i in range(5)]
+    one, many = colls
+    with catalog.transaction():
+        keys_one = [one.update(r, d) for r, d in zip(rids[0], new)]
+        # the first document's stored keys, as the update that stored them returned them
+        stored = many.update(rids[1][0], bsonutil.decode(many.get(rids[1][0])))
+        keys_many = many.update_many(
+            [Replacement(r, d, old_keys=stored if i == 0 else None)
+             for i, (r, d) in enumerate(zip(rids[1], new))])
+    assert [k.keys for k in keys_many] == [k.keys for k in keys_one]
+    assert _update_state(many) == _update_state(one)
+    assert many.index("b_1").multikey and many.validate().valid
+    with pytest.raises(MongoError) as ei, catalog.transaction():
+        many.update_many([Replacement(rids[1][0], {"_id": 0, "a": 99}),
+                          Replacement(rids[1][1], {"_id": 1, "a": 99})])
+    assert ei.value.code == 11000
+    with pytest.raises(KeyError), catalog.transaction():
+        many.update_many([Replacement(rids[1][0], {"_id": 0, "a": 98}),
+                          Replacement(999, {"_id": 9})])
+    assert _update_state(many) == _update_state(one) and many.validate().valid
 
 
 def test_delete_and_truncate(catalog: Catalog):

@@ -15,13 +15,19 @@ from storage.catalog import Catalog
 from storage.collection import Collection
 from storage.errors import MongoError
 from storage.indexes import IndexSpec, KeyGenerator
-from storage.timeseries import default_index_spec, native_scan, parse_timeseries_options
+from storage.timeseries import (
+    default_index_spec,
+    native_scan,
+    parse_timeseries_options,
+    pending_writes,
+)
 from storage.timeseries.bucket_catalog import BucketCatalog
 from storage.timeseries.pending_writes import (
     DeferredBucketWrites,
     LostWrites,
     write_buckets,
 )
+from storage.vocabulary.error_codes import ErrorCode
 
 from . import strategies as gen
 from .helpers import sequence
@@ -126,9 +132,12 @@ def test_a_failed_flush_reports_and_forgets(tmp_path) -> None:
 
 
 @pytest.mark.skipif(not native_scan.AVAILABLE, reason="the native core is not built")
-def test_a_failed_flush_forgets_the_keys_it_kept(tmp_path) -> None:
+@pytest.mark.parametrize("failure", ["a bucket disappeared", "after the writes"])
+def test_a_failed_flush_forgets_the_keys_it_kept(tmp_path, monkeypatch, failure: str) -> None:
     """The keys an update of a failed flush was written with are not kept for the next
-    update: the transaction undid the update."""
+    update: the transaction undid the update. A bucket gone from storage fails the
+    flush before any update is written; a failure after the writes (at the commit, say)
+    makes every bucket the flush updated forget its keys."""
     cat = _open(str(tmp_path / "db"))
     coll = cat.get_collection("db", "system.buckets.c")
     buckets = BucketCatalog(id_seed=5)
@@ -144,19 +153,24 @@ def test_a_failed_flush_forgets_the_keys_it_kept(tmp_path) -> None:
     result = buckets.insert_batch("db.c", OPTS, sequence(later), None)
     deferred.add("db", "system.buckets.c", result.writes)
     buckets.commit(result)
-    # the last bucket written disappears behind the group commit's back: the flush fails
-    # after the others' updates
-    with cat.transaction():
-        rid, _raw = coll.find_id(result.writes[-1].bucket_id)
-        coll.delete(rid)
+    if failure == "a bucket disappeared":
+        # the last bucket written disappears behind the group commit's back
+        with cat.transaction():
+            rid, _raw = coll.find_id(result.writes[-1].bucket_id)
+            coll.delete(rid)
+    else:
+        def fail(*_args: object) -> None:
+            raise MongoError(ErrorCode.WriteConflict, "the commit failed")
+
+        monkeypatch.setattr(pending_writes, "note_written", fail)
     with pytest.raises(MongoError):
         deferred.flush(cat)
-    # what a bucket keeps is the keys of the version storage still holds, or nothing (the
-    # buckets whose update the flush wrote before it failed)
+    # what a bucket keeps is the keys of the version storage still holds, or nothing
     kept = [w.stored_keys for w in result.writes]
     assert all(k is not None and (k.view is None or k.view is w.previous_index_source)
                for k, w in zip(kept, result.writes))
-    assert any(k is not None and k.view is None for k in kept)
+    if failure == "after the writes":
+        assert all(k is not None and k.view is None for k in kept)
     cat.close()
 
 
