@@ -67,6 +67,7 @@ from storage.bson_order import regex_flags_str
 __all__ = [
     "UNDEFINED",
     "Keyed",
+    "EncodedValue",
     "Undefined",
     "encode_value",
     "encode_key",
@@ -147,6 +148,17 @@ class Keyed(dict[str, Any]):
 
     def __init__(self, doc: dict[str, Any], keystring: bytes) -> None:
         super().__init__(doc)
+        self.keystring = keystring
+
+
+class EncodedValue:
+    """A value known only by its `encode_value` (`keystring`), for a caller that needs
+    nothing else of it: a bucket's meta, for indexes keying the meta whole without a
+    collation (its contents, never decoded, cannot be looked into or translated)."""
+
+    __slots__ = ("keystring",)
+
+    def __init__(self, keystring: bytes) -> None:
         self.keystring = keystring
 
 
@@ -382,6 +394,7 @@ _ENCODERS: Final[dict[type, Callable[[Any], bytes]]] = {
     str: _enc_str,
     dict: _enc_obj,
     Keyed: lambda v: v.keystring,
+    EncodedValue: lambda v: v.keystring,
     list: _enc_array,
     tuple: _enc_array,
     bytes: _enc_bin,

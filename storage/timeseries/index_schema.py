@@ -301,6 +301,12 @@ def index_keys_time_bounds(spec: IndexSpec, time_field: str) -> bool:
         for p in spec.fields)
 
 
+def index_keys_meta_whole(spec: IndexSpec) -> bool:
+    """Whether an index reads the meta value of a bucket, if at all, whole (no field in
+    it) and without a collation: its keys take the meta's keystring as it is."""
+    return spec.collator is None and not any(p.startswith(META + ".") for p in spec.fields)
+
+
 def index_name(key: Mapping[str, Any]) -> str:
     """The default index name MongoDB derives from a key pattern ("a_1_b_-1")."""
     return "_".join(f"{k}_{v}" for k, v in key.items())

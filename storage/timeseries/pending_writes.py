@@ -44,7 +44,7 @@ from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
 from .absent_series import note_written
-from .index_schema import index_keys_time_bounds, index_reads_data
+from .index_schema import index_keys_meta_whole, index_keys_time_bounds, index_reads_data
 
 if TYPE_CHECKING:
     from storage.catalog import Catalog, CollectionEntry
@@ -187,11 +187,12 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite],
     stamp = buckets.write_stamp
     light = _indexes_read_no_data(buckets.entry)
     bounds_field = _bounds_keyed(buckets) if light else None
+    keyed = _KeyedBy(bounds_field, bounds_field is not None and _meta_whole(buckets))
     inserts = [w for w in writes if w.kind == "insert"]
     if inserts:
         # (the views as kept: reading `index_doc` keeps the decoded one instead)
         views = [w.index_source for w in inserts]
-        docs = [doc if light and (doc := _key_view(w, bounds_field)) is not None
+        docs = [doc if light and (doc := _key_view(w, keyed)) is not None
                 else decode(w.document) for w in inserts]
         res = buckets.insert_many(docs, encoded=[w.document for w in inserts],
                                   shards=[meta_shard(d) for d in docs]
@@ -205,14 +206,14 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite],
                     _remember(remembered, w, view, keys)
     updates = [w for w in writes if w.kind == "update"]
     if any(w.expected is not None for w in updates):
-        _update_checked(buckets, updates, light, bounds_field, remembered)
+        _update_checked(buckets, updates, light, keyed, remembered)
     elif updates:
-        _update_together(buckets, updates, light, bounds_field, remembered)
+        _update_together(buckets, updates, light, keyed, remembered)
     note_written(buckets, stamp, [w.series for w in writes])
 
 
 def _update_together(buckets: Collection, updates: list[BucketWrite], light: bool,
-                     bounds_field: str | None, remembered: list[StoredKeys] | None) -> None:
+                     keyed: _KeyedBy, remembered: list[StoredKeys] | None) -> None:
     """The updates of `write_buckets` when no other process writes the buckets: their
     records found and written together (`Collection.update_many`)."""
     rids = buckets.record_ids([w.bucket_id for w in updates])
@@ -223,7 +224,7 @@ def _update_together(buckets: Collection, updates: list[BucketWrite], light: boo
         if rid is None:
             raise MongoError(ErrorCode.WriteConflict,
                              f"bucket {w.bucket_id} disappeared during the write")
-        new, old, old_keys = _versions(w, light, bounds_field, remembered)
+        new, old, old_keys = _versions(w, light, keyed, remembered)
         # (without `old` and `old_keys` the stored version is read)
         replacements.append(Replacement(rid, new, w.document, old, old_keys))
     # the caller's transaction is undone whole on any failure: no savepoint of their own
@@ -234,7 +235,7 @@ def _update_together(buckets: Collection, updates: list[BucketWrite], light: boo
 
 
 def _update_checked(buckets: Collection, updates: list[BucketWrite], light: bool,
-                    bounds_field: str | None, remembered: list[StoredKeys] | None) -> None:
+                    keyed: _KeyedBy, remembered: list[StoredKeys] | None) -> None:
     """The updates of `write_buckets` when other processes write the buckets too: one by
     one, each checked against the stored version it replaces (`BucketWrite.expected`)."""
     for w in updates:
@@ -243,7 +244,7 @@ def _update_checked(buckets: Collection, updates: list[BucketWrite], light: bool
             raise MongoError(ErrorCode.WriteConflict,
                              f"bucket {w.bucket_id} disappeared during the write")
         view = w.index_source
-        new, old, old_keys = _versions(w, light, bounds_field, remembered)
+        new, old, old_keys = _versions(w, light, keyed, remembered)
         if old_keys is None and old is None:
             old = decode(found[1])
         # another process changed the bucket since: the engine raises WriteConflict
@@ -253,7 +254,7 @@ def _update_checked(buckets: Collection, updates: list[BucketWrite], light: bool
             _remember(remembered, w, view, keys)
 
 
-def _versions(w: BucketWrite, light: bool, bounds_field: str | None,
+def _versions(w: BucketWrite, light: bool, keyed: _KeyedBy,
               remembered: list[StoredKeys] | None
               ) -> tuple[Mapping[str, Any], Mapping[str, Any] | None, IndexKeys | None]:
     """What an update of `w` is keyed by: its new version (the data-less view when no
@@ -264,7 +265,7 @@ def _versions(w: BucketWrite, light: bool, bounds_field: str | None,
     kept = w.stored_keys
     old_keys = kept.keys if remembered is not None and kept is not None \
         and kept.view is prev and type(prev) is bytes else None
-    new = _key_view(w, bounds_field) if light else None
+    new = _key_view(w, keyed) if light else None
     if new is None:
         new = decode(w.document)
     old = w.previous_index_doc if light and old_keys is None else None
@@ -280,15 +281,33 @@ def _remember(remembered: list[StoredKeys], w: BucketWrite, view: object,
         remembered.append(kept)
 
 
-def _key_view(w: BucketWrite, bounds_field: str | None) -> Mapping[str, Any] | None:
+@dataclass(frozen=True, slots=True)
+class _KeyedBy:
+    """How the buckets collection's indexes key a bucket: `bounds_field`, the time field
+    when they key only its id, meta and time bounds (`_bounds_keyed`), and `meta_whole`
+    when they key the meta, if at all, whole and without a collation (`_meta_whole`)."""
+
+    bounds_field: str | None
+    meta_whole: bool
+
+
+def _key_view(w: BucketWrite, keyed: _KeyedBy) -> Mapping[str, Any] | None:
     """What the indexes read of `w`'s document (none reads `data`): made from its native
-    state when every index keys only its id, meta and time bounds (`bounds_field`: the
-    time field then), else its view without `data`."""
-    if bounds_field is not None:
-        doc = w.key_document(bounds_field)
+    state when every index keys only its id, meta and time bounds, else its view without
+    `data`."""
+    if keyed.bounds_field is not None:
+        doc = w.key_document(keyed.bounds_field, meta_whole=keyed.meta_whole)
         if doc is not None:
             return doc
     return w.index_doc
+
+
+def _meta_whole(buckets: Collection) -> bool:
+    """Whether every index of the buckets collection keys the meta, if at all, whole and
+    without a collation, and no engine places the buckets by their meta value: a key
+    document's meta can then be its keystring alone (`BucketWrite.key_document`)."""
+    return not buckets.places_by_shard and all(
+        index_keys_meta_whole(ix.spec) for ix in buckets.entry.indexes)
 
 
 def _bounds_keyed(buckets: Collection) -> str | None:

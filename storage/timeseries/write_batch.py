@@ -23,7 +23,7 @@ from bson.datetime_ms import DatetimeMS
 
 from storage.bsonutil import decode
 from storage.errors import MongoError
-from storage.keystring import Keyed, encode_value
+from storage.keystring import EncodedValue, Keyed, encode_value
 from storage.vocabulary.missing import MISSING
 
 from .bucket import Bucket, StoredKeys
@@ -204,11 +204,15 @@ class BucketWrite:
             return parts
         return None
 
-    def key_document(self, time_field: str) -> dict[str, Any] | None:
+    def key_document(self, time_field: str, *, meta_whole: bool = False
+                     ) -> dict[str, Any] | None:
         """What an index keying only `_id`, the meta and control.min/max.<time_field>
         (`index_schema.index_keys_time_bounds`) reads of the document, made from the
         native state without building or decoding anything but the meta (None: no
-        native state, or time bounds that are not dates)."""
+        native state, or time bounds that are not dates). With `meta_whole` (every
+        index that reads it keys the meta whole without a collation:
+        `index_schema.index_keys_meta_whole`) a document meta is its kept keystring
+        (`keystring.EncodedValue`), not decoded."""
         state = self.native_state
         if state is None:
             return None
@@ -219,13 +223,17 @@ class BucketWrite:
             CONTROL_MIN: {time_field: DatetimeMS(bounds[0])},
             CONTROL_MAX: {time_field: DatetimeMS(bounds[1])}}}
         if state.meta_key:
-            meta = meta_of_key(state.meta_key)
             kept = self.stored_keys
+            if meta_whole and kept is not None and kept.meta_keystring is not None:
+                doc[META] = EncodedValue(kept.meta_keystring)
+                return doc
+            meta = meta_of_key(state.meta_key)
             if type(meta) is dict and kept is not None:
                 # a document meta keeps its keystring with the bucket, for each write's keys
                 if kept.meta_keystring is None:
                     kept.meta_keystring = encode_value(meta)
-                meta = Keyed(meta, kept.meta_keystring)
+                meta = EncodedValue(kept.meta_keystring) if meta_whole else \
+                    Keyed(meta, kept.meta_keystring)
             doc[META] = meta
         return doc
 

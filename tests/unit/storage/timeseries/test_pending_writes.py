@@ -22,6 +22,7 @@ from storage.timeseries import (
     pending_writes,
 )
 from storage.timeseries.bucket_catalog import BucketCatalog
+from storage.timeseries.index_schema import index_keys_meta_whole
 from storage.timeseries.pending_writes import (
     DeferredBucketWrites,
     LostWrites,
@@ -258,13 +259,16 @@ def test_a_native_writes_keys_from_its_state_are_its_documents_keys(
         metas, times, collation, data) -> None:
     """`BucketWrite.key_document` (the id, meta and time bounds, read off the native
     state) gives every index that keys nothing else the keys the write's document has
-    there, for any meta value, dates of any range, with or without a collation."""
+    there, for any meta value, dates of any range, with or without a collation; and so
+    does its document with the meta as its keystring alone (`meta_whole`) for the
+    indexes that key the meta whole without a collation."""
     generators = []
     for key in _BOUNDS_INDEXES:
         doc: dict = {"v": 2, "name": "i", "key": key}
         if collation is not None:
             doc["collation"] = collation
-        generators.append(KeyGenerator(IndexSpec.from_document(doc)))
+        spec = IndexSpec.from_document(doc)
+        generators.append((KeyGenerator(spec), index_keys_meta_whole(spec)))
     catalog = BucketCatalog(id_seed=3)
     synthesized = 0
     for batch in times:
@@ -279,10 +283,12 @@ def test_a_native_writes_keys_from_its_state_are_its_documents_keys(
                 continue
             synthesized += 1
             stored = decode(w.document)
-            for g in generators:
-                mine, theirs = g.keys(keyed), g.keys(stored)
-                assert [k for k, _ in mine.entries] == [k for k, _ in theirs.entries]
-                assert mine.multikey_paths == theirs.multikey_paths
+            for g, whole in generators:
+                theirs = g.keys(stored)
+                for mine in [g.keys(keyed)] + (
+                        [g.keys(w.key_document("t", meta_whole=True))] if whole else []):
+                    assert [k for k, _ in mine.entries] == [k for k, _ in theirs.entries]
+                    assert mine.multikey_paths == theirs.multikey_paths
         catalog.commit(result)
     # every batch has measurements with a date: some bucket was written natively
     assert synthesized
