@@ -366,22 +366,25 @@ class MeasurementPreparer:
             shape = self._scanned_shapes[key] = _scanned_shape(fields)
         return shape
 
-    def _scanned_metas(self, batch: ScannedBatch, keys: list[bytes]) -> list[Any]:
-        """The normalized meta of each series of `batch`, decoded once per series key
-        across batches (bounded as the meta cache)."""
+    def _scanned_metas(self, batch: ScannedBatch, keys: list[bytes]) -> _SeriesMetas:
+        """The normalized meta of each series of `batch`, decoded when first asked for
+        (only a row made into a `Measurement` asks: a series' run staged in bulk needs
+        none) and once per series key across batches (bounded as the meta cache)."""
+        return _SeriesMetas(self, batch, keys)
+
+    def _series_meta(self, batch: ScannedBatch, keys: list[bytes], j: int) -> Any:
+        """The normalized meta of series `j` of `batch` (see `_scanned_metas`)."""
         cache = self._key_metas
-        out = []
-        for j, key in enumerate(keys):
-            meta = cache.get(key, _UNKNOWN)
-            if meta is _UNKNOWN:
-                if len(cache) >= _META_CACHE_MAX or \
-                        self._key_metas_bytes >= _META_CACHE_MAX_BYTES:
-                    cache.clear()
-                    self._key_metas_bytes = 0
-                meta = cache[key] = native_scan.series_meta(batch, j)
-                self._key_metas_bytes += _cache_entry_bytes(key)
-            out.append(meta)
-        return out
+        key = keys[j]
+        meta = cache.get(key, _UNKNOWN)
+        if meta is _UNKNOWN:
+            if len(cache) >= _META_CACHE_MAX or \
+                    self._key_metas_bytes >= _META_CACHE_MAX_BYTES:
+                cache.clear()
+                self._key_metas_bytes = 0
+            meta = cache[key] = native_scan.series_meta(batch, j)
+            self._key_metas_bytes += _cache_entry_bytes(key)
+        return meta
 
     def _prepare_shaped(self, index: int, doc: dict[str, Any], shape: Shape,
                         options: TimeseriesOptions) -> Measurement | None:
@@ -517,6 +520,24 @@ class MeasurementPreparer:
 
 # marks the signatures of scanned measurements (their shapes: (name, type byte) pairs)
 _SCANNED: Final = "bson"
+
+
+class _SeriesMetas:
+    """The normalized metas of a scanned batch's series, by series index, each decoded
+    when first read (`MeasurementPreparer._scanned_metas`)."""
+
+    __slots__ = ("_batch", "_keys", "_preparer", "_read")
+
+    def __init__(self, preparer: MeasurementPreparer, batch: ScannedBatch,
+                 keys: list[bytes]) -> None:
+        self._preparer, self._batch, self._keys = preparer, batch, keys
+        self._read: dict[int, Any] = {}
+
+    def __getitem__(self, j: int) -> Any:
+        meta = self._read.get(j, _UNKNOWN)
+        if meta is _UNKNOWN:
+            meta = self._read[j] = self._preparer._series_meta(self._batch, self._keys, j)
+        return meta
 
 
 def _scanned_shape(fields: list[tuple[str, int]]) -> tuple[tuple[str, ...], tuple | None]:
