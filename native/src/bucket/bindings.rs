@@ -747,7 +747,7 @@ mod bench {
     use super::*;
     use crate::measurements::{scan, ScanOptions, DEFAULT_MAX_DEPTH, DEFAULT_MAX_SIZE};
 
-    /// The fold of 100 buckets taking 10 TSBS measurements each, 36 times, the documents
+    /// The fold of 100 buckets taking 10 TSBS measurements each (ROWS), 36 times, the documents
     /// iterated and read from the scan's table; for `perf`: write the documents (grouped
     /// by host, 1000 per round) to /tmp/fold_bench/tsbs36k.bson, then
     /// `cargo test --release time_a_fold -- --ignored --nocapture`.
@@ -764,6 +764,8 @@ mod bench {
         };
         let scanned = scan(&buf, None, &opts).unwrap();
         let shapes = Shapes::of(&scanned);
+        // ROWS=1: a bucket takes one measurement a round (the high-cardinality shape)
+        let per_bucket: usize = std::env::var("ROWS").map_or(10, |r| r.parse().unwrap());
         for table in [false, true] {
             let rows: Vec<Row<'_>> = scanned
                 .spans
@@ -785,7 +787,7 @@ mod bench {
                         let task = Task {
                             ctl,
                             cols,
-                            docs: Some(rows[at..at + 10].to_vec()),
+                            docs: Some(rows[at..at + per_bucket].to_vec()),
                             id: [0; 12],
                             version: 2,
                             count: (round as i32 + 1) * 10,
@@ -796,7 +798,7 @@ mod bench {
                 }
             }
             let us = t.elapsed().as_secs_f64() / (5 * 36 * 100) as f64 * 1e6;
-            println!("fold (table {table}): {us:.2} µs per bucket of 10");
+            println!("fold (table {table}): {us:.2} µs per bucket of {per_bucket}");
         }
     }
 }
