@@ -615,10 +615,23 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
+/// The measurement scan of `buf` for the tests: time field "time", meta field "tags".
+#[cfg(test)]
+fn scan_tagged(buf: &[u8]) -> crate::measurements::Scanned {
+    use crate::measurements::{scan, ScanOptions, DEFAULT_MAX_DEPTH, DEFAULT_MAX_SIZE};
+    let opts = ScanOptions {
+        time_field: "time",
+        meta_field: Some("tags"),
+        ordered: false,
+        max_depth: DEFAULT_MAX_DEPTH,
+        max_size: DEFAULT_MAX_SIZE,
+    };
+    scan(buf, None, &opts).unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measurements::{scan, ScanOptions, DEFAULT_MAX_DEPTH, DEFAULT_MAX_SIZE};
     use bson::oid::ObjectId;
     use bson::{cstr, rawdoc, DateTime};
 
@@ -660,14 +673,7 @@ mod tests {
     ) -> (Vec<Outcome>, Vec<Vec<Vec<u8>>>, usize) {
         let (buckets, rows) = (7, 5);
         let buf = measurements(buckets, rows);
-        let opts = ScanOptions {
-            time_field: "time",
-            meta_field: Some("tags"),
-            ordered: false,
-            max_depth: DEFAULT_MAX_DEPTH,
-            max_size: DEFAULT_MAX_SIZE,
-        };
-        let scanned = scan(&buf, None, &opts).unwrap();
+        let scanned = scan_tagged(&buf);
         let shapes = Shapes::of(&scanned);
         let docs: Vec<&[u8]> = scanned.spans.iter().map(|&(s, n)| &buf[s..s + n]).collect();
         let all: Vec<Row<'_>> = docs
@@ -745,7 +751,6 @@ mod tests {
 #[cfg(test)]
 mod bench {
     use super::*;
-    use crate::measurements::{scan, ScanOptions, DEFAULT_MAX_DEPTH, DEFAULT_MAX_SIZE};
 
     /// The fold of 100 buckets taking 10 TSBS measurements each (ROWS), 36 times, the documents
     /// iterated and read from the scan's table; for `perf`: write the documents (grouped
@@ -755,14 +760,7 @@ mod bench {
     #[ignore]
     fn time_a_fold() {
         let buf = std::fs::read("/tmp/fold_bench/tsbs36k.bson").unwrap();
-        let opts = ScanOptions {
-            time_field: "time",
-            meta_field: Some("tags"),
-            ordered: false,
-            max_depth: DEFAULT_MAX_DEPTH,
-            max_size: DEFAULT_MAX_SIZE,
-        };
-        let scanned = scan(&buf, None, &opts).unwrap();
+        let scanned = scan_tagged(&buf);
         let shapes = Shapes::of(&scanned);
         // ROWS=1: a bucket takes one measurement a round (the high-cardinality shape)
         let per_bucket: usize = std::env::var("ROWS").map_or(10, |r| r.parse().unwrap());
