@@ -553,7 +553,9 @@ class Collection:
         """`update` of several documents, their index entries and records written
         together (one statement per store where the engine can): for a caller replacing
         many documents at once that no other process writes (no `expected`). Returns each
-        new version's keys; KeyError for a missing record."""
+        new version's keys; KeyError for a missing record. A unique index's new keys are
+        checked against storage as it was before the call (a key another of these
+        documents gives up is still taken) and against each other."""
         if not updates:
             return []
         self._stamp()
