@@ -64,19 +64,8 @@ pub fn rank(v: &RawBsonRef<'_>) -> i32 {
 
 /// woCompare of two values; `Declined` for decimal128 and DBPointer, `Invalid` for
 /// malformed nested bytes.
-#[inline]
 pub fn compare(a: RawBsonRef<'_>, b: RawBsonRef<'_>) -> Result<Ordering, Fail> {
-    // the same fixed-width type on both sides, as a column's values mostly are: no rank
-    // and no call
-    match (&a, &b) {
-        (RawBsonRef::Int64(x), RawBsonRef::Int64(y)) => Ok(x.cmp(y)),
-        (RawBsonRef::Int32(x), RawBsonRef::Int32(y)) => Ok(x.cmp(y)),
-        (RawBsonRef::Double(x), RawBsonRef::Double(y)) => Ok(cmp_f64(*x, *y)),
-        (RawBsonRef::DateTime(x), RawBsonRef::DateTime(y)) => {
-            Ok(x.timestamp_millis().cmp(&y.timestamp_millis()))
-        }
-        _ => compare_at(a, b, 0),
-    }
+    compare_at(a, b, 0)
 }
 
 fn compare_at(a: RawBsonRef<'_>, b: RawBsonRef<'_>, depth: usize) -> Result<Ordering, Fail> {
@@ -445,7 +434,6 @@ impl Big {
 }
 
 /// Doubles with NaN below every number and equal to itself; -0.0 equals 0.0.
-#[inline]
 pub fn cmp_f64(a: f64, b: f64) -> Ordering {
     match (a.is_nan(), b.is_nan()) {
         (true, true) => Ordering::Equal,
