@@ -68,6 +68,18 @@ fn documents<'b>(
     offsets: &[u8],
     rows: impl ExactSizeIterator<Item = i32>,
 ) -> PyResult<Vec<&'b [u8]>> {
+    Ok(documents_at(buffer, offsets, rows)?
+        .into_iter()
+        .map(|(_, d)| d)
+        .collect())
+}
+
+/// `documents`, each with where it starts in `buffer`.
+fn documents_at<'b>(
+    buffer: &'b [u8],
+    offsets: &[u8],
+    rows: impl ExactSizeIterator<Item = i32>,
+) -> PyResult<Vec<(usize, &'b [u8])>> {
     if offsets.len() % 8 != 0 {
         return Err(PyValueError::new_err(
             "offsets must hold 8 bytes a document",
@@ -98,7 +110,7 @@ fn documents<'b>(
             .filter(|&n| n >= 5)
             .and_then(|n| buffer.get(start..start.checked_add(n)?));
         match doc {
-            Some(d) => docs.push(d),
+            Some(d) => docs.push((start, d)),
             None => return Err(Declined::new_err("a malformed document")),
         }
     }
@@ -508,7 +520,8 @@ fn fold_one(task: Task<'_>, skip_field: Option<&str>, whole: bool) -> Outcome {
 /// `scanned`: the measurement scan of these documents (`scan_measurements` of `buffer`,
 /// the same object, with `skip_field` as its meta field), whose table of where each
 /// field's value lies lets the fold read a document of fixed-width fields without
-/// iterating it again; ignored when it is not that scan.
+/// iterating it again; ignored when it is not that scan, and for a document where the
+/// scan framed another.
 #[pyfunction]
 #[pyo3(signature = (buffer, offsets, skip_field, jobs, whole = true, scanned = None))]
 fn fold_buckets<'py>(
@@ -537,15 +550,17 @@ fn fold_buckets<'py>(
                 .try_into()
                 .map_err(|_| PyValueError::new_err("bucket_id: 12 bytes"))?;
             // a malformed document declines its bucket, as the columns would
-            let docs = documents(&buffer, &offsets, rows.iter().copied()).ok();
-            size += docs.as_ref().map_or(0, |d| d.iter().map(|x| x.len()).sum());
+            let docs = documents_at(&buffer, &offsets, rows.iter().copied()).ok();
+            size += docs
+                .as_ref()
+                .map_or(0, |d| d.iter().map(|x| x.1.len()).sum());
             let docs = docs.map(|docs| match (table, &shapes) {
                 (Some(table), Some(shapes)) => docs
-                    .iter()
+                    .into_iter()
                     .zip(rows)
-                    .map(|(&doc, &row)| shapes.row(table.table(), row, doc))
+                    .map(|(doc, &row)| shapes.row(table.table(), row, doc))
                     .collect(),
-                _ => docs.into_iter().map(Row::Document).collect(),
+                _ => docs.into_iter().map(|(_, d)| Row::Document(d)).collect(),
             });
             work.push((docs, id));
         }
@@ -680,7 +695,7 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(i, &doc)| match table {
-                true => shapes.row(&scanned, i as i32, doc),
+                true => shapes.row(&scanned, i as i32, (scanned.spans[i].0, doc)),
                 false => Row::Document(doc),
             })
             .collect();
@@ -746,6 +761,29 @@ mod tests {
         assert_eq!(table, docs);
         assert_eq!(table_state, docs_state);
     }
+
+    /// A document the scan framed elsewhere (offsets other than the scan's) is iterated,
+    /// not read from the table.
+    #[test]
+    fn the_table_reads_only_the_documents_the_scan_framed() {
+        let buf = measurements(1, 2);
+        let scanned = scan_tagged(&buf);
+        let shapes = Shapes::of(&scanned);
+        let (start, len) = scanned.spans[0];
+        let doc = &buf[start..start + len];
+        assert!(matches!(
+            shapes.row(&scanned, 0, (start, doc)),
+            Row::Shaped(_)
+        ));
+        assert!(matches!(
+            shapes.row(&scanned, 1, (start, doc)),
+            Row::Document(_)
+        ));
+        assert!(matches!(
+            shapes.row(&scanned, 0, (start + 1, doc)),
+            Row::Document(_)
+        ));
+    }
 }
 
 #[cfg(test)]
@@ -770,7 +808,7 @@ mod bench {
                 .iter()
                 .enumerate()
                 .map(|(i, &(s, n))| match table {
-                    true => shapes.row(&scanned, i as i32, &buf[s..s + n]),
+                    true => shapes.row(&scanned, i as i32, (s, &buf[s..s + n])),
                     false => Row::Document(&buf[s..s + n]),
                 })
                 .collect();

@@ -186,9 +186,19 @@ impl<'a> Shapes<'a> {
         Shapes { of }
     }
 
-    /// Document `row` of the batch (`doc`, its bytes) as the fold reads it.
-    pub(crate) fn row(&'a self, scanned: &'a Scanned, row: i32, doc: &'a [u8]) -> Row<'a> {
+    /// Document `row` of the batch (`doc`: where it starts in the scanned buffer, and its
+    /// bytes) as the fold reads it: from the table only when the scan framed the document
+    /// there and so.
+    pub(crate) fn row(
+        &'a self,
+        scanned: &'a Scanned,
+        row: i32,
+        (start, doc): (usize, &'a [u8]),
+    ) -> Row<'a> {
         let shaped = usize::try_from(row).ok().and_then(|r| {
+            if scanned.spans.get(r) != Some(&(start, doc.len())) {
+                return None;
+            }
             let shape = usize::try_from(*scanned.shape_of.get(r)?).ok()?;
             let (names, types) = self.of.get(shape)?.as_ref()?;
             let at = *scanned.spans_at.get(r)? as usize;

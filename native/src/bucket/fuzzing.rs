@@ -188,7 +188,7 @@ fn check_table(buf: &[u8], skip: &str) {
     let rows = docs
         .iter()
         .enumerate()
-        .map(|(i, &doc)| shapes.row(&scanned, i as i32, doc));
+        .map(|(i, &doc)| shapes.row(&scanned, i as i32, (scanned.spans[i].0, doc)));
     let (mut a, mut b) = (BucketColumns::new(Some("t")), BucketColumns::new(Some("t")));
     let (mut fa, mut fb) = (
         Some(Checked::with_capacity(docs.len(), 8)),
