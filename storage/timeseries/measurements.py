@@ -20,6 +20,7 @@ measurements of that shape skip the per-field work.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -211,7 +212,7 @@ class MeasurementPreparer:
         self._key_metas_bytes = 0
         self._meta_cache_bytes = 0
         # a scanned shape's (names, signature), the same objects from batch to batch (the
-        # staging's identity checks, `Bucket.run_signature`)
+        # staging's identity checks, `Bucket.run_signature`): `_known_shape`
         self._scanned_shapes: dict[tuple[tuple[str, int], ...],
                                    tuple[tuple[str, ...], tuple | None]] = {}
         # document sequences go through the native scan (tests compare both paths)
@@ -332,15 +333,17 @@ class MeasurementPreparer:
             return None
         keys = batch.series_keys()
         meta_sizes = batch.series_meta_sizes()
-        metas = self._scanned_metas(batch, keys)
-        shapes = [self._scanned_shape(fields) for fields in batch.shapes()]
-        # a refused row's shape index is -1: the last shape, never read
-        shape_of = np.frombuffer(batch.shape_of(), dtype="<i4").tolist()
+        # decoded when a row is made into a Measurement: a series' run staged in bulk
+        # needs none
+        meta_of = functools.partial(self._series_meta, batch, keys)
+        shapes = [self._known_shape(fields) for fields in batch.shapes()]
         source = ScannedDocuments(raw, batch)
         times = a.times.tolist()
         if len(shapes) == 1:  # the common batch: every row (refused ones too) has it
-            names, sigs = [shapes[0][0]] * len(shape_of), [shapes[0][1]] * len(shape_of)
+            names, sigs = [shapes[0][0]] * len(times), [shapes[0][1]] * len(times)
         else:
+            # a refused row's shape index is -1: the last shape, never read
+            shape_of = np.frombuffer(batch.shape_of(), dtype="<i4").tolist()
             names = list(map([n for n, _sig in shapes].__getitem__, shape_of)) if shapes else []
             sigs = list(map([sig for _n, sig in shapes].__getitem__, shape_of)) if shapes else []
         max_lens = a.max_value_lens.tolist()
@@ -349,15 +352,16 @@ class MeasurementPreparer:
 
         def of_row(i: int) -> Measurement:
             s = series_of[i]
-            return Measurement(i, times[i], None, None, keys[s], metas[s], meta_sizes[s],
+            return Measurement(i, times[i], None, None, keys[s], meta_of(s), meta_sizes[s],
                                names[i], max_lens[i], sigs[i], value_bytes[i], None, source)
 
         rows = BatchRows(times, names, sigs, max_lens, value_bytes, source, {}, of_row)
         return rows, native_scan.groups(batch), errors
 
-    def _scanned_shape(self, fields: list[tuple[str, int]]
-                       ) -> tuple[tuple[str, ...], tuple | None]:
-        """`_scanned_shape` of `fields`, made once (bounded: a client can send many)."""
+    def _known_shape(self, fields: list[tuple[str, int]]
+                     ) -> tuple[tuple[str, ...], tuple | None]:
+        """`_scanned_shape` of `fields`, made once (bounded: a client can send many), so
+        its signature is the same object from batch to batch."""
         key = tuple(fields)
         shape = self._scanned_shapes.get(key)
         if shape is None:
@@ -366,14 +370,9 @@ class MeasurementPreparer:
             shape = self._scanned_shapes[key] = _scanned_shape(fields)
         return shape
 
-    def _scanned_metas(self, batch: ScannedBatch, keys: list[bytes]) -> _SeriesMetas:
-        """The normalized meta of each series of `batch`, decoded when first asked for
-        (only a row made into a `Measurement` asks: a series' run staged in bulk needs
-        none) and once per series key across batches (bounded as the meta cache)."""
-        return _SeriesMetas(self, batch, keys)
-
     def _series_meta(self, batch: ScannedBatch, keys: list[bytes], j: int) -> Any:
-        """The normalized meta of series `j` of `batch` (see `_scanned_metas`)."""
+        """The normalized meta of series `j` of `batch`, decoded once per series key
+        across batches (bounded as the meta cache)."""
         cache = self._key_metas
         key = keys[j]
         meta = cache.get(key, _UNKNOWN)
@@ -520,24 +519,6 @@ class MeasurementPreparer:
 
 # marks the signatures of scanned measurements (their shapes: (name, type byte) pairs)
 _SCANNED: Final = "bson"
-
-
-class _SeriesMetas:
-    """The normalized metas of a scanned batch's series, by series index, each decoded
-    when first read (`MeasurementPreparer._scanned_metas`)."""
-
-    __slots__ = ("_batch", "_keys", "_preparer", "_read")
-
-    def __init__(self, preparer: MeasurementPreparer, batch: ScannedBatch,
-                 keys: list[bytes]) -> None:
-        self._preparer, self._batch, self._keys = preparer, batch, keys
-        self._read: dict[int, Any] = {}
-
-    def __getitem__(self, j: int) -> Any:
-        meta = self._read.get(j, _UNKNOWN)
-        if meta is _UNKNOWN:
-            meta = self._read[j] = self._preparer._series_meta(self._batch, self._keys, j)
-        return meta
 
 
 def _scanned_shape(fields: list[tuple[str, int]]) -> tuple[tuple[str, ...], tuple | None]:
