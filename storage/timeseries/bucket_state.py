@@ -18,8 +18,9 @@ Each part goes over alone: columns may stay native under a reference `MinMax`.
 While all parts are native, `fold_all` does the buckets' whole prepareCommit (columns,
 min/max, the document without `data` and, when asked, with it) in one call to the core,
 which folds the buckets of a batch (in parallel on more than two cores); `fold_control`,
-`fold_columns` and `native_documents` are the part-by-part way it falls back to. A document not built then
-is a `NativeDocumentParts`, built from the bucket's native state when first read.
+`fold_columns` and `native_documents` are the part-by-part way it falls back to. A
+document not built then is a `NativeDocumentParts`, built from the bucket's native state
+when first read.
 """
 
 from __future__ import annotations
