@@ -185,14 +185,12 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite],
     data-less view of each bucket instead of decoding bucket documents. The collection's
     memo of absent series (`absent_series`) learns the series written."""
     stamp = buckets.write_stamp
-    light = _indexes_read_no_data(buckets.entry)
-    bounds_field = _bounds_keyed(buckets) if light else None
-    keyed = _KeyedBy(bounds_field, bounds_field is not None and _meta_whole(buckets))
+    keyed = _KeyedBy.of(buckets)
     inserts = [w for w in writes if w.kind == "insert"]
     if inserts:
         # (the views as kept: reading `index_doc` keeps the decoded one instead)
         views = [w.index_source for w in inserts]
-        docs = [doc if light and (doc := _key_view(w, keyed)) is not None
+        docs = [doc if (doc := _key_view(w, keyed)) is not None
                 else decode(w.document) for w in inserts]
         res = buckets.insert_many(docs, encoded=[w.document for w in inserts],
                                   shards=[meta_shard(d) for d in docs]
@@ -206,14 +204,14 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite],
                     _remember(remembered, w, view, keys)
     updates = [w for w in writes if w.kind == "update"]
     if any(w.expected is not None for w in updates):
-        _update_checked(buckets, updates, light, keyed, remembered)
+        _update_checked(buckets, updates, keyed, remembered)
     elif updates:
-        _update_together(buckets, updates, light, keyed, remembered)
+        _update_together(buckets, updates, keyed, remembered)
     note_written(buckets, stamp, [w.series for w in writes])
 
 
-def _update_together(buckets: Collection, updates: list[BucketWrite], light: bool,
-                     keyed: _KeyedBy, remembered: list[StoredKeys] | None) -> None:
+def _update_together(buckets: Collection, updates: list[BucketWrite], keyed: _KeyedBy,
+                     remembered: list[StoredKeys] | None) -> None:
     """The updates of `write_buckets` when no other process writes the buckets: their
     records found and written together (`Collection.update_many`)."""
     rids = buckets.record_ids([w.bucket_id for w in updates])
@@ -224,7 +222,7 @@ def _update_together(buckets: Collection, updates: list[BucketWrite], light: boo
         if rid is None:
             raise MongoError(ErrorCode.WriteConflict,
                              f"bucket {w.bucket_id} disappeared during the write")
-        new, old, old_keys = _versions(w, light, keyed, remembered)
+        new, old, old_keys = _versions(w, keyed, remembered)
         # (without `old` and `old_keys` the stored version is read)
         replacements.append(Replacement(rid, new, w.document, old, old_keys))
     # the caller's transaction is undone whole on any failure: no savepoint of their own
@@ -234,8 +232,8 @@ def _update_together(buckets: Collection, updates: list[BucketWrite], light: boo
             _remember(remembered, w, view, keys)
 
 
-def _update_checked(buckets: Collection, updates: list[BucketWrite], light: bool,
-                    keyed: _KeyedBy, remembered: list[StoredKeys] | None) -> None:
+def _update_checked(buckets: Collection, updates: list[BucketWrite], keyed: _KeyedBy,
+                    remembered: list[StoredKeys] | None) -> None:
     """The updates of `write_buckets` when other processes write the buckets too: one by
     one, each checked against the stored version it replaces (`BucketWrite.expected`)."""
     for w in updates:
@@ -244,7 +242,7 @@ def _update_checked(buckets: Collection, updates: list[BucketWrite], light: bool
             raise MongoError(ErrorCode.WriteConflict,
                              f"bucket {w.bucket_id} disappeared during the write")
         view = w.index_source
-        new, old, old_keys = _versions(w, light, keyed, remembered)
+        new, old, old_keys = _versions(w, keyed, remembered)
         if old_keys is None and old is None:
             old = decode(found[1])
         # another process changed the bucket since: the engine raises WriteConflict
@@ -254,8 +252,7 @@ def _update_checked(buckets: Collection, updates: list[BucketWrite], light: bool
             _remember(remembered, w, view, keys)
 
 
-def _versions(w: BucketWrite, light: bool, keyed: _KeyedBy,
-              remembered: list[StoredKeys] | None
+def _versions(w: BucketWrite, keyed: _KeyedBy, remembered: list[StoredKeys] | None
               ) -> tuple[Mapping[str, Any], Mapping[str, Any] | None, IndexKeys | None]:
     """What an update of `w` is keyed by: its new version (the data-less view when no
     index reads `data`), and the version it replaces as its kept keys (when its bucket's
@@ -265,10 +262,10 @@ def _versions(w: BucketWrite, light: bool, keyed: _KeyedBy,
     kept = w.stored_keys
     old_keys = kept.keys if remembered is not None and kept is not None \
         and kept.view is prev and type(prev) is bytes else None
-    new = _key_view(w, keyed) if light else None
+    new = _key_view(w, keyed)
     if new is None:
         new = decode(w.document)
-    old = w.previous_index_doc if light and old_keys is None else None
+    old = w.previous_index_doc if keyed.light and old_keys is None else None
     return new, old, old_keys
 
 
@@ -283,18 +280,29 @@ def _remember(remembered: list[StoredKeys], w: BucketWrite, view: object,
 
 @dataclass(frozen=True, slots=True)
 class _KeyedBy:
-    """How the buckets collection's indexes key a bucket: `bounds_field`, the time field
-    when they key only its id, meta and time bounds (`_bounds_keyed`), and `meta_whole`
-    when they key the meta, if at all, whole and without a collation (`_meta_whole`)."""
+    """How the buckets collection's indexes key a bucket: `light` when none reads `data`
+    (the data-less views give the keys), `bounds_field` the time field when they key
+    only its id, meta and time bounds (`_bounds_keyed`), `meta_whole` when they key the
+    meta, if at all, whole and without a collation (`_meta_whole`)."""
 
+    light: bool
     bounds_field: str | None
     meta_whole: bool
 
+    @staticmethod
+    def of(buckets: Collection) -> _KeyedBy:
+        light = _indexes_read_no_data(buckets.entry)
+        bounds_field = _bounds_keyed(buckets) if light else None
+        return _KeyedBy(light, bounds_field,
+                        bounds_field is not None and _meta_whole(buckets))
+
 
 def _key_view(w: BucketWrite, keyed: _KeyedBy) -> Mapping[str, Any] | None:
-    """What the indexes read of `w`'s document (none reads `data`): made from its native
-    state when every index keys only its id, meta and time bounds, else its view without
-    `data`."""
+    """What the indexes read of `w`'s document when none reads `data` (else None): made
+    from its native state when every index keys only its id, meta and time bounds, else
+    its view without `data`."""
+    if not keyed.light:
+        return None
     if keyed.bounds_field is not None:
         doc = w.key_document(keyed.bounds_field, meta_whole=keyed.meta_whole)
         if doc is not None:
