@@ -520,40 +520,15 @@ class Collection:
         `savepoint`, inside a transaction the caller undoes whole when anything in it
         fails, the update's record and index changes go in without a savepoint of their
         own."""
-        self._stamp()
-        entry = self.entry
-        rs = self._rs()
-        idents = tuple(ix.ident for ix in entry.indexes)
-        if old_keys is not None and old_keys.indexes != idents:
-            old_keys = None
-        if old_doc is None and old_keys is None:
-            raw_old = rs.get(rid)
-            if raw_old is None:
-                raise KeyError(rid)
-            old_doc = bsonutil.decode(raw_old)
-            expected = raw_old
-        raw = _replacement(new_doc, encoded)
-        runtimes = self._runtimes(entry)
-        changes, new_sets, kept = self._index_changes(entry, runtimes, rid, new_doc, old_doc,
-                                                      old_keys)
-        engine = self._catalog.engine
-        with engine.transaction(durable=durable) if savepoint or not engine.in_transaction \
-                else contextlib.nullcontext():
-            for rt, removed, added in changes:
-                if removed:
-                    rt.store.delete(removed)
-                if added:
-                    rt.store.insert(added)
-            rs.update(rid, raw, expected=expected)
-            self._note_multikey(entry, new_sets)
-        return IndexKeys(idents, kept)
+        return self.update_many(
+            [Replacement(rid, new_doc, encoded, old_doc, old_keys, expected)],
+            durable=durable, savepoint=savepoint)[0]
 
-    def update_many(self, updates: Sequence[Replacement], *, savepoint: bool = True
-                    ) -> list[IndexKeys]:
+    def update_many(self, updates: Sequence[Replacement], *, durable: bool = False,
+                    savepoint: bool = True) -> list[IndexKeys]:
         """`update` of several documents, their index entries and records written
-        together (one statement per store where the engine can): for a caller replacing
-        many documents at once that no other process writes (no `expected`). Returns each
-        new version's keys; KeyError for a missing record. A unique index's new keys are
+        together (one statement per store where the engine can). Returns each new
+        version's keys; KeyError for a missing record. A unique index's new keys are
         checked against storage as it was before the call (a key another of these
         documents gives up is still taken) and against each other."""
         if not updates:
@@ -565,19 +540,20 @@ class Collection:
         runtimes = self._runtimes(entry)
         removed: list[list[tuple[bytes, RecordId]]] = [[] for _ in runtimes]
         added: list[list[tuple[bytes, RecordId]]] = [[] for _ in runtimes]
-        records: list[tuple[RecordId, bytes]] = []
+        records: list[tuple[RecordId, bytes, bytes | None]] = []
         new_sets: list[list[KeySet]] = [[] for _ in runtimes]
         out = []
         for u in updates:
             old_keys = u.old_keys if u.old_keys is not None \
                 and u.old_keys.indexes == idents else None
-            old_doc = u.old_doc
+            old_doc, expected = u.old_doc, u.expected
             if old_doc is None and old_keys is None:
                 raw_old = rs.get(u.rid)
                 if raw_old is None:
                     raise KeyError(u.rid)
                 old_doc = bsonutil.decode(raw_old)
-            records.append((u.rid, _replacement(u.new_doc, u.encoded)))
+                expected = raw_old
+            records.append((u.rid, _replacement(u.new_doc, u.encoded), expected))
             changes, sets, kept = self._index_changes(entry, runtimes, u.rid, u.new_doc,
                                                       old_doc, old_keys)
             for i, (_rt, gone, new) in enumerate(changes):
@@ -595,7 +571,7 @@ class Collection:
                         raise self._dup_error(ix, dict(self._keys(rt, dup.new_doc).entries)[kb])
                     seen.add(kb)
         engine = self._catalog.engine
-        with engine.transaction() if savepoint or not engine.in_transaction \
+        with engine.transaction(durable=durable) if savepoint or not engine.in_transaction \
                 else contextlib.nullcontext():
             for rt, gone, new in zip(runtimes, removed, added):
                 if gone:

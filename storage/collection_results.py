@@ -28,14 +28,16 @@ class IndexKeys:
 @dataclass(frozen=True, slots=True)
 class Replacement:
     """One document of `Collection.update_many`: the record, the new version (decoded,
-    and encoded when the caller has it), and what the stored version is known by: decoded
-    or its keys (`IndexKeys`, from the update that stored it); neither: it is read."""
+    and encoded when the caller has it), what the stored version is known by: decoded or
+    its keys (`IndexKeys`, from the update that stored it; neither: it is read), and the
+    stored bytes the caller read it from (`expected`, see `RecordStore.update`)."""
 
     rid: RecordId
     new_doc: Mapping[str, Any]
     encoded: bytes | None = None
     old_doc: Mapping[str, Any] | None = None
     old_keys: IndexKeys | None = None
+    expected: bytes | None = None
 
 
 @dataclass

@@ -174,12 +174,11 @@ class RecordStore(ABC):
         WriteConflict (112) when the stored record is no longer that, so a concurrent
         change is never overwritten unseen; a single-process engine may skip the check."""
 
-    def update_many(self, updates: Sequence[tuple[RecordId, bytes]]) -> None:
-        """`update` of each (rid, data), none checked against an `expected` record;
-        KeyError for a missing one. Engines write them in fewer statements where they
-        can."""
-        for rid, data in updates:
-            self.update(rid, data)
+    def update_many(self, updates: Sequence[tuple[RecordId, bytes, bytes | None]]) -> None:
+        """`update` of each (rid, data, expected); KeyError for a missing one. Engines
+        write them in fewer statements where they can."""
+        for rid, data, expected in updates:
+            self.update(rid, data, expected=expected)
 
     @abstractmethod
     def delete(self, rid: RecordId, *, expected: bytes | None = None) -> None:

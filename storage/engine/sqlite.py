@@ -128,8 +128,9 @@ class SQLiteRecordStore(RecordStore):
         self._size += len(data) - row[0]
         self._stats_changed(*old)
 
-    def update_many(self, updates: Sequence[tuple[RecordId, bytes]]) -> None:
-        rids = [rid for rid, _data in updates]
+    def update_many(self, updates: Sequence[tuple[RecordId, bytes, bytes | None]]) -> None:
+        # (`expected` goes unchecked, as in `update`: one process writes the file)
+        rids = [rid for rid, _data, _expected in updates]
         if len(updates) < 2 or len(set(rids)) != len(rids):
             super().update_many(updates)
             return
@@ -144,9 +145,9 @@ class SQLiteRecordStore(RecordStore):
         for rid in rids:
             if rid not in lengths:
                 raise KeyError(rid)
-        eng._execmany(self._sql_update, [(data, rid) for rid, data in updates])
+        eng._execmany(self._sql_update, [(data, rid) for rid, data, _expected in updates])
         old = (self._count, self._size)
-        self._size += sum(len(data) - lengths[rid] for rid, data in updates)
+        self._size += sum(len(data) - lengths[rid] for rid, data, _expected in updates)
         self._stats_changed(*old)
 
     def delete(self, rid: RecordId, *, expected: bytes | None = None) -> None:
