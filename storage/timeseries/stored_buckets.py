@@ -48,7 +48,7 @@ from storage.keystring import encode_value, invert, prefix_successor
 from storage.vocabulary.missing import MISSING
 
 from .absent_series import absent_series
-from .constants import CONTROL, CONTROL_MIN, META
+from .constants import CONTROL, CONTROL_MAX, CONTROL_MIN, META
 from .index_schema import index_keys_time_bounds, index_reads_data, supports_reopening_query
 from .metadata import series_key
 from .options import TimeseriesOptions
@@ -178,8 +178,12 @@ class StoredBuckets:
             return None
         if len(ranked) == 1:
             return _chosen(*ranked[0][:2])
-        keyed = []
         facts = self._facts(index)
+        if facts.bounds_rank is not None and type(query.meta) is not list:
+            by_bounds = self._first_by_bounds(ranked, facts.bounds_rank, query.time_field)
+            if by_bounds is not None:
+                return by_bounds
+        keyed = []
         for seen, source, order in ranked:
             if not isinstance(source, bytes):
                 # its key needs `data` when the index reads it, which its view lacks; an
@@ -200,6 +204,25 @@ class StoredBuckets:
             return _chosen(tied[0][2], tied[0][3])
         # equal keys go in record order
         return _chosen(*min(tied, key=lambda k: self._record_order(k[1]))[2:])
+
+    def _first_by_bounds(self, ranked: list[_Candidate], rank: tuple[tuple[int, int], ...],
+                         time_field: str) -> StoredBucket | BucketWrite | None:
+        """`_first_match`'s choice among `ranked` in an index whose fields after the meta
+        are control.min/max.<time> (`_IndexFacts.bounds_rank`): with every candidate's
+        bounds dates, whose keys order as their milliseconds do, the least by those; None
+        when a bound is not a date (then the keys decide)."""
+        keyed = []
+        for candidate in ranked:
+            bounds = _time_bounds(candidate[0], candidate[1], time_field)
+            if bounds is None:
+                return None
+            keyed.append((tuple(bounds[which] * direction for which, direction in rank),
+                          candidate))
+        least = min(k[0] for k in keyed)
+        tied = [c for k, c in keyed if k == least]
+        if len(tied) > 1:  # equal keys go in record order
+            tied.sort(key=lambda c: self._record_order(c[2]))
+        return _chosen(*tied[0][:2])
 
     def _record_order(self, order: tuple[int, int] | ObjectId) -> tuple[int, int]:
         """Where a candidate stands among equal keys: a pending update is where its
@@ -299,6 +322,9 @@ class _IndexFacts:
     rank_generator: KeyGenerator | None
     # the index keys only `_id`, the meta and the time bounds (`index_keys_time_bounds`)
     keys_time_bounds: bool
+    # with `rank_generator`, when the fields after the meta are control.min/max.<time>
+    # only: for each, (0 for min or 1 for max, its direction)
+    bounds_rank: tuple[tuple[int, int], ...] | None
 
     @classmethod
     def of(cls, spec: IndexSpec, time_field: str) -> _IndexFacts:
@@ -310,8 +336,13 @@ class _IndexFacts:
             if "collation" in spec.document:
                 doc["collation"] = spec.document["collation"]
             gen = KeyGenerator(IndexSpec.from_document(doc))
+        bounds = (f"{CONTROL}.{CONTROL_MIN}.{time_field}", f"{CONTROL}.{CONTROL_MAX}.{time_field}")
+        rank = None
+        if gen is not None and all(f in bounds for f in spec.fields[1:]):
+            rank = tuple((bounds.index(f), d) for f, d in zip(spec.fields[1:],
+                                                             spec.directions[1:]))
         return cls(spec, spec.collator, index_reads_data(spec), gen,
-                   index_keys_time_bounds(spec, time_field))
+                   index_keys_time_bounds(spec, time_field), rank)
 
 
 def _leading_oid(raw: bytes) -> ObjectId | None:
@@ -341,6 +372,27 @@ def _chosen(doc: Mapping[str, Any] | None, source: bytes | BucketWrite
         assert doc is not None
         return doc, source
     return source
+
+
+def _time_bounds(seen: Mapping[str, Any] | None, source: bytes | BucketWrite,
+                 time_field: str) -> tuple[int, int] | None:
+    """A candidate's control.min/max.<time> in milliseconds, None unless both are dates:
+    a pending one's from its native state (or its view), a stored one's decoded."""
+    if not isinstance(source, bytes):
+        state = source.native_state
+        if state is not None:
+            return state.control.date_bounds(time_field)
+        seen = source.index_doc
+    control = seen.get(CONTROL) if seen is not None else None
+    if not isinstance(control, Mapping):
+        return None
+    mins, maxes = control.get(CONTROL_MIN), control.get(CONTROL_MAX)
+    if not (isinstance(mins, Mapping) and isinstance(maxes, Mapping)):
+        return None
+    lo, hi = mins.get(time_field), maxes.get(time_field)
+    if type(lo) is not DatetimeMS or type(hi) is not DatetimeMS:
+        return None
+    return int(lo), int(hi)
 
 
 def _reopening_range(meta: Any, query: ReopeningQuery, fields: Sequence[str],

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
+import bson
 import pytest
 from bson import Int64
 from bson.datetime_ms import DatetimeMS
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 from query.executor import FindSpec, candidates, prepare_find
 from storage.bsonutil import decode
 from storage.catalog import Catalog
+from storage.indexes import IndexSpec, KeyGenerator
 from storage.timeseries import (
     ReopeningQuery,
     TimeseriesParameters,
@@ -27,7 +29,7 @@ from storage.timeseries import (
 )
 from storage.timeseries.bucket_catalog import BucketCatalog
 from storage.timeseries.pending_writes import DeferredBucketWrites
-from storage.timeseries.stored_buckets import StoredBuckets
+from storage.timeseries.stored_buckets import StoredBuckets, _IndexFacts
 from storage.timeseries.write_batch import BucketWrite
 from storage.vocabulary.missing import MISSING
 
@@ -427,3 +429,44 @@ def test_candidates_rank_as_their_index_keys(times: list[tuple[int, int, bool]],
     known = [i for i, w in enumerate(whole) if w is not None]
     assert sorted(known, key=lambda i: whole[i]) == sorted(known, key=lambda i: ranked[i])
     cat.close()
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(-10**12, 10**12), st.integers(-10**12, 10**12),
+                          st.booleans()), min_size=1, max_size=6),
+       st.tuples(st.sampled_from([1, -1]), st.sampled_from([1, -1]), st.sampled_from([1, -1])),
+       st.sampled_from([("min",), ("min", "max"), ("max", "min")]))
+def test_candidates_rank_by_their_time_bounds_as_by_their_keys(
+        times: list[tuple[int, int, bool]], directions: tuple[int, int, int],
+        bounds: tuple[str, ...]) -> None:
+    """Where the reopening index keys only the time bounds after the meta, the candidate
+    chosen by its bounds in milliseconds is the one of the least key (record order
+    among equal keys); a bound that is not a date leaves the choice to the keys."""
+    key = {"meta": directions[0], **{f"control.{b}.t": d for b, d in zip(bounds, directions[1:])}}
+    spec = IndexSpec.from_document({"v": 2, "name": "x", "key": key})
+    facts = _IndexFacts.of(spec, "t")
+    assert facts.bounds_rank is not None
+    cat, _buckets, _catalog, _service, source = _catalog_and_source()
+    views = [{"_id": i, "meta": "a", "control": {"min": {"t": DatetimeMS(lo)},
+                                                 "max": {"t": DatetimeMS(hi)}}}
+             for i, (lo, hi, _) in enumerate(times)]
+    ranked: list[Any] = [(v, bson.encode(v), (0, i)) for i, v in enumerate(views)]
+    gen = KeyGenerator(spec)
+    least = min(range(len(views)), key=lambda i: (gen.keys(views[i]).entries[0][0], i))
+    chosen = source._first_by_bounds(ranked, facts.bounds_rank, "t")
+    assert chosen is not None and chosen[0]["_id"] == least
+    # a bound that is not a date
+    views[-1]["control"]["max"]["t"] = times[-1][0]
+    assert source._first_by_bounds(ranked, facts.bounds_rank, "t") is None
+    cat.close()
+
+
+def test_only_time_bounds_after_the_meta_rank_by_milliseconds() -> None:
+    def rank(key: dict[str, Any]) -> Any:
+        spec = IndexSpec.from_document({"v": 2, "name": "x", "key": key})
+        return _IndexFacts.of(spec, "t").bounds_rank
+    assert rank({"meta": 1, "control.min.t": -1, "control.max.t": 1}) == ((0, -1), (1, 1))
+    assert rank({"meta": 1, "control.max.t": 1}) == ((1, 1),)
+    assert rank({"meta": 1, "control.min.t": 1, "_id": 1}) is None
+    assert rank({"meta.x": 1, "control.min.t": 1}) is None
+    assert rank({"control.min.t": 1, "meta": 1}) is None
