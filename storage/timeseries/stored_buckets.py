@@ -34,6 +34,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final
 
 from bson import Binary, ObjectId, Timestamp
@@ -50,7 +51,7 @@ from storage.vocabulary.missing import MISSING
 from .absent_series import absent_series
 from .constants import CONTROL, CONTROL_MAX, CONTROL_MIN, META
 from .index_schema import index_keys_time_bounds, index_reads_data, supports_reopening_query
-from .metadata import series_key
+from .metadata import meta_of_key, series_key
 from .options import TimeseriesOptions
 from .reopening import ReopeningQuery, StoredBucket
 
@@ -274,7 +275,10 @@ class StoredBuckets:
         if collator is not None:
             value = collator.translate(value)  # as the index keys strings
         if type(query.meta) is not list:
-            rng = _reopening_range(value, query, fields, spec.directions)
+            kept = _document_meta_keystring(query.series) if (
+                collator is None and type(query.meta) is dict and query.series is not None
+            ) else None
+            rng = _reopening_range(value, query, fields, spec.directions, meta_keystring=kept)
             if rng is not None:
                 found = self.buckets.index_scan_range(index, rng)
                 if found is not None:
@@ -395,17 +399,26 @@ def _time_bounds(seen: Mapping[str, Any] | None, source: bytes | BucketWrite,
     return int(lo), int(hi)
 
 
+@lru_cache(maxsize=4096)
+def _document_meta_keystring(series: bytes) -> bytes:
+    """The keystring of the meta value of `series` (a document, which takes longest to
+    encode), as an index without a collation keys it: a series queries again and again."""
+    return encode_value(meta_of_key(series))
+
+
 def _reopening_range(meta: Any, query: ReopeningQuery, fields: Sequence[str],
-                     directions: Sequence[int]) -> KeyRange | None:
+                     directions: Sequence[int], *, meta_keystring: bytes | None = None
+                     ) -> KeyRange | None:
     """The one key range of the reopening index that `plan_ranges` gives for the query's
     bounds (a point meta value, then `control.min.<time>` in (t - span, t], every later
     field unbounded), built from the keystring of `meta` (the query's meta value as the
-    index keys it) and the two dates; None when the index is not
-    {meta, control.min.<time>, ...} (without metaField: {control.min.<time>, ...})."""
+    index keys it; `meta_keystring`: that keystring, when the caller has it) and the two
+    dates; None when the index is not {meta, control.min.<time>, ...} (without
+    metaField: {control.min.<time>, ...})."""
     prefix = b""
     i = 0
     if fields and fields[0] == META:
-        enc = encode_value(meta)
+        enc = encode_value(meta) if meta_keystring is None else meta_keystring
         prefix = enc if directions[0] >= 0 else invert(enc)
         i = 1
     if len(fields) <= i or fields[i] != f"{CONTROL}.{CONTROL_MIN}.{query.time_field}":

@@ -210,6 +210,37 @@ def test_direct_range_is_the_planned_range(meta: Any, directions: tuple[int, ...
         assert [got] == planned
 
 
+_field_names = st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)),
+                       min_size=1, max_size=3)
+_meta_values = st.recursive(
+    st.one_of(st.text(st.characters(blacklist_categories=("Cs",)), max_size=4), st.integers(-2**63, 2**63 - 1).map(Int64),
+              st.integers(-2**31, 2**31 - 1), st.floats(allow_nan=False), st.booleans(),
+              st.none(), st.integers(-2**62, 2**62).map(DatetimeMS)),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(_field_names, inner, max_size=3),
+    max_leaves=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(_field_names, _meta_values, max_size=4),
+       st.sampled_from([(1, 1, 1), (-1, 1, 1)]))
+def test_a_document_meta_keeps_its_keystring_by_series(meta: dict[str, Any],
+                                                       directions: tuple[int, ...]) -> None:
+    """The keystring a series' document meta keeps is that of the meta as the query
+    holds it (normalized), so the range built from it is the range built from the meta."""
+    from storage.keystring import encode_value
+    from storage.timeseries.metadata import normalize_meta, series_key
+
+    normalized = normalize_meta(meta)
+    kept = stored_buckets._document_meta_keystring(series_key(normalized))
+    assert kept == encode_value(normalized)
+    q = ReopeningQuery("t", normalized, T0, 3600, 1000, 1 << 20)
+    fields = ["meta", "control.min.t", "control.max.t"]
+    assert stored_buckets._reopening_range(normalized, q, fields, directions,
+                                           meta_keystring=kept) == \
+        stored_buckets._reopening_range(normalized, q, fields, directions)
+
+
 def test_direct_range_without_meta_field_and_other_indexes() -> None:
     q = ReopeningQuery("t", "a", T0, 3600, 1000, 1 << 20)
     assert stored_buckets._reopening_range("a", q, ["control.min.t"], [1]) is not None
