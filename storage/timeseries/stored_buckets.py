@@ -27,6 +27,10 @@ numbers (1, 1.0 and Int64(1) are equal but are three series); a pending write wh
 series is not known (a v1 bucket rewritten) is not looked up either. Otherwise, and when
 a bucket has several keys in the index, the pending writes are flushed first (by the
 `flush` the owner of the pending writes gives) and storage answers alone.
+
+Candidates of the series rank as their keys in the reopening index do; where the index
+keys nothing after the meta but the time bounds (the default index), by the bounds in
+milliseconds, without encoding a key.
 """
 
 from __future__ import annotations
