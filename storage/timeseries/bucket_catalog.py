@@ -109,13 +109,13 @@ class BucketCatalog:
         self._registry.set_cache_bytes(self._measurements.cache_bytes)
         result = BatchResult(coll, [], errors, 0)
         try:
-            stage, stage_run, measurement = (self._stager.stage, self._stager.stage_run,
-                                             rows.measurement)
+            stage, stage_run, measurement, key = (self._stager.stage, self._stager.stage_run,
+                                                  rows.measurement, rows.key)
             for group in groups:
                 # one series, by time: a run its open bucket takes with nothing else
                 # happening staged in bulk, then each measurement staged, and the run
                 # after it
-                i, n = stage_run(ctx, group, 0, measurement(group[0]).key), len(group)
+                i, n = stage_run(ctx, group, 0, key(group[0])), len(group)
                 while i < n:
                     stage(ctx, measurement(group[i]))
                     i += 1

@@ -134,14 +134,15 @@ class BatchRows:
     batch come from the scan's arrays: a measurement staged in a run never becomes a
     Python object."""
 
-    __slots__ = ("_made", "_of_row", "max_value_lens", "names", "signatures", "source",
-                 "times", "value_bytes")
+    __slots__ = ("_key_of", "_made", "_of_row", "max_value_lens", "names", "signatures",
+                 "source", "times", "value_bytes")
 
     def __init__(self, times: list[int], names: list[tuple[str, ...]],
                  signatures: list[tuple | None], max_value_lens: list[int],
                  value_bytes: list[int], source: ScannedDocuments | None,
                  made: dict[int, Measurement],
-                 of_row: Callable[[int], Measurement] | None = None) -> None:
+                 of_row: Callable[[int], Measurement] | None = None,
+                 key_of: Callable[[int], bytes] | None = None) -> None:
         self.times = times
         self.names = names
         self.signatures = signatures
@@ -150,6 +151,7 @@ class BatchRows:
         self.source = source  # the scan the rows come from (None: decoded measurements)
         self._made = made     # the rows made into measurements so far: one object each
         self._of_row = of_row
+        self._key_of = key_of  # a row's series key, read without making its measurement
 
     @classmethod
     def of(cls, prepared: Sequence[Measurement], size: int) -> BatchRows:
@@ -171,6 +173,13 @@ class BatchRows:
             assert self._of_row is not None
             m = self._made[row] = self._of_row(row)
         return m
+
+    def key(self, row: int) -> bytes:
+        """The series key of `row`'s measurement, without making it."""
+        m = self._made.get(row)
+        if m is not None or self._key_of is None:
+            return self.measurement(row).key
+        return self._key_of(row)
 
     def measurements(self, rows: Sequence[int]) -> list[Measurement]:
         return [self.measurement(r) for r in rows]
@@ -355,7 +364,10 @@ class MeasurementPreparer:
             return Measurement(i, times[i], None, None, keys[s], meta_of(s), meta_sizes[s],
                                names[i], max_lens[i], sigs[i], value_bytes[i], None, source)
 
-        rows = BatchRows(times, names, sigs, max_lens, value_bytes, source, {}, of_row)
+        def key_of(i: int) -> bytes:
+            return keys[series_of[i]]
+
+        rows = BatchRows(times, names, sigs, max_lens, value_bytes, source, {}, of_row, key_of)
         return rows, native_scan.groups(batch), errors
 
     def _known_shape(self, fields: list[tuple[str, int]]

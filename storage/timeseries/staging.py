@@ -125,7 +125,7 @@ class Stager:
         registry = self._registry
         if start:
             prev = group[start - 1]
-            b = registry.use_bucket((ctx.coll, rows.measurement(prev).key))
+            b = registry.use_bucket((ctx.coll, rows.key(prev)))
             if b is None or b.size == 0 or not b.staged or b.staged[-1] != prev:
                 return 0
         else:

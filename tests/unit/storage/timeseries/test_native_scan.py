@@ -385,3 +385,19 @@ def test_series_meta_decodes_with_the_server_codec() -> None:
     assert _typed(got) == _typed(bson.decode(bson.encode({"": {
         "a": [{"b": b"\x01", "y": 1.0}], "z": Int64(1), "é": DatetimeMS(-1)}}),
         CODEC_OPTIONS)[""])
+
+
+def test_a_rows_series_key_is_its_measurements_without_making_it() -> None:
+    metas: list[Any] = [{"b": 1, "a": "x"}, {"a": "x", "b": 1}, 1, 1.0, Int64(1), None, "MISSING",
+                        [1, {"z": 2, "y": 3}]]
+    docs = [{"_id": i, "t": DatetimeMS(i), **({} if meta == "MISSING" else {"m": meta})}
+            for i, meta in enumerate(metas * 2)]
+    parts = [encode(d) for d in docs]
+    offsets = array("q", [sum(map(len, parts[:i])) for i in range(len(parts))])
+    rows, groups, errors = MeasurementPreparer().prepare_rows(
+        RawDocuments(b"".join(parts), offsets), OPTS, True)
+    assert rows.source is not None and errors == []
+    keys = [rows.key(r) for g in groups for r in g]
+    assert rows._made == {}  # no measurement made for them
+    assert keys == [rows.measurement(r).key for g in groups for r in g]
+    assert len(set(keys)) == len(groups) == 7  # both orders of the document: one series
