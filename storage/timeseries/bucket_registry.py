@@ -45,7 +45,6 @@ preparer's series metas).
 from __future__ import annotations
 
 import bisect
-import sys
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -89,11 +88,12 @@ _WARM_MAX_BYTES: Final = 64 * 1024 * 1024
 
 def bucket_memory(b: Bucket) -> int:
     """The bytes open bucket `b` takes in memory (see the constants above)."""
-    memory, fields, compressed = b.columns.footprint()
-    if b.control is None:
+    control = b.control
+    memory, fields, compressed, control_size = b.columns.footprint(control)
+    if control is None:
         base, per_field, retained = _BUCKET_OVERHEAD, _FIELD_OVERHEAD, _RETAINED_PER_COMPRESSED_BYTE
     else:
-        base = _NATIVE_BUCKET_OVERHEAD + sys.getsizeof(b.control)
+        base = _NATIVE_BUCKET_OVERHEAD + control_size
         per_field, retained = _NATIVE_FIELD_OVERHEAD, _NATIVE_RETAINED_PER_COMPRESSED_BYTE
     return base + len(b.key) + memory + per_field * fields + int(retained * compressed)
 

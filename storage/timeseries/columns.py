@@ -154,9 +154,11 @@ class Columns:
                   for n, st in self._state.items())
         return self.compressed_size + raw
 
-    def footprint(self) -> tuple[int, int, int]:
-        """(memory_size, num_fields, compressed_size): what the memory accounting reads."""
-        return self.memory_size, self.num_fields, self.compressed_size
+    def footprint(self, control: object | None = None) -> tuple[int, int, int, int]:
+        """(memory_size, num_fields, compressed_size, sys.getsizeof(control) or 0): what
+        the memory accounting reads of a bucket's columns and control."""
+        return (self.memory_size, self.num_fields, self.compressed_size,
+                0 if control is None else sys.getsizeof(control))
 
     def column_bytes(self) -> list[tuple[str, bytes]]:
         """(name, committed column bytes) in document order."""

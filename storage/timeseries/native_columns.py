@@ -29,6 +29,7 @@ buffers and pending values and the committed columns.
 
 from __future__ import annotations
 
+import functools
 import sys
 from array import array
 from collections.abc import Sequence
@@ -38,6 +39,7 @@ from storage import native
 from storage.bsoncolumn import BinaryDiff
 
 from .columns import Columns
+from .native_control import NativeControl
 
 if TYPE_CHECKING:
     from storage._native import BucketColumns as _BucketColumns
@@ -60,6 +62,14 @@ def _gc_header() -> int:
 
 
 _GC_HEADER: Final = _gc_header()
+
+
+@functools.cache
+def _control_shell() -> int:
+    """What sys.getsizeof adds to a NativeControl's core's __sizeof__ (its Python object
+    and GC header)."""
+    c = NativeControl()
+    return sys.getsizeof(c) - c.native.__sizeof__()
 
 
 class RawBatch(Protocol):
@@ -161,10 +171,17 @@ class NativeColumns:
         """The heap the builders and the committed columns hold (`__sizeof__`)."""
         return sys.getsizeof(self._c)
 
-    def footprint(self) -> tuple[int, int, int]:
-        """(memory_size, num_fields, compressed_size) in one call to the core."""
-        size, fields, compressed = self._c.footprint()
-        return size + _GC_HEADER, fields, compressed
+    def footprint(self, control: object | None = None) -> tuple[int, int, int, int]:
+        """(memory_size, num_fields, compressed_size, sys.getsizeof(control) or 0), in
+        one call to the core when `control` is native."""
+        if control is not None and not isinstance(control, NativeControl):
+            size, fields, compressed, _ = self._c.footprint()
+            return size + _GC_HEADER, fields, compressed, sys.getsizeof(control)
+        size, fields, compressed, control_size = self._c.footprint(
+            None if control is None else control.native)
+        if control is not None:
+            control_size += _control_shell()
+        return size + _GC_HEADER, fields, compressed, control_size
 
     def column_bytes(self) -> list[tuple[str, bytes]]:
         return self._c.column_bytes()

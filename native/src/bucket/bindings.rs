@@ -263,15 +263,21 @@ impl PyBucketColumns {
         Ok(basic_size(slf)? + slf.borrow().inner.heap_size())
     }
 
-    /// footprint() -> (__sizeof__(), len(), compressed_size): what the catalog's memory
-    /// accounting reads of the columns after each commit, in one call.
-    fn footprint(slf: &Bound<'_, Self>) -> PyResult<(usize, usize, usize)> {
+    /// footprint(control=None) -> (__sizeof__(), len(), compressed_size, the control's
+    /// __sizeof__() or 0): what the catalog's memory accounting reads of a bucket's
+    /// columns and control after each commit, in one call.
+    #[pyo3(signature = (control=None))]
+    fn footprint(
+        slf: &Bound<'_, Self>,
+        control: Option<PyRef<'_, Control>>,
+    ) -> PyResult<(usize, usize, usize, usize)> {
         let basic = basic_size(slf)?;
         let this = slf.borrow();
         Ok((
             basic + this.inner.heap_size(),
             this.inner.len(),
             this.inner.compressed_size(),
+            control.map_or(0, |c| c.__sizeof__()),
         ))
     }
 

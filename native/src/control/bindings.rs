@@ -224,7 +224,7 @@ impl Control {
     }
 
     /// The object with the heap its trees own.
-    fn __sizeof__(&self) -> usize {
+    pub(crate) fn __sizeof__(&self) -> usize {
         std::mem::size_of::<Self>() + self.minmax.heap_size() + self.schema.heap_size()
     }
 }

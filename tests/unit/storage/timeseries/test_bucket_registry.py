@@ -104,3 +104,27 @@ def test_idle_buckets_expire_under_memory_pressure() -> None:
     status = cat.server_status()
     assert status["numBuckets"] == status["numOpenBuckets"] + status["numArchivedBuckets"]
     assert status["numBucketsArchivedDueToMemoryThreshold"] > 0
+
+
+def test_a_buckets_footprint_counts_its_control_as_getsizeof_does() -> None:
+    import sys
+
+    import pytest
+
+    from storage import native
+    from storage.bsonutil import encode
+    from storage.timeseries.columns import Columns
+    from storage.timeseries.native_columns import NativeColumns
+    from storage.timeseries.native_control import NativeControl
+
+    if native.core is None:
+        pytest.skip("the native core is not built")
+    control = NativeControl()
+    columns = NativeColumns.new("t")
+    assert columns is not None
+    for n in range(40):  # the control's trees grow with each new field
+        control.update_doc(encode({"t": DatetimeMS(n), f"f{n}": "x" * n, "o": {f"g{n}": n}}))
+        got = columns.footprint(control)
+        assert got == (*columns.footprint()[:3], sys.getsizeof(control))
+        assert Columns("t").footprint(control)[3] == sys.getsizeof(control)
+    assert columns.footprint()[3] == 0
