@@ -13,7 +13,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
-use super::columns::{AppendError, Appended, BucketColumns, Row, Shapes};
+use super::columns::{warm, AppendError, Appended, BucketColumns, Row, Shapes};
 use super::document::{build, data_len, Parts};
 use crate::boundary::{guard, Declined};
 use crate::control::bindings::Control;
@@ -477,6 +477,7 @@ fn fold_one(task: Task<'_>, skip_field: Option<&str>, whole: bool) -> Outcome {
     let Some(docs) = docs else {
         return Outcome::Declined;
     };
+    warm(&docs);
     // the columns read each document once, and hand the control its fields
     let mut fields = Some(Checked::with_capacity(docs.len(), cols.len()));
     let Ok(appended) = cols.append_collecting(docs, skip_field, Some(&mut fields)) else {
