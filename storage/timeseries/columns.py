@@ -92,6 +92,8 @@ _PY_BUILDER_BYTES = 400
 
 # Types whose columns the native builder keeps (none without the extension).
 if TYPE_CHECKING:
+    from .native_control import NativeControl
+
     #: A field's column state: the native builder of a uniform column, else the Python one.
     _State: TypeAlias = native.UniformBuilder | BSONColumnBuilder
 
@@ -154,7 +156,7 @@ class Columns:
                   for n, st in self._state.items())
         return self.compressed_size + raw
 
-    def footprint(self, control: object | None = None) -> tuple[int, int, int, int]:
+    def footprint(self, control: NativeControl | None = None) -> tuple[int, int, int, int]:
         """(memory_size, num_fields, compressed_size, sys.getsizeof(control) or 0): what
         the memory accounting reads of a bucket's columns and control."""
         return (self.memory_size, self.num_fields, self.compressed_size,

@@ -171,17 +171,14 @@ class NativeColumns:
         """The heap the builders and the committed columns hold (`__sizeof__`)."""
         return sys.getsizeof(self._c)
 
-    def footprint(self, control: object | None = None) -> tuple[int, int, int, int]:
-        """(memory_size, num_fields, compressed_size, sys.getsizeof(control) or 0), in
-        one call to the core when `control` is native."""
-        if control is not None and not isinstance(control, NativeControl):
+    def footprint(self, control: NativeControl | None = None) -> tuple[int, int, int, int]:
+        """(memory_size, num_fields, compressed_size, sys.getsizeof(control) or 0) in one
+        call to the core."""
+        if control is None:
             size, fields, compressed, _ = self._c.footprint()
-            return size + _GC_HEADER, fields, compressed, sys.getsizeof(control)
-        size, fields, compressed, control_size = self._c.footprint(
-            None if control is None else control.native)
-        if control is not None:
-            control_size += _control_shell()
-        return size + _GC_HEADER, fields, compressed, control_size
+            return size + _GC_HEADER, fields, compressed, 0
+        size, fields, compressed, control_size = self._c.footprint(control.native)
+        return size + _GC_HEADER, fields, compressed, control_size + _control_shell()
 
     def column_bytes(self) -> list[tuple[str, bytes]]:
         return self._c.column_bytes()
