@@ -9,6 +9,7 @@ pub mod boundary;
 pub mod bsoncolumn;
 pub mod bucket;
 pub mod control;
+pub mod fixed_width;
 pub mod measurements;
 
 use pyo3::prelude::*;

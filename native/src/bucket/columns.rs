@@ -14,15 +14,12 @@
 
 use std::collections::HashMap;
 
-use bson::oid::ObjectId;
-use bson::raw::{CStr, RawBsonRef, RawDocument};
-use bson::DateTime;
+use bson::raw::{CStr, RawDocument};
 
 use crate::bsoncolumn::builder::{BuildError, ColumnBuilder};
-use crate::bsoncolumn::values::{
-    T_ARRAY, T_BOOL, T_DATE, T_DOUBLE, T_INT32, T_INT64, T_NULL, T_OBJECT, T_OID,
-};
+use crate::bsoncolumn::values::{T_ARRAY, T_OBJECT};
 use crate::control::Checked;
+use crate::fixed_width::{fixed_width, is_fixed_width};
 use crate::measurements::Scanned;
 
 /// Why an append or a reopen did not happen (the columns are then as before the call).
@@ -110,35 +107,6 @@ pub fn common_prefix(a: &[u8], b: &[u8]) -> usize {
         i += 1;
     }
     i
-}
-
-/// The value of an element of a fixed-width type (int32, int64, double, date, ObjectId,
-/// bool, null) from the value bytes the raw iterator or the scan delimited (what
-/// `RawElement::value` gives, without its call and the copy of its result: most
-/// measurement fields are these); None for any other type, or bytes that are not such a
-/// value.
-#[inline]
-pub(crate) fn fixed_width(t: u8, v: &[u8]) -> Option<RawBsonRef<'_>> {
-    Some(match (t, v.len()) {
-        (T_INT64, 8) => RawBsonRef::Int64(i64::from_le_bytes(v.try_into().ok()?)),
-        (T_DOUBLE, 8) => RawBsonRef::Double(f64::from_le_bytes(v.try_into().ok()?)),
-        (T_DATE, 8) => RawBsonRef::DateTime(DateTime::from_millis(i64::from_le_bytes(
-            v.try_into().ok()?,
-        ))),
-        (T_INT32, 4) => RawBsonRef::Int32(i32::from_le_bytes(v.try_into().ok()?)),
-        (T_OID, 12) => RawBsonRef::ObjectId(ObjectId::from_bytes(v.try_into().ok()?)),
-        (T_BOOL, 1) if v[0] <= 1 => RawBsonRef::Boolean(v[0] == 1),
-        (T_NULL, 0) => RawBsonRef::Null,
-        _ => return None,
-    })
-}
-
-/// Whether `fixed_width` reads values of type `t`.
-pub(crate) fn is_fixed_width(t: u8) -> bool {
-    matches!(
-        t,
-        T_INT64 | T_DOUBLE | T_DATE | T_INT32 | T_OID | T_BOOL | T_NULL
-    )
 }
 
 /// A document to append: as it came (iterated here), or as the measurement scan read it.

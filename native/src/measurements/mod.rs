@@ -38,6 +38,7 @@ use ahash::RandomState;
 
 use bson::raw::{RawBsonRef, RawDocument};
 
+use crate::fixed_width::{fixed_width, is_fixed_width};
 use walk::{Problem, Walker};
 
 /// MongoDB's codes for what the scan refuses.
@@ -311,7 +312,20 @@ fn scan_one<'a>(
         let start = at;
         at = at.saturating_add(2 + key.len()).saturating_add(size);
         names.push(key);
-        let value = elem.value().map_err(invalid)?;
+        // a fixed-width value read from its bytes, as the element would give it; any other
+        // (or one that is not valid) through the element, which says what is wrong
+        let t = elem.element_type() as u8;
+        let fixed = if is_fixed_width(t) && bytes.get(start) == Some(&t) {
+            bytes
+                .get(start.saturating_add(2 + key.len())..at)
+                .and_then(|v| fixed_width(t, v))
+        } else {
+            None
+        };
+        let value = match fixed {
+            Some(v) => v,
+            None => elem.value().map_err(invalid)?,
+        };
         if opts.meta_field == Some(key) {
             // the element's bytes, if they are where the sizes say (else no caching)
             let raw = bytes
