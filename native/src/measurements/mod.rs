@@ -310,15 +310,15 @@ fn scan_one<'a>(
         let key = elem.key().as_str();
         let size = elem.size();
         let start = at;
-        at = at.saturating_add(2 + key.len()).saturating_add(size);
+        // the value after the type byte, the name and its NUL
+        let value_start = start.saturating_add(2 + key.len());
+        at = value_start.saturating_add(size);
         names.push(key);
         // a fixed-width value read from its bytes, as the element would give it; any other
         // (or one that is not valid) through the element, which says what is wrong
         let t = elem.element_type() as u8;
         let fixed = if is_fixed_width(t) && bytes.get(start) == Some(&t) {
-            bytes
-                .get(start.saturating_add(2 + key.len())..at)
-                .and_then(|v| fixed_width(t, v))
+            bytes.get(value_start..at).and_then(|v| fixed_width(t, v))
         } else {
             None
         };
@@ -330,7 +330,7 @@ fn scan_one<'a>(
             // the element's bytes, if they are where the sizes say (else no caching)
             let raw = bytes
                 .get(start..at)
-                .filter(|r| r.first() == Some(&(elem.element_type() as u8)))
+                .filter(|r| r.first() == Some(&t))
                 .filter(|r| r.get(1..1 + key.len()) == Some(key.as_bytes()))
                 .unwrap_or_default();
             // the same bytes in a document scanned before passed this walk already
@@ -347,15 +347,13 @@ fn scan_one<'a>(
         if key == "_id" {
             one.has_id = true;
         }
-        // the value after the type byte, the name and its NUL (a document is far below
-        // 4 GiB: the buffer is a message's)
-        let value_start = start.saturating_add(2 + key.len());
+        // (a document is far below 4 GiB: the buffer is a message's)
         value_spans.push((
             u32::try_from(value_start).unwrap_or(u32::MAX),
             u32::try_from(at).unwrap_or(u32::MAX),
         ));
         // the shape's key: type byte, name and NUL per field (names hold no NUL)
-        shape.push(elem.element_type() as u8);
+        shape.push(t);
         shape.extend_from_slice(key.as_bytes());
         shape.push(0);
         one.field_count += 1;
