@@ -175,9 +175,9 @@ class BatchRows:
         return m
 
     def key(self, row: int) -> bytes:
-        """The series key of `row`'s measurement, without making it."""
-        m = self._made.get(row)
-        if m is not None or self._key_of is None:
+        """The series key of `row`'s measurement, without making it (rows of measurements
+        prepared already: theirs)."""
+        if self._key_of is None:
             return self.measurement(row).key
         return self._key_of(row)
 
