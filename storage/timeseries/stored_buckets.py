@@ -188,7 +188,7 @@ class StoredBuckets:
             by_bounds = self._first_by_bounds(ranked, facts.bounds_rank, query.time_field)
             if by_bounds is not None:
                 return by_bounds
-        keyed = []
+        keyed: list[tuple[Any, _Candidate]] = []
         for seen, source, order in ranked:
             if not isinstance(source, bytes):
                 # its key needs `data` when the index reads it, which its view lacks; an
@@ -202,13 +202,8 @@ class StoredBuckets:
             key = self._rank_key(index, seen, query)
             if key is None:
                 return _UNORDERED
-            keyed.append((key, order, seen, source))
-        least = min(k[0] for k in keyed)
-        tied = [k for k in keyed if k[0] == least]
-        if len(tied) == 1:
-            return _chosen(tied[0][2], tied[0][3])
-        # equal keys go in record order
-        return _chosen(*min(tied, key=lambda k: self._record_order(k[1]))[2:])
+            keyed.append((key, (seen, source, order)))
+        return self._least(keyed)
 
     def _first_by_bounds(self, ranked: list[_Candidate], rank: tuple[tuple[int, int], ...],
                          time_field: str) -> StoredBucket | BucketWrite | None:
@@ -216,16 +211,20 @@ class StoredBuckets:
         are control.min/max.<time> (`_IndexFacts.bounds_rank`): with every candidate's
         bounds dates, whose keys order as their milliseconds do, the least by those; None
         when a bound is not a date (then the keys decide)."""
-        keyed = []
+        keyed: list[tuple[Any, _Candidate]] = []
         for candidate in ranked:
             bounds = _time_bounds(candidate[0], candidate[1], time_field)
             if bounds is None:
                 return None
             keyed.append((tuple(bounds[which] * direction for which, direction in rank),
                           candidate))
-        least = min(k[0] for k in keyed)
+        return self._least(keyed)
+
+    def _least(self, keyed: list[tuple[Any, _Candidate]]) -> StoredBucket | BucketWrite:
+        """The candidate of the least key (equal keys go in record order)."""
+        least = min(k for k, _c in keyed)
         tied = [c for k, c in keyed if k == least]
-        if len(tied) > 1:  # equal keys go in record order
+        if len(tied) > 1:
             tied.sort(key=lambda c: self._record_order(c[2]))
         return _chosen(*tied[0][:2])
 
