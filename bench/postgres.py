@@ -9,7 +9,8 @@ one database, the clients split between them). The URI's user must be allowed to
 databases: each PostgreSQL configuration works in a database of its own, dropped after.
 
 Ingest is bench/ingest.py's `tsbs` run: the same pre-encoded batches of 1000 (TSBS devops
-cpu-only, 100 hosts) sent round-robin by `--clients` client processes, into a time-series
+cpu-only, 100 hosts) taken in turn by `--clients` client processes (each sends the next
+batch not yet taken, as ingest.py's `--deal shared`), into a time-series
 collection (timeField `time`, metaField `tags`). Printed: measurements/s, the bucketd
 processes' CPU per measurement, and for a PostgreSQL server on this machine (its
 data_directory readable) the CPU of its processes per measurement; then the medians of

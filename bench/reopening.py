@@ -2,7 +2,7 @@
 
 Two clients sending the batches of one TSBS stream alternately reach the server in an
 order that varies from run to run, and with it how often buckets are reopened: the
-figures of `ingest.py --runs tsbs` move with that count. This runs the same order every
+figures of `ingest.py --runs tsbs --deal fixed` move with that count. This runs the same order every
 time: the even batches (stream A) and the odd ones (stream B), B `--lead` batches ahead,
 through the bucket catalog, `StoredBuckets` over a real SQLite buckets collection, and the
 group commit (a flush every `--flush-every` batches), as the storage thread does. The
