@@ -183,7 +183,8 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite],
 
     When no index of the collection reads `data`, index maintenance uses the catalog's
     data-less view of each bucket instead of decoding bucket documents. The collection's
-    memo of absent series (`absent_series`) learns the series written."""
+    memo of absent series (`absent_series`) learns the series written and when their
+    buckets start."""
     stamp = buckets.write_stamp
     keyed = _KeyedBy.of(buckets)
     inserts = [w for w in writes if w.kind == "insert"]
@@ -207,7 +208,7 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite],
         _update_checked(buckets, updates, keyed, remembered)
     elif updates:
         _update_together(buckets, updates, keyed, remembered)
-    note_written(buckets, stamp, [w.series for w in writes])
+    note_written(buckets, stamp, [(w.series, w.min_time_ms) for w in writes])
 
 
 def _update_together(buckets: Collection, updates: list[BucketWrite], keyed: _KeyedBy,

@@ -14,7 +14,8 @@ bounds: the meta value and the range of `control.min.<time>`, one key range buil
 the meta value's keystring (of its collation keys, under a collated index) and the two
 dates (what the bounds planner would give). A
 series the collection holds no bucket of and has no pending write of (`absent_series`)
-is answered without a scan. An array meta value is
+is answered without a scan, and so are the stored buckets of a series none of whose
+buckets starts in the query's time range (`absent_series` again). An array meta value is
 equal to arrays and to arrays holding it, and has one index key per element, so its scan
 takes every meta key within the time range; a bucket's keys all share its
 `control.min.<time>`, so the buckets `ReopeningQuery.matches` keeps come in the order
@@ -111,27 +112,32 @@ class StoredBuckets:
             if identity else b""
         pending = self.pending.series_writes(entry.db, entry.name, key) if identity else None
         if pending is not None:
-            if not pending[1] and type(query.meta) is not list and self.reopenable is None:
-                # a series storage holds no bucket of, and none pending: nothing to find
+            none_stored = False
+            if type(query.meta) is not list and self.reopenable is None:
                 absent = absent_series(self.buckets)
-                if absent is not None and absent.holds_none_of(self.buckets, key):
-                    return None
-            found = self._first_match(index, query, *pending)
+                if absent is not None:
+                    if not pending[1] and absent.holds_none_of(self.buckets, key):
+                        return None  # storage holds no bucket of the series, none is pending
+                    none_stored = absent.holds_none_starting(
+                        self.buckets, key, query.min_time_gt_ms, query.time_ms)
+            found = self._first_match(index, query, *pending, none_stored=none_stored)
             if found is not _UNORDERED:
                 return found  # type: ignore[return-value]
         self.flush()
         return self._first_match(index, query, {}, [])  # type: ignore[return-value]
 
     def _first_match(self, index: str, query: ReopeningQuery,
-                     pending: dict[ObjectId, BucketWrite], series: list[BucketWrite]
-                     ) -> StoredBucket | BucketWrite | object | None:
+                     pending: dict[ObjectId, BucketWrite], series: list[BucketWrite], *,
+                     none_stored: bool = False) -> StoredBucket | BucketWrite | object | None:
         """The first bucket in `index` order that the query matches, among the stored
-        buckets without a pending write and the pending writes `series`: a stored one as
-        (decoded, raw), a pending one as its write (_UNORDERED when a match has several
-        keys in the index, so the order is not one key's)."""
+        buckets without a pending write (none looked for when `none_stored`: storage
+        holds none of the series in the query's time range) and the pending writes
+        `series`: a stored one as (decoded, raw), a pending one as its write (_UNORDERED
+        when a match has several keys in the index, so the order is not one key's)."""
         best: _Candidate | None = None
         reopenable = self.reopenable
-        matches, stored, meta_checked = self._stored_candidates(index, query)
+        matches, stored, meta_checked = (_always, iter(()), False) if none_stored \
+            else self._stored_candidates(index, query)
         for rid, raw in stored:
             # a raw look first: what it rules out needs no decoding
             oid = _leading_oid(raw)

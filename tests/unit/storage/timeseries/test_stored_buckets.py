@@ -267,15 +267,36 @@ def test_new_series_of_a_fresh_collection_are_not_queried(monkeypatch: pytest.Mo
                                                           ) -> None:
     scans = _scans(monkeypatch)
     # 50 series, each first seen in its own batch after earlier ones were flushed, then
-    # each written back in time (queried: storage holds its bucket, of a later time)
+    # each written back in time, before the start of its stored bucket
     batches = [[_doc(i, f"s{i}", 60)] for i in range(50)] + [
         [_doc(100 + i, f"s{i}", 30) for i in range(50)]]
     stored, stats, _ = _run(batches, set(range(0, 50, 7)), True, 1000)
     assert (stored, stats) == _run(batches, set(range(0, 50, 7)), False, 1000)[:2]
-    # counted as failed queries all the same, but the 50 first measurements asked
-    # nothing of storage; the 50 backward ones did
+    # counted as failed queries all the same, but none asked anything of storage: the
+    # first measurements' series were absent, the backward ones' buckets start later
     assert stats["numBucketQueriesFailed"] == 100
-    assert len(scans) == 50
+    assert len(scans) == 0
+
+
+def test_backfill_scans_only_where_a_stored_bucket_may_start(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    scans = _scans(monkeypatch)
+    cat, _buckets, catalog, service, source = _catalog_and_source()
+    _insert(catalog, service, source, [_doc(1, "a", 120)])
+    # back to minute 30: a query for starts in (-30, 30], and the only stored start is
+    # 120: not scanned
+    stats = _insert(catalog, service, source, [_doc(2, "a", 30)])
+    assert len(scans) == 0 and stats["numBucketQueriesFailed"] == 2
+    catalog.clear("db.c")  # forgotten: only a query finds the buckets again
+    # minute 130: starts in (70, 130], where 120 is: scanned, and reopened
+    stats = _insert(catalog, service, source, [_doc(3, "a", 130)])
+    assert len(scans) == 1 and stats["numBucketsReopened"] == 1
+    catalog.clear("db.c")
+    # minute 100: starts in (40, 100]; neither 30 nor 120 is there, but the stored starts
+    # are known only as their bounds, [30, 120]: scanned, nothing found
+    stats = _insert(catalog, service, source, [_doc(4, "a", 100)])
+    assert len(scans) == 2 and stats["numBucketQueriesFailed"] == 3
+    cat.close()
 
 
 def _catalog_and_source(collation: dict[str, Any] | None = None
