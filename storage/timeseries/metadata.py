@@ -12,16 +12,20 @@ belong to the same series when their normalized values are binary equal as BSON 
 from __future__ import annotations
 
 import struct
+from functools import lru_cache
 from typing import Any, Final
 
 import bson
 
 from storage.bsonutil import CODEC_OPTIONS
+from storage.keystring import encode_value
 from storage.vocabulary.missing import MISSING
 
 _INT32: Final = struct.Struct("<i")
+_DOCUMENT: Final = 0x03  # the BSON type byte a series key starts with for a document
 
-__all__ = ["is_meta_path", "meta_values_equal", "normalize_meta", "series_key"]
+__all__ = ["document_meta_keystring", "is_meta_path", "meta_values_equal", "normalize_meta",
+           "series_key"]
 
 
 def is_meta_path(path: str, meta_field: str | None) -> bool:
@@ -62,6 +66,17 @@ def meta_of_key(key: bytes) -> Any:
         return MISSING
     return bson.decode(_INT32.pack(len(key) + 5) + key + b"\x00",
                        codec_options=CODEC_OPTIONS)[""]
+
+
+@lru_cache(maxsize=4096)
+def document_meta_keystring(key: bytes) -> bytes | None:
+    """The keystring (`keystring.encode_value`) of the meta value of series `key` when it
+    is a document, as an index without a collation keys it (None: not a document). A
+    document takes longest to encode, and a series is keyed again and again: by the
+    reopening queries for it, and by the index keys of each new bucket of it."""
+    if not key or key[0] != _DOCUMENT:
+        return None
+    return encode_value(meta_of_key(key))
 
 
 def meta_values_equal(a: Any, b: Any) -> bool:

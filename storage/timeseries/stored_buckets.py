@@ -39,7 +39,6 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final
 
 from bson import Binary, ObjectId, Timestamp
@@ -56,7 +55,7 @@ from storage.vocabulary.missing import MISSING
 from .absent_series import absent_series
 from .constants import CONTROL, CONTROL_MAX, CONTROL_MIN, META
 from .index_schema import index_keys_time_bounds, index_reads_data, supports_reopening_query
-from .metadata import meta_of_key, series_key
+from .metadata import document_meta_keystring, series_key
 from .options import TimeseriesOptions
 from .reopening import ReopeningQuery, StoredBucket
 
@@ -284,7 +283,7 @@ class StoredBuckets:
         if collator is not None:
             value = collator.translate(value)  # as the index keys strings
         if type(query.meta) is not list:
-            kept = _document_meta_keystring(query.series) if (
+            kept = document_meta_keystring(query.series) if (
                 collator is None and type(query.meta) is dict and query.series is not None
             ) else None
             rng = _reopening_range(value, query, fields, spec.directions, meta_keystring=kept)
@@ -406,13 +405,6 @@ def _time_bounds(seen: Mapping[str, Any] | None, source: bytes | BucketWrite,
     if type(lo) is not DatetimeMS or type(hi) is not DatetimeMS:
         return None
     return int(lo), int(hi)
-
-
-@lru_cache(maxsize=4096)
-def _document_meta_keystring(series: bytes) -> bytes:
-    """The keystring of the meta value of `series` (a document, which takes longest to
-    encode), as an index without a collation keys it: a series queries again and again."""
-    return encode_value(meta_of_key(series))
 
 
 def _reopening_range(meta: Any, query: ReopeningQuery, fields: Sequence[str],

@@ -23,7 +23,7 @@ from bson.datetime_ms import DatetimeMS
 
 from storage.bsonutil import decode
 from storage.errors import MongoError
-from storage.keystring import EncodedValue, Keyed, encode_value
+from storage.keystring import EncodedValue, Keyed
 from storage.vocabulary.missing import MISSING
 
 from .bucket import Bucket, StoredKeys
@@ -50,7 +50,7 @@ from .constants import (
     VERSION_COMPRESSED_UNSORTED,
 )
 from .measurements import BatchRows, Measurement, document, elements, gather
-from .metadata import meta_of_key
+from .metadata import document_meta_keystring, meta_of_key
 from .native_columns import NativeColumnChange
 from .options import TimeseriesOptions
 from .stats import CatalogStats, ExecutionStats
@@ -224,16 +224,15 @@ class BucketWrite:
             CONTROL_MAX: {time_field: DatetimeMS(bounds[1])}}}
         if state.meta_key:
             kept = self.stored_keys
+            if kept is not None and kept.meta_keystring is None:
+                # a document meta keeps its keystring with the bucket, for each write's keys
+                kept.meta_keystring = document_meta_keystring(state.meta_key)
             if meta_whole and kept is not None and kept.meta_keystring is not None:
                 doc[META] = EncodedValue(kept.meta_keystring)
                 return doc
             meta = meta_of_key(state.meta_key)
-            if type(meta) is dict and kept is not None:
-                # a document meta keeps its keystring with the bucket, for each write's keys
-                if kept.meta_keystring is None:
-                    kept.meta_keystring = encode_value(meta)
-                meta = EncodedValue(kept.meta_keystring) if meta_whole else \
-                    Keyed(meta, kept.meta_keystring)
+            if type(meta) is dict and kept is not None and kept.meta_keystring is not None:
+                meta = Keyed(meta, kept.meta_keystring)
             doc[META] = meta
         return doc
 

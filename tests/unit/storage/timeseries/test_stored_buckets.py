@@ -229,11 +229,15 @@ def test_a_document_meta_keeps_its_keystring_by_series(meta: dict[str, Any],
     """The keystring a series' document meta keeps is that of the meta as the query
     holds it (normalized), so the range built from it is the range built from the meta."""
     from storage.keystring import encode_value
-    from storage.timeseries.metadata import normalize_meta, series_key
+    from storage.timeseries.metadata import document_meta_keystring, normalize_meta, series_key
 
     normalized = normalize_meta(meta)
-    kept = stored_buckets._document_meta_keystring(series_key(normalized))
+    kept = document_meta_keystring(series_key(normalized))
     assert kept == encode_value(normalized)
+    # a meta value that is not a document keeps none
+    for value in meta.values():
+        assert document_meta_keystring(series_key(normalize_meta(value))) is None or \
+            type(value) is dict
     q = ReopeningQuery("t", normalized, T0, 3600, 1000, 1 << 20)
     fields = ["meta", "control.min.t", "control.max.t"]
     assert stored_buckets._reopening_range(normalized, q, fields, directions,
