@@ -162,3 +162,7 @@ def bucket_heads(buckets: list[bytes], time_field: str) -> list[tuple[bytes | No
 def bucket_head(bucket: bytes) -> bytes | None: ...
 def rows_at_time(bucket: bytes, time_field: str, t: int, keep: list[str] | None = None
                  ) -> list[list[tuple[str, int, bytes]]]: ...
+
+# -- Index keys (native/src/keystring.rs, reference storage/keystring.py) -----------------
+
+def series_keystring(key: bytes) -> bytes: ...  # raises Declined for what the reference encodes

@@ -10,6 +10,7 @@ pub mod bsoncolumn;
 pub mod bucket;
 pub mod control;
 pub mod fixed_width;
+pub mod keystring;
 pub mod measurements;
 
 use pyo3::prelude::*;
@@ -35,5 +36,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     control::bindings::register(m)?;
     bucket::register(m)?;
     blocks::register(m)?;
+    keystring::register(m)?;
     Ok(())
 }

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 import bson
 
+from storage import native
 from storage.bsonutil import CODEC_OPTIONS
 from storage.keystring import encode_value
 from storage.vocabulary.missing import MISSING
@@ -76,6 +77,12 @@ def document_meta_keystring(key: bytes) -> bytes | None:
     reopening queries for it, and by the index keys of each new bucket of it."""
     if not key or key[0] != _DOCUMENT:
         return None
+    if native.core is not None:
+        try:
+            keystring: bytes = native.check(native.core.series_keystring, key)
+            return keystring
+        except native.Declined:
+            pass  # (a value the reference encodes: a decimal, a DBRef, ...)
     return encode_value(meta_of_key(key))
 
 
