@@ -25,7 +25,8 @@ stop), its peak RSS, the ratios to both floors, and the buckets it wrote and reo
     of its own hosts, so no host's measurements arrive out of time order.
 - `highcard`: 100,000 series of 10 measurements each (every batch has 1000 series).
 - `backfill`: the tsbs data with the batches sent newest first, so every batch goes back
-  in time (reopened buckets, version 3 buckets).
+  in time: each host's open bucket is archived and a new one begun, after a reopening
+  query for an earlier bucket of the host.
 """
 
 from __future__ import annotations
