@@ -1,0 +1,187 @@
+"""The storage floor of time-series ingest: a run's bucket writes replayed on SQLite alone.
+
+A run goes in process through the bucket catalog, `StoredBuckets` over a SQLite buckets
+collection (default index) and the group commit, a flush every `--flush-every` batches
+as the storage thread does (`bench/reopening.py` does the same). Every statement the
+engine executes to write (records, index entries, each flush's BEGIN and COMMIT) is
+recorded, then replayed on a copy of the database as it was before the run. The replay
+is what writing those bucket documents and their index keys costs in this engine,
+whatever computes them: a floor under any implementation that stores MongoDB's buckets
+in SQLite per group commit.
+
+Runs, as in `bench/ingest.py`: `tsbs` (100 hosts, time order), `highcard` (100,000 series
+of 10 measurements: every batch writes 1000 buckets), `backfill` (the tsbs batches newest
+first). Printed per run, in CPU microseconds per measurement (best of `--repeat`):
+`bson.decode_all` of the batches (the per-measurement work of the ingest benchmark's
+decode floor), the replay, and the whole path; the bucket writes per 1000 measurements;
+and replay ÷ decode: above 1, writing the buckets alone takes longer than the decode
+floor's whole work, and no such implementation reaches that floor on this run.
+
+Usage: python bench/bucket_writes.py [--measurements 200000] [--runs tsbs,highcard,backfill]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import bson
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from catalog import _batches  # noqa: E402
+
+from query.match import compile_filter  # noqa: E402
+from storage.catalog import Catalog  # noqa: E402
+from storage.timeseries import default_index_spec, parse_timeseries_options  # noqa: E402
+from storage.timeseries.bucket_catalog import BucketCatalog  # noqa: E402
+from storage.timeseries.pending_writes import DeferredBucketWrites  # noqa: E402
+from storage.timeseries.stored_buckets import StoredBuckets  # noqa: E402
+from storage.vocabulary.raw_documents import RawDocuments  # noqa: E402
+
+_OPTIONS = {"timeField": "time", "metaField": "tags"}
+_HOSTS = {"tsbs": 100, "highcard": 100_000, "backfill": 100}
+
+# (sql, rows) for executemany, (sql, params) with rows None for execute
+Statement = tuple[str, Any, bool]
+
+
+@dataclass
+class Run:
+    path_us: float      # the whole path, CPU µs per measurement
+    replay_us: float    # the write statements alone
+    writes: int         # records written (inserted or updated)
+
+
+def _recording(engine: Any, log: list[Statement], active: list[bool]) -> None:
+    """Record the statements `engine` executes (not its reads) into `log` while
+    `active[0]`, as it runs them."""
+    execmany, execute = engine._execmany, engine._exec
+
+    def recorded_many(sql: str, rows: Iterable[Any]) -> None:
+        if active[0]:
+            rows = list(rows)
+            log.append((sql, rows, True))
+        execmany(sql, rows)
+
+    def recorded(sql: str, params: Any = ()) -> None:
+        if active[0]:
+            log.append((sql, params, False))
+        execute(sql, params)
+
+    engine._execmany, engine._exec = recorded_many, recorded
+
+
+def _run(batches: list[RawDocuments], n: int, flush_every: int) -> Run:
+    opts = parse_timeseries_options(_OPTIONS)
+    base = tempfile.mkdtemp(prefix="bucketd-bucket-writes-")
+    try:
+        live, before = Path(base, "live"), Path(base, "before")
+        cat = Catalog.open(str(live), compile_filter=lambda s: compile_filter(s).matches)
+        index = default_index_spec(opts)
+        assert index is not None
+        with cat.transaction():
+            cat.create_collection("db", "system.buckets.c", {"timeseries": _OPTIONS})
+        buckets = cat.get_collection("db", "system.buckets.c")
+        assert buckets is not None
+        with cat.transaction():
+            buckets.create_indexes([index])
+        cat.close()
+        shutil.copytree(live, before)
+        cat = Catalog.open(str(live), compile_filter=lambda s: compile_filter(s).matches)
+        buckets = cat.get_collection("db", "system.buckets.c")
+        assert buckets is not None
+        pending = DeferredBucketWrites()
+        log: list[Statement] = []
+        active = [False]
+
+        def flush() -> None:
+            active[0] = True
+            try:
+                pending.flush(cat)
+            finally:
+                active[0] = False
+
+        _recording(cat.engine, log, active)
+        catalog = BucketCatalog()
+        source = StoredBuckets(buckets, opts, pending, flush)
+        t0 = time.process_time()
+        for i, batch in enumerate(batches):
+            result = catalog.insert_batch("db.c", opts, batch, source, ordered=False)
+            pending.add("db", "system.buckets.c", result.writes)
+            catalog.commit(result)
+            if i % flush_every == flush_every - 1:
+                flush()
+        flush()
+        path_cpu = time.process_time() - t0
+        cat.close()
+        return Run(path_cpu / n * 1e6, _replay(before, log) / n * 1e6,
+                   sum(len(rows) for sql, rows, many in log
+                       if many and sql.lstrip().startswith(("INSERT INTO \"r_",
+                                                             "UPDATE \"r_"))))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _replay(before: Path, log: list[Statement]) -> float:
+    """CPU seconds to execute `log` on the engine's database as it was before the run."""
+    cat = Catalog.open(str(before), compile_filter=lambda s: compile_filter(s).matches)
+    conn: sqlite3.Connection = cat.engine._conn  # the engine's connection, its settings
+    t0 = time.process_time()
+    for sql, rows, many in log:
+        if many:
+            conn.executemany(sql, rows)
+        else:
+            conn.execute(sql, rows)
+    cpu = time.process_time() - t0
+    cat.close()
+    return cpu
+
+
+def _decode(batches: list[RawDocuments]) -> float:
+    t0 = time.process_time()
+    for b in batches:
+        bson.decode_all(b.buffer)
+    return time.process_time() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--measurements", type=int, default=200_000)
+    ap.add_argument("--runs", default="tsbs,highcard,backfill")
+    ap.add_argument("--flush-every", type=int, default=12)
+    ap.add_argument("--repeat", type=int, default=2)
+    args = ap.parse_args()
+    n = args.measurements
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 50, 100)  # as the server runs (server/app.py)
+    print(f"{n:,} measurements per run, batches of 1000, a flush every {args.flush_every}; "
+          f"CPU µs per measurement, best of {args.repeat}")
+    print(f"{'run':<9} {'decode_all':>10} {'replay':>8} {'whole path':>11} "
+          f"{'writes/1000':>12} {'replay÷decode':>14}")
+    for run in args.runs.split(","):
+        batches = _batches(n, _HOSTS[run])
+        if run == "backfill":
+            batches.reverse()
+        decode = min(_decode(batches) for _ in range(args.repeat)) / n * 1e6
+        runs = [_run(batches, n, args.flush_every) for _ in range(args.repeat)]
+        path = min(r.path_us for r in runs)
+        replay = min(r.replay_us for r in runs)
+        print(f"{run:<9} {decode:>10.2f} {replay:>8.2f} {path:>11.2f} "
+              f"{runs[0].writes / n * 1000:>12.0f} {replay / decode:>14.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
