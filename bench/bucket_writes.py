@@ -34,26 +34,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import bson
-
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from catalog import _batches  # noqa: E402
+from _inprocess import create_buckets, ingest, open_catalog  # noqa: E402
+from catalog import _batches, _decode  # noqa: E402
 
-from query.match import compile_filter  # noqa: E402
-from storage.catalog import Catalog  # noqa: E402
-from storage.timeseries import default_index_spec, parse_timeseries_options  # noqa: E402
-from storage.timeseries.bucket_catalog import BucketCatalog  # noqa: E402
-from storage.timeseries.pending_writes import DeferredBucketWrites  # noqa: E402
-from storage.timeseries.stored_buckets import StoredBuckets  # noqa: E402
 from storage.vocabulary.raw_documents import RawDocuments  # noqa: E402
 
-_OPTIONS = {"timeField": "time", "metaField": "tags"}
 _HOSTS = {"tsbs": 100, "highcard": 100_000, "backfill": 100}
 
-# (sql, rows) for executemany, (sql, params) with rows None for execute
+# (sql, rows, True) as run by executemany, (sql, params, False) by execute
 Statement = tuple[str, Any, bool]
 
 
@@ -64,79 +56,46 @@ class Run:
     writes: int         # records written (inserted or updated)
 
 
-def _recording(engine: Any, log: list[Statement], active: list[bool]) -> None:
-    """Record the statements `engine` executes (not its reads) into `log` while
-    `active[0]`, as it runs them."""
+def _recording(engine: Any, log: list[Statement]) -> None:
+    """Record the statements `engine` executes (not its reads) into `log`, as it runs
+    them: the group commit's (nothing else writes while a batch is ingested)."""
     execmany, execute = engine._execmany, engine._exec
 
     def recorded_many(sql: str, rows: Iterable[Any]) -> None:
-        if active[0]:
-            rows = list(rows)
-            log.append((sql, rows, True))
+        rows = list(rows)
+        log.append((sql, rows, True))
         execmany(sql, rows)
 
     def recorded(sql: str, params: Any = ()) -> None:
-        if active[0]:
-            log.append((sql, params, False))
+        log.append((sql, params, False))
         execute(sql, params)
 
     engine._execmany, engine._exec = recorded_many, recorded
 
 
 def _run(batches: list[RawDocuments], n: int, flush_every: int) -> Run:
-    opts = parse_timeseries_options(_OPTIONS)
     base = tempfile.mkdtemp(prefix="bucketd-bucket-writes-")
     try:
         live, before = Path(base, "live"), Path(base, "before")
-        cat = Catalog.open(str(live), compile_filter=lambda s: compile_filter(s).matches)
-        index = default_index_spec(opts)
-        assert index is not None
-        with cat.transaction():
-            cat.create_collection("db", "system.buckets.c", {"timeseries": _OPTIONS})
-        buckets = cat.get_collection("db", "system.buckets.c")
-        assert buckets is not None
-        with cat.transaction():
-            buckets.create_indexes([index])
+        cat = open_catalog(str(live))
+        create_buckets(cat)
         cat.close()
         shutil.copytree(live, before)
-        cat = Catalog.open(str(live), compile_filter=lambda s: compile_filter(s).matches)
-        buckets = cat.get_collection("db", "system.buckets.c")
-        assert buckets is not None
-        pending = DeferredBucketWrites()
+        cat = open_catalog(str(live))
         log: list[Statement] = []
-        active = [False]
-
-        def flush() -> None:
-            active[0] = True
-            try:
-                pending.flush(cat)
-            finally:
-                active[0] = False
-
-        _recording(cat.engine, log, active)
-        catalog = BucketCatalog()
-        source = StoredBuckets(buckets, opts, pending, flush)
-        t0 = time.process_time()
-        for i, batch in enumerate(batches):
-            result = catalog.insert_batch("db.c", opts, batch, source, ordered=False)
-            pending.add("db", "system.buckets.c", result.writes)
-            catalog.commit(result)
-            if i % flush_every == flush_every - 1:
-                flush()
-        flush()
-        path_cpu = time.process_time() - t0
+        _recording(cat.engine, log)
+        cpu, _catalog = ingest(cat, batches, flush_every)
         cat.close()
-        return Run(path_cpu / n * 1e6, _replay(before, log) / n * 1e6,
-                   sum(len(rows) for sql, rows, many in log
-                       if many and sql.lstrip().startswith(("INSERT INTO \"r_",
-                                                             "UPDATE \"r_"))))
+        records = sum(len(rows) for sql, rows, many in log
+                      if many and sql.startswith(('INSERT INTO "r_', 'UPDATE "r_')))
+        return Run(cpu / n * 1e6, _replay(before, log) / n * 1e6, records)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
 
 def _replay(before: Path, log: list[Statement]) -> float:
     """CPU seconds to execute `log` on the engine's database as it was before the run."""
-    cat = Catalog.open(str(before), compile_filter=lambda s: compile_filter(s).matches)
+    cat = open_catalog(str(before))
     conn: sqlite3.Connection = cat.engine._conn  # the engine's connection, its settings
     t0 = time.process_time()
     for sql, rows, many in log:
@@ -147,13 +106,6 @@ def _replay(before: Path, log: list[Statement]) -> float:
     cpu = time.process_time() - t0
     cat.close()
     return cpu
-
-
-def _decode(batches: list[RawDocuments]) -> float:
-    t0 = time.process_time()
-    for b in batches:
-        bson.decode_all(b.buffer)
-    return time.process_time() - t0
 
 
 def main() -> None:

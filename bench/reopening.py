@@ -21,7 +21,6 @@ import argparse
 import shutil
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,17 +28,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from _inprocess import create_buckets, ingest, open_catalog  # noqa: E402
 from catalog import _batches  # noqa: E402
 
-from query.match import compile_filter  # noqa: E402
-from storage.catalog import Catalog  # noqa: E402
-from storage.timeseries import default_index_spec, parse_timeseries_options  # noqa: E402
-from storage.timeseries.bucket_catalog import BucketCatalog  # noqa: E402
-from storage.timeseries.pending_writes import DeferredBucketWrites  # noqa: E402
-from storage.timeseries.stored_buckets import StoredBuckets  # noqa: E402
 from storage.vocabulary.raw_documents import RawDocuments  # noqa: E402
-
-_OPTIONS = {"timeField": "time", "metaField": "tags"}
 
 
 @dataclass
@@ -63,34 +55,11 @@ def _order(batches: list[RawDocuments], lead: int) -> list[RawDocuments]:
 
 
 def _run(order: list[RawDocuments], n: int, flush_every: int) -> Run:
-    opts = parse_timeseries_options(_OPTIONS)
     path = tempfile.mkdtemp(prefix="bucketd-reopening-")
     try:
-        cat = Catalog.open(path, compile_filter=lambda s: compile_filter(s).matches)
-        index = default_index_spec(opts)
-        assert index is not None
-        with cat.transaction():
-            cat.create_collection("db", "system.buckets.c", {"timeseries": _OPTIONS})
-        buckets = cat.get_collection("db", "system.buckets.c")
-        assert buckets is not None
-        with cat.transaction():
-            buckets.create_indexes([index])
-        pending = DeferredBucketWrites()
-
-        def flush() -> None:
-            pending.flush(cat)
-
-        catalog = BucketCatalog()
-        source = StoredBuckets(buckets, opts, pending, flush)
-        t0 = time.process_time()
-        for i, batch in enumerate(order):
-            result = catalog.insert_batch("db.c", opts, batch, source, ordered=False)
-            pending.add("db", "system.buckets.c", result.writes)
-            catalog.commit(result)
-            if i % flush_every == flush_every - 1:
-                flush()
-        flush()
-        cpu = time.process_time() - t0
+        cat = open_catalog(path)
+        create_buckets(cat)
+        cpu, catalog = ingest(cat, order, flush_every)
         stats = catalog.execution_stats("db.c")
         cat.close()
         return Run(cpu / n * 1e6, stats.numBucketInserts, stats.numBucketsReopened)
