@@ -6,10 +6,11 @@
 //! Covered: null, MinKey, MaxKey, booleans, int32, doubles, int64 up to 2**53 in
 //! magnitude (exact as doubles), strings, documents, arrays, binData, ObjectId, dates and
 //! timestamps. Everything else (decimal128, larger int64, regex, code, symbol,
-//! undefined, DBPointer, binData subtype 2), and what the reference reads otherwise than
-//! the bytes say (a document with a `$ref` field, which Python decodes as a DBRef, and
-//! one naming a field twice, which it decodes as one field), is declined: the caller
-//! encodes it with the reference.
+//! undefined, DBPointer, binData subtype 2), what the reference reads otherwise than the
+//! bytes say (a document with a `$ref` field, which Python decodes as a DBRef, and one
+//! naming a field twice, which it decodes as one field), and a document whose names are
+//! not in byte order (a series key's are: `metadata.normalize_meta`) is declined: the
+//! caller encodes it with the reference.
 
 use bson::raw::{RawArray, RawBsonRef, RawDocument};
 use pyo3::prelude::*;
@@ -154,14 +155,16 @@ fn object(d: &RawDocument, out: &mut Vec<u8>, depth: usize) -> Result<(), Declin
         return Err(Declined);
     }
     out.push(KS_OBJECT);
-    let mut names: Vec<&str> = Vec::new();
+    let mut previous: Option<&str> = None;
     for element in d.iter() {
         let (name, value) = element.map_err(|_| Declined)?;
         let name = name.as_str();
-        if name == "$ref" || names.contains(&name) {
+        // a series key's objects are normalized (names in byte order): a name out of
+        // order, or named twice, is declined, in one pass however many fields there are
+        if name == "$ref" || previous.is_some_and(|p| p.as_bytes() >= name.as_bytes()) {
             return Err(Declined);
         }
-        names.push(name);
+        previous = Some(name);
         let rank_at = out.len();
         out.push(0); // the rank byte, once the value's tag is known
         string_body(name, out);
@@ -271,6 +274,12 @@ mod tests {
             .collect();
         let element: Vec<u8> = [&[0x03u8, 0x00][..], &twice].concat();
         assert_eq!(encode_element(&element), Err(Declined));
+        // names out of byte order: not a series key's
+        assert_eq!(
+            key_of(Bson::Document(doc! { "b": 1, "a": 2 })),
+            Err(Declined)
+        );
+        assert!(key_of(Bson::Document(doc! { "a": 1, "b": 2 })).is_ok());
         assert_eq!(encode_element(b"\x03\x00\x05\x00"), Err(Declined)); // cut short
     }
 }

@@ -81,6 +81,7 @@ def test_tsbs_tags_are_keyed_natively() -> None:
     Int64(2**53 + 1), Int64(-(2**60)),       # not exact as doubles
     Decimal128("1.5"),
     Binary(b"\x01\x02", 2),
+    {"b": 1, "a": 2},                        # not normalized: names out of order
 ])
 def test_what_the_reference_reads_otherwise_is_declined(value: Any) -> None:
     key = series_key(value)
