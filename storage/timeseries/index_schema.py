@@ -47,6 +47,7 @@ __all__ = [
     "index_name",
     "index_reads_data",
     "supports_reopening_query",
+    "time_bound_paths",
     "timeseries_index_key",
     "timeseries_index_spec",
 ]
@@ -291,11 +292,16 @@ def index_reads_data(spec: IndexSpec) -> bool:
                 and (spec.partial_filter is None or filter_clean(spec.partial_filter)))
 
 
+def time_bound_paths(time_field: str) -> tuple[str, str]:
+    """The paths of a bucket's time bounds: control.min.<time field>, control.max.<...>."""
+    return f"{CONTROL}.{CONTROL_MIN}.{time_field}", f"{CONTROL}.{CONTROL_MAX}.{time_field}"
+
+
 def index_keys_time_bounds(spec: IndexSpec, time_field: str) -> bool:
     """Whether an index of a buckets collection keys nothing but `_id`, the meta value
     (or fields in it) and control.min/max.<time field>, with no partial filter: a
     bucket's keys there follow from its id, meta and time bounds alone."""
-    bounds = (f"{CONTROL}.{CONTROL_MIN}.{time_field}", f"{CONTROL}.{CONTROL_MAX}.{time_field}")
+    bounds = time_bound_paths(time_field)
     return spec.partial_filter is None and all(
         p == "_id" or p == META or p.startswith(META + ".") or p in bounds
         for p in spec.fields)

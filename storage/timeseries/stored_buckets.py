@@ -54,7 +54,12 @@ from storage.vocabulary.missing import MISSING
 
 from .absent_series import absent_series
 from .constants import CONTROL, CONTROL_MAX, CONTROL_MIN, META
-from .index_schema import index_keys_time_bounds, index_reads_data, supports_reopening_query
+from .index_schema import (
+    index_keys_time_bounds,
+    index_reads_data,
+    supports_reopening_query,
+    time_bound_paths,
+)
 from .metadata import document_meta_keystring, series_key
 from .options import TimeseriesOptions
 from .reopening import ReopeningQuery, StoredBucket
@@ -292,7 +297,7 @@ class StoredBuckets:
                 if found is not None:
                     # (null keys are also those of buckets without a meta field)
                     return _always, found, value is not None
-        min_path = f"{CONTROL}.{CONTROL_MIN}.{query.time_field}"
+        min_path = time_bound_paths(query.time_field)[0]
         meta = Interval.all() if type(query.meta) is list else Interval.point(value)
         bounds = []
         for name in fields:
@@ -348,7 +353,7 @@ class _IndexFacts:
             if "collation" in spec.document:
                 doc["collation"] = spec.document["collation"]
             gen = KeyGenerator(IndexSpec.from_document(doc))
-        bounds = (f"{CONTROL}.{CONTROL_MIN}.{time_field}", f"{CONTROL}.{CONTROL_MAX}.{time_field}")
+        bounds = time_bound_paths(time_field)
         rank = None
         if gen is not None and all(f in bounds for f in spec.fields[1:]):
             rank = tuple((bounds.index(f), d) for f, d in zip(spec.fields[1:],
@@ -422,7 +427,7 @@ def _reopening_range(meta: Any, query: ReopeningQuery, fields: Sequence[str],
         enc = encode_value(meta) if meta_keystring is None else meta_keystring
         prefix = enc if directions[0] >= 0 else invert(enc)
         i = 1
-    if len(fields) <= i or fields[i] != f"{CONTROL}.{CONTROL_MIN}.{query.time_field}":
+    if len(fields) <= i or fields[i] != time_bound_paths(query.time_field)[0]:
         return None
     lo = encode_value(DatetimeMS(query.min_time_gt_ms))  # exclusive
     hi = encode_value(DatetimeMS(query.time_ms))         # inclusive
