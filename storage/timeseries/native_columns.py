@@ -174,11 +174,11 @@ class NativeColumns:
     def footprint(self, control: NativeControl | None = None) -> tuple[int, int, int, int]:
         """(memory_size, num_fields, compressed_size, sys.getsizeof(control) or 0) in one
         call to the core."""
-        if control is None:
-            size, fields, compressed, _ = self._c.footprint()
-            return size + _GC_HEADER, fields, compressed, 0
-        size, fields, compressed, control_size = self._c.footprint(control.native)
-        return size + _GC_HEADER, fields, compressed, control_size + _control_shell()
+        size, fields, compressed, control_size = self._c.footprint(
+            None if control is None else control.native)
+        if control is not None:
+            control_size += _control_shell()
+        return size + _GC_HEADER, fields, compressed, control_size
 
     def column_bytes(self) -> list[tuple[str, bytes]]:
         return self._c.column_bytes()
