@@ -93,6 +93,13 @@ def _inserted_keys(entry: CollectionEntry, keys: list[list[KeySet]],
             for i, rid in enumerate(rids)]
 
 
+def _new_version(u: Replacement) -> Mapping[str, Any]:
+    """The new version of an update, decoded (a caller giving its keys may not have)."""
+    if u.new_keys is not None and u.encoded is not None:
+        return bsonutil.decode(u.encoded)
+    return u.new_doc
+
+
 def _replacement(new_doc: Mapping[str, Any], encoded: bytes | None) -> bytes:
     """The bytes stored for a replacing version: BSONObjectTooLarge past the limit."""
     raw = encoded if encoded is not None else bsonutil.encode(new_doc)
@@ -334,7 +341,8 @@ class Collection:
     def insert_many(self, docs: Sequence[Mapping[str, Any]], *, ordered: bool = True,
                     encoded: Sequence[bytes] | None = None, durable: bool = False,
                     shards: Sequence[int] | None = None,
-                    return_keys: bool = False) -> InsertResult:
+                    return_keys: bool = False,
+                    known_keys: Sequence[IndexKeys | None] | None = None) -> InsertResult:
         """Insert a batch in one transaction, maintaining every index.
 
         `encoded` (optional) are the documents' BSON bytes, to save re-encoding. The
@@ -342,7 +350,10 @@ class Collection:
         that fails (too large, duplicate key, unindexable) is reported in `errors`;
         ordered inserts stop there, unordered ones skip it. `shards` (optional), per
         document, is the value a distributing engine places it by. With `return_keys`,
-        `InsertResult.keys` tells each inserted document's index keys."""
+        `InsertResult.keys` tells each inserted document's index keys. `known_keys`
+        (optional), per document, its keys when the caller made them, as for
+        `Replacement.new_keys` (the document is then not keyed, and may be empty when
+        `encoded` is given)."""
         entry = self.entry
         n = len(docs)
         result = InsertResult([None] * n)
@@ -362,22 +373,7 @@ class Collection:
         runtimes = self._runtimes(entry)
         nix = len(runtimes)
         todo = [i for i in range(n) if i not in failed] if failed else range(n)
-        # keys[j][i]: the keys of document i for index j
-        keys: list[list[KeySet]] = [[_EMPTY_KEYS] * n for _ in range(nix)]
-        keygen_error: dict[int, tuple[int, MongoError]] = {}
-        for j, rt in enumerate(runtimes):
-            col = keys[j]
-            gen = rt.generator.keys
-            flt = rt.filter
-            for i in todo:
-                if keygen_error and i in keygen_error:
-                    continue
-                doc = docs[i]
-                try:
-                    if flt is None or flt(doc):
-                        col[i] = gen(doc)
-                except MongoError as e:
-                    keygen_error[i] = (j, e)
+        keys, keygen_error = self._batch_keys(entry, runtimes, docs, todo, known_keys)
         if not failed and not keygen_error:
             # Optimistic path: write everything; a unique index store refuses a
             # duplicate, which rolls this attempt back and takes the careful path.
@@ -392,6 +388,11 @@ class Collection:
                     result.keys = _inserted_keys(entry, keys, rids)
                 return result
         unique = [j for j, ix in enumerate(entry.indexes) if ix.spec.unique]
+        if unique and known_keys is not None:
+            # a duplicate key error names the key's values: key every document
+            docs = [bsonutil.decode(raws[i]) if known_keys[i] is not None and i not in failed
+                    else doc for i, doc in enumerate(docs)]
+            keys, keygen_error = self._batch_keys(entry, runtimes, docs, todo, None)
         existing: dict[int, dict[bytes, list[RecordId]]] = {}
         for j in unique:
             wanted = list({kb for ks in keys[j] for kb, _ in ks.entries})
@@ -435,6 +436,36 @@ class Collection:
         if return_keys:
             result.keys = _inserted_keys(entry, keys, result.record_ids)
         return result
+
+    def _batch_keys(self, entry: CollectionEntry, runtimes: list[_IndexRuntime],
+                    docs: Sequence[Mapping[str, Any]], todo: Sequence[int],
+                    known_keys: Sequence[IndexKeys | None] | None
+                    ) -> tuple[list[list[KeySet]], dict[int, tuple[int, MongoError]]]:
+        """The keys of documents `todo` of an `insert_many` batch (`keys[j][i]`: document
+        i's for index j), made or taken from `known_keys`, and the documents that cannot
+        be keyed (by position: the index and the error)."""
+        keys: list[list[KeySet]] = [[_EMPTY_KEYS] * len(docs) for _ in runtimes]
+        keygen_error: dict[int, tuple[int, MongoError]] = {}
+        idents = tuple(ix.ident for ix in entry.indexes)
+        for j, rt in enumerate(runtimes):
+            col = keys[j]
+            gen = rt.generator.keys
+            flt = rt.filter
+            paths: tuple[frozenset[int], ...] = (frozenset(),) * len(entry.indexes[j].spec.fields)
+            for i in todo:
+                if keygen_error and i in keygen_error:
+                    continue
+                known = known_keys[i] if known_keys is not None else None
+                if known is not None and known.indexes == idents:
+                    col[i] = KeySet([(kb, ()) for kb in known.keys[j]], paths, False)
+                    continue
+                doc = docs[i]
+                try:
+                    if flt is None or flt(doc):
+                        col[i] = gen(doc)
+                except MongoError as e:
+                    keygen_error[i] = (j, e)
+        return keys, keygen_error
 
     def _write_batch(self, entry: CollectionEntry, runtimes: list[_IndexRuntime],
                      keys: list[list[KeySet]], accepted: list[int], raws: list[bytes],
@@ -542,6 +573,9 @@ class Collection:
         added: list[list[tuple[bytes, RecordId]]] = [[] for _ in runtimes]
         records: list[tuple[RecordId, bytes, bytes | None]] = []
         new_sets: list[list[KeySet]] = [[] for _ in runtimes]
+        # a caller's keys (`Replacement.new_keys`): one per index, none multikey
+        single = [KeySet([], (frozenset(),) * len(ix.spec.fields), False)
+                  for ix in entry.indexes]
         out = []
         for u in updates:
             old_keys = u.old_keys if u.old_keys is not None \
@@ -554,6 +588,27 @@ class Collection:
                 old_doc = bsonutil.decode(raw_old)
                 expected = raw_old
             records.append((u.rid, _replacement(u.new_doc, u.encoded), expected))
+            if u.new_keys is not None and u.new_keys.indexes == idents:
+                for i, rt in enumerate(runtimes):
+                    new_keys = u.new_keys.keys[i]
+                    if old_keys is not None:
+                        old: tuple[bytes, ...] | set[bytes] = old_keys.keys[i]
+                    else:
+                        assert old_doc is not None
+                        old = {kb for kb, _ in self._keys(rt, old_doc).entries}
+                    gained = [kb for kb in new_keys if kb not in old]
+                    if gained and entry.indexes[i].spec.unique:
+                        found = rt.store.lookup(gained)
+                        for kb in gained:
+                            if any(r != u.rid for r in found.get(kb, ())):
+                                new_doc = _new_version(u)
+                                raise self._dup_error(entry.indexes[i],
+                                                      dict(self._keys(rt, new_doc).entries)[kb])
+                    removed[i].extend((kb, u.rid) for kb in old if kb not in new_keys)
+                    added[i].extend((kb, u.rid) for kb in gained)
+                    new_sets[i].append(single[i])
+                out.append(u.new_keys)
+                continue
             changes, sets, kept = self._index_changes(entry, runtimes, u.rid, u.new_doc,
                                                       old_doc, old_keys)
             for i, (_rt, gone, new) in enumerate(changes):
@@ -568,7 +623,7 @@ class Collection:
                 for kb, rid in keys:
                     if kb in seen:
                         dup = next(u for u in updates if u.rid == rid)
-                        raise self._dup_error(ix, dict(self._keys(rt, dup.new_doc).entries)[kb])
+                        raise self._dup_error(ix, dict(self._keys(rt, _new_version(dup)).entries)[kb])
                     seen.add(kb)
         engine = self._catalog.engine
         with engine.transaction(durable=durable) if savepoint or not engine.in_transaction \

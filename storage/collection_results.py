@@ -30,7 +30,11 @@ class Replacement:
     """One document of `Collection.update_many`: the record, the new version (decoded,
     and encoded when the caller has it), what the stored version is known by: decoded or
     its keys (`IndexKeys`, from the update that stored it; neither: it is read), and the
-    stored bytes the caller read it from (`expected`, see `RecordStore.update`)."""
+    stored bytes the caller read it from (`expected`, see `RecordStore.update`).
+
+    `new_keys`: the new version's keys, when the caller made them (one key per index,
+    none multikey, no index unique); `new_doc` is then not read, and may be empty, when
+    `encoded` is given."""
 
     rid: RecordId
     new_doc: Mapping[str, Any]
@@ -38,6 +42,7 @@ class Replacement:
     old_doc: Mapping[str, Any] | None = None
     old_keys: IndexKeys | None = None
     expected: bytes | None = None
+    new_keys: IndexKeys | None = None
 
 
 @dataclass

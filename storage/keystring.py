@@ -70,6 +70,7 @@ __all__ = [
     "EncodedValue",
     "Undefined",
     "encode_value",
+    "encode_date_ms",
     "encode_key",
     "invert",
     "component_spans",
@@ -366,7 +367,12 @@ def _enc_bool(v: bool) -> bytes:
 
 
 def _enc_date(v: DatetimeMS) -> bytes:
-    return _B_DATE + _pack_q((int(v) + (1 << 63)) & _MASK64)
+    return encode_date_ms(int(v))
+
+
+def encode_date_ms(ms: int) -> bytes:
+    """`encode_value` of the date `ms` milliseconds from the epoch."""
+    return _B_DATE + _pack_q((ms + (1 << 63)) & _MASK64)
 
 
 def _enc_ts(v: Timestamp) -> bytes:

@@ -44,6 +44,7 @@ from storage.errors import MongoError
 from storage.vocabulary.error_codes import ErrorCode
 
 from .absent_series import note_written
+from .bucket_keys import KeyPlans, key_plans
 from .index_schema import index_keys_meta_whole, index_keys_time_bounds, index_reads_data
 
 if TYPE_CHECKING:
@@ -191,12 +192,13 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite],
     if inserts:
         # (the views as kept: reading `index_doc` keeps the decoded one instead)
         views = [w.index_source for w in inserts]
-        docs = [doc if (doc := _key_view(w, keyed)) is not None
-                else decode(w.document) for w in inserts]
+        known = [keyed.keys(w) for w in inserts]
+        docs = [{} if k is not None else doc if (doc := _key_view(w, keyed)) is not None
+                else decode(w.document) for w, k in zip(inserts, known)]
         res = buckets.insert_many(docs, encoded=[w.document for w in inserts],
                                   shards=[meta_shard(d) for d in docs]
                                   if buckets.places_by_shard else None,
-                                  return_keys=remembered is not None)
+                                  return_keys=remembered is not None, known_keys=known)
         if res.errors:
             raise res.errors[0][1]
         if remembered is not None and res.keys is not None:
@@ -223,6 +225,11 @@ def _update_together(buckets: Collection, updates: list[BucketWrite], keyed: _Ke
         if rid is None:
             raise MongoError(ErrorCode.WriteConflict,
                              f"bucket {w.bucket_id} disappeared during the write")
+        keys = keyed.keys(w)
+        if keys is not None:
+            old, old_keys = _previous_version(w, keyed, remembered)
+            replacements.append(Replacement(rid, {}, w.document, old, old_keys, new_keys=keys))
+            continue
         new, old, old_keys = _versions(w, keyed, remembered)
         # (without `old` and `old_keys` the stored version is read)
         replacements.append(Replacement(rid, new, w.document, old, old_keys))
@@ -259,15 +266,21 @@ def _versions(w: BucketWrite, keyed: _KeyedBy, remembered: list[StoredKeys] | No
     index reads `data`), and the version it replaces as its kept keys (when its bucket's
     cell holds those of exactly that version) or its data-less view; None for both: the
     stored version must be read."""
+    new = _key_view(w, keyed)
+    if new is None:
+        new = decode(w.document)
+    return new, *_previous_version(w, keyed, remembered)
+
+
+def _previous_version(w: BucketWrite, keyed: _KeyedBy, remembered: list[StoredKeys] | None
+                      ) -> tuple[Mapping[str, Any] | None, IndexKeys | None]:
+    """What an update of `w` replaces, as `_versions` tells it."""
     prev = w.previous_index_source
     kept = w.stored_keys
     old_keys = kept.keys if remembered is not None and kept is not None \
         and kept.view is prev and type(prev) is bytes else None
-    new = _key_view(w, keyed)
-    if new is None:
-        new = decode(w.document)
     old = w.previous_index_doc if keyed.light and old_keys is None else None
-    return new, old, old_keys
+    return old, old_keys
 
 
 def _remember(remembered: list[StoredKeys], w: BucketWrite, view: object,
@@ -289,13 +302,29 @@ class _KeyedBy:
     light: bool
     bounds_field: str | None
     meta_whole: bool
+    # with `meta_whole`, when every index has a `bucket_keys` plan: those, and the
+    # indexes' idents
+    plans: KeyPlans | None = None
+    idents: tuple[str, ...] = ()
 
     @staticmethod
     def of(buckets: Collection) -> _KeyedBy:
         light = _indexes_read_no_data(buckets.entry)
         bounds_field = _bounds_keyed(buckets) if light else None
-        return _KeyedBy(light, bounds_field,
-                        bounds_field is not None and _meta_whole(buckets))
+        meta_whole = bounds_field is not None and _meta_whole(buckets)
+        indexes = buckets.entry.indexes
+        plans = key_plans([ix.spec for ix in indexes], bounds_field) \
+            if meta_whole and bounds_field is not None else None
+        return _KeyedBy(light, bounds_field, meta_whole, plans,
+                        tuple(ix.ident for ix in indexes))
+
+    def keys(self, w: BucketWrite) -> IndexKeys | None:
+        """`w`'s keys made from its native state (`bucket_keys`), when that can be."""
+        if self.plans is None:
+            return None
+        assert self.bounds_field is not None
+        keys = w.index_keys(self.bounds_field, self.plans)
+        return None if keys is None else IndexKeys(self.idents, keys)
 
 
 def _key_view(w: BucketWrite, keyed: _KeyedBy) -> Mapping[str, Any] | None:

@@ -28,6 +28,7 @@ from storage.vocabulary.missing import MISSING
 
 from .bucket import Bucket, StoredKeys
 from .bucket_document import BucketDocumentParts
+from .bucket_keys import KeyPlans, bucket_keys
 from .bucket_registry import BucketRegistry
 from .bucket_state import (
     AnyColumnChange,
@@ -223,18 +224,38 @@ class BucketWrite:
             CONTROL_MIN: {time_field: DatetimeMS(bounds[0])},
             CONTROL_MAX: {time_field: DatetimeMS(bounds[1])}}}
         if state.meta_key:
-            kept = self.stored_keys
-            if kept is not None and kept.meta_keystring is None:
-                # a document meta keeps its keystring with the bucket, for each write's keys
-                kept.meta_keystring = document_meta_keystring(state.meta_key)
-            if meta_whole and kept is not None and kept.meta_keystring is not None:
-                doc[META] = EncodedValue(kept.meta_keystring)
+            keystring = self._meta_keystring(state.meta_key)
+            if meta_whole and keystring is not None:
+                doc[META] = EncodedValue(keystring)
                 return doc
             meta = meta_of_key(state.meta_key)
-            if type(meta) is dict and kept is not None and kept.meta_keystring is not None:
-                meta = Keyed(meta, kept.meta_keystring)
+            if type(meta) is dict and keystring is not None:
+                meta = Keyed(meta, keystring)
             doc[META] = meta
         return doc
+
+    def index_keys(self, time_field: str, plans: KeyPlans) -> tuple[tuple[bytes], ...] | None:
+        """The document's keys in the indexes `plans` describe (`bucket_keys`), made from
+        the native state (None: no native state, a meta that is not a document, or time
+        bounds that are not dates)."""
+        state = self.native_state
+        if state is None or not state.meta_key:
+            return None
+        keystring = self._meta_keystring(state.meta_key)
+        bounds = state.control.date_bounds(time_field)
+        if keystring is None or bounds is None:
+            return None
+        return bucket_keys(plans, self.bucket_id, keystring, *bounds)
+
+    def _meta_keystring(self, meta_key: bytes) -> bytes | None:
+        """The keystring of the bucket's meta when it is a document (None otherwise, or
+        with no bucket to keep it with), kept with the bucket for each write's keys."""
+        kept = self.stored_keys
+        if kept is None:
+            return None
+        if kept.meta_keystring is None:
+            kept.meta_keystring = document_meta_keystring(meta_key)
+        return kept.meta_keystring
 
     @property
     def known_size(self) -> int | None:

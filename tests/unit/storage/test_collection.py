@@ -14,7 +14,7 @@ from storage import bsonutil
 from storage.bounds import Interval
 from storage.bson_order import compare, sort_key
 from storage.catalog import Catalog
-from storage.collection_results import Replacement, ScanStats
+from storage.collection_results import IndexKeys, Replacement, ScanStats
 from storage.errors import MongoError
 from storage.indexes import KeyGenerator
 from storage.keystring import UNDEFINED
@@ -295,6 +295,71 @@ def test_update_many_is_update_of_each(catalog: Catalog):
         many.update_many([Replacement(rids[1][0], {"_id": 0, "a": 98}),
                           Replacement(999, {"_id": 9})])
     assert _update_state(many) == _update_state(one) and many.validate().valid
+
+
+def _caller_keys(coll, doc: dict[str, Any]) -> IndexKeys:
+    """The keys a caller of `insert_many`/`update_many` makes for `doc` itself."""
+    indexes = coll.entry.indexes
+    return IndexKeys(tuple(ix.ident for ix in indexes),
+                     tuple(tuple(k for k, _ in KeyGenerator(ix.spec).keys(doc).entries)
+                           for ix in indexes))
+
+
+def test_a_callers_keys_are_taken_as_the_documents_keys(catalog: Catalog):
+    """Documents given with their keys (`known_keys`, `Replacement.new_keys`), bytes and
+    no decoded version: inserted and updated as when keyed from the documents, and a
+    duplicate in a unique index names the key's values as then."""
+    colls = [catalog.get_or_create_collection("d", name) for name in ("keyed", "given")]
+    docs = [{"_id": i, "a": i, "b": f"x{i}"} for i in range(4)]
+    new = [{"_id": i, "a": i + 10, "b": f"y{i}"} for i in range(3)]
+    for coll in colls:
+        coll.create_indexes([{"key": {"a": 1}, "name": "a_1", "unique": True},
+                             {"key": {"b": -1, "a": 1}, "name": "b_a"}])
+    keyed, given = colls
+    keyed.insert_many(docs)
+    res = given.insert_many([{}] * 4, encoded=[bsonutil.encode(d) for d in docs],
+                            known_keys=[_caller_keys(given, d) for d in docs],
+                            return_keys=True)
+    assert res.keys == [_caller_keys(given, d) for d in docs]
+    rids = [[rid for rid, _ in coll.scan()] for coll in colls]
+    with catalog.transaction():
+        keyed.update_many([Replacement(r, d) for r, d in zip(rids[0], new)])
+        assert given.update_many(
+            [Replacement(r, {}, bsonutil.encode(d), new_keys=_caller_keys(given, d))
+             for r, d in zip(rids[1], new)]) == [_caller_keys(given, d) for d in new]
+    assert _update_state(given) == _update_state(keyed) and given.validate().valid
+
+    def errors(coll) -> list[tuple[str, Any]]:
+        """The errors of three bad writes (with their keys given to `given` alone)."""
+        mine = [rid for rid, _ in coll.scan()]
+
+        def replacement(rid: Any, d: dict[str, Any]) -> Replacement:
+            if coll is keyed:
+                return Replacement(rid, d)
+            return Replacement(rid, {}, bsonutil.encode(d), new_keys=_caller_keys(coll, d))
+
+        out = []
+        taken = {"_id": 3, "a": 10, "b": "z"}  # a key the first document holds
+        with pytest.raises(MongoError) as ei, catalog.transaction():
+            coll.update_many([replacement(mine[3], taken)])
+        out.append((ei.value.errmsg, ei.value.extra))
+        twice = [{"_id": i, "a": 50, "b": "w"} for i in (0, 1)]  # one key, two documents
+        with pytest.raises(MongoError) as ei, catalog.transaction():
+            coll.update_many([replacement(r, d) for r, d in zip(mine, twice)])
+        out.append((ei.value.errmsg, ei.value.extra))
+        again = [{"_id": 7, "a": 70}, {"_id": 1, "a": 71}]  # _id 1 is taken
+        res = coll.insert_many(again, ordered=False) if coll is keyed else coll.insert_many(
+            [{}] * 2, encoded=[bsonutil.encode(d) for d in again],
+            known_keys=[_caller_keys(coll, d) for d in again], ordered=False)
+        out += [(e.errmsg, e.extra) for _i, e in res.errors]
+        return out
+
+    given_errors = errors(given)
+    assert len(given_errors) == 3
+    assert "dup key: { a: 10 }" in given_errors[0][0]
+    assert given_errors[2][1] == {"keyPattern": {"_id": 1}, "keyValue": {"_id": 1}}
+    assert [(m.replace("given", "keyed"), x) for m, x in given_errors] == errors(keyed)
+    assert _update_state(given) == _update_state(keyed) and given.validate().valid
 
 
 def test_delete_and_truncate(catalog: Catalog):

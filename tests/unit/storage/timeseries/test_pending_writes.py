@@ -240,6 +240,58 @@ def test_an_update_takes_the_keys_its_version_was_written_with(
     assert remembered == [0, 4, 4, 4, 12, 6]
 
 
+@pytest.mark.skipif(not native_scan.AVAILABLE, reason="the native core is not built")
+def test_native_writes_are_keyed_without_key_documents(
+        tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Buckets of document metas written flush after flush, inserted and updated, with
+    an index on the time bounds descending created part-way: their keys come from their
+    id, meta keystring and time bounds (`bucket_keys`), no key document is keyed but the
+    versions stored before the index came, and storage ends as when every key is made
+    from a document (the same documents; validate finds every index entry right)."""
+    computed: list[int] = []
+    real = Collection._keys
+    monkeypatch.setattr(Collection, "_keys", staticmethod(
+        lambda rt, doc: computed.append(1) or real(rt, doc)))
+
+    def run(path: str, direct: bool) -> tuple[list[dict], list[int]]:
+        if not direct:
+            monkeypatch.setattr(pending_writes._KeyedBy, "keys", lambda self, w: None)
+        cat = _open(path)
+        coll = cat.get_collection("db", "system.buckets.c")
+        buckets = BucketCatalog(id_seed=5)
+        deferred = DeferredBucketWrites()
+        per_flush = []
+        for b in range(6):
+            docs = [{"_id": ObjectId(bytes(8) + (b * 100 + i).to_bytes(4, "big")),
+                     "m": {"b": "x", "a": i % 3}, "v": Int64(i),
+                     "t": DatetimeMS(T0 + 1000 * (b * 10 + i))} for i in range(6)]
+            result = buckets.insert_batch("db.c", OPTS, sequence(docs), None)
+            deferred.add("db", "system.buckets.c", result.writes)
+            buckets.commit(result)
+            if b == 3:
+                with cat.transaction():
+                    coll.create_indexes([{"key": {"control.max.t": -1, "control.min.t": -1},
+                                          "name": "bounds"}])
+            computed.clear()
+            deferred.flush(cat)
+            per_flush.append(len(computed))
+        check = coll.validate()
+        assert check.valid, check.errors
+        out = _stored(cat)
+        cat.close()
+        return out, per_flush
+
+    stored, keyed = run(str(tmp_path / "a"), True)
+    reference, reference_keyed = run(str(tmp_path / "b"), False)
+    assert stored == reference
+    assert sum(d["control"]["count"] for d in stored) == 36
+    # three buckets updated in 2 indexes (_id, the default one), then 3: from documents,
+    # each update's new version is keyed (and, once the index is new, the version it
+    # replaces, whose keys were kept for two indexes); from the native state, only that
+    assert reference_keyed == [0, 6, 6, 18, 9, 9]
+    assert keyed == [0, 0, 0, 9, 0, 0]
+
+
 # indexes of a buckets collection keying only _id, the meta and the time bounds: the
 # default one, one on a field of the meta, one on the time alone (descending)
 _BOUNDS_INDEXES = [
