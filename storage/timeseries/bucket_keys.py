@@ -71,4 +71,5 @@ def bucket_keys(plans: KeyPlans, bucket_id: ObjectId, meta_keystring: bytes,
              encode_date_ms(min_ms), encode_date_ms(max_ms)]
     if plans.descending:
         parts += [invert(p) for p in parts]
-    return tuple((b"".join([parts[p] for p in plan]),) for plan in plans.indexes)
+    return tuple([(parts[plan[0]] if len(plan) == 1 else b"".join([parts[p] for p in plan]),)
+                  for plan in plans.indexes])
