@@ -139,6 +139,7 @@ class BucketColumns:
 
 def bucket_document(bucket_id: bytes, version: int, count: int, meta_key: bytes | None,
                     control: Control, columns: BucketColumns | None = None) -> bytes: ...
+def bucket_document_with_data(view: bytes, columns: BucketColumns) -> bytes: ...
 def fold_buckets(buffer: Buffer, offsets: Buffer, skip_field: str | None,
                  jobs: list[tuple[Any, ...]], whole: bool = True,
                  scanned: ScannedBatch | None = None

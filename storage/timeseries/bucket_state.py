@@ -153,7 +153,8 @@ class NativeDocumentParts(NamedTuple):
     bucket's latest write, so most are never built. Valid while the columns hold `rows`
     rows: a bucket's native state changes only when its next batch is folded, and that
     batch's write replaces this one among the pending writes when it commits. `size` is
-    the document's size."""
+    the document's size, `view` the document without `data` (the fold's): the document
+    is built from it and the columns."""
 
     control: NativeControl
     columns: NativeColumns
@@ -162,6 +163,7 @@ class NativeDocumentParts(NamedTuple):
     rows: int
     meta_key: bytes | None
     size: int
+    view: bytes
 
     def build(self) -> bytes:
         if self.columns.count != self.rows:
@@ -169,8 +171,7 @@ class NativeDocumentParts(NamedTuple):
             raise MongoError(ErrorCode.InternalError,
                              f"bucket document of {self.rows} measurements asked after "
                              f"the bucket took {self.columns.count}")
-        return self.control.bucket_document(self.bucket_id, self.version, self.rows,
-                                            self.meta_key, self.columns)
+        return self.columns.document_with_data(self.view)
 
 
 # what the core's fold gives for one bucket: its column changes (int64 triples of field
@@ -228,7 +229,7 @@ def fold_all(buckets: Sequence[Bucket], staged: Sequence[Sequence[int]],
             control, columns = b.control, b.columns
             assert control is not None and isinstance(columns, NativeColumns)
             doc = NativeDocumentParts(control, columns, b.bucket_id.binary, b.version,
-                                      counts[i], _meta_key(b), size)
+                                      counts[i], _meta_key(b), size, index)
         out[i] = (changes, delta, (doc, index), uncompressed)
     return out
 

@@ -183,6 +183,12 @@ class NativeColumns:
     def column_bytes(self) -> list[tuple[str, bytes]]:
         return self._c.column_bytes()
 
+    def document_with_data(self, view: bytes) -> bytes:
+        """The bucket document whose data-less view is `view` (a fold's, of the state
+        these columns are in), with these columns as its `data`."""
+        assert native.core is not None
+        return native.check(native.core.bucket_document_with_data, view, self._c)
+
     def __contains__(self, name: str) -> bool:
         return name in self._c
 

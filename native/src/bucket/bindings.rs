@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
 use super::columns::{warm, AppendError, Appended, BucketColumns, Row, Shapes};
-use super::document::{build, data_len, Parts};
+use super::document::{build, data_len, with_data, Parts};
 use crate::boundary::{guard, Declined};
 use crate::control::bindings::Control;
 use crate::control::Checked;
@@ -405,6 +405,26 @@ fn bucket_document<'py>(
     })
 }
 
+/// bucket_document_with_data(view, columns) -> bytes
+///
+/// The bucket document `bucket_document` gives with `columns`, from the one it gives
+/// without them (`view`: a fold's data-less view of the same state), its control and
+/// meta not rendered again.
+#[pyfunction]
+fn bucket_document_with_data<'py>(
+    py: Python<'py>,
+    view: &[u8],
+    columns: PyRef<'_, PyBucketColumns>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    guard("bucket_document_with_data", || {
+        let view = bson::raw::RawDocument::from_bytes(view)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let doc = with_data(view, columns.inner.column_bytes())
+            .map_err(|e| PyValueError::new_err(e.0))?;
+        Ok(PyBytes::new(py, doc.as_bytes()))
+    })
+}
+
 /// What `fold_buckets` gives Python for one bucket: the changed columns as int64
 /// triples (field index, is_new, offset of the first changed byte), the change in column
 /// size, the bucket document (None when not asked for), its data-less view, and the
@@ -632,6 +652,7 @@ fn fold_buckets<'py>(
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bucket_document, m)?)?;
+    m.add_function(wrap_pyfunction!(bucket_document_with_data, m)?)?;
     m.add_function(wrap_pyfunction!(fold_buckets, m)?)?;
     m.add_class::<PyBucketColumns>()?;
     Ok(())

@@ -286,7 +286,7 @@ impl BucketColumns {
     }
 
     /// (name, committed column) of every field that has one, in column order.
-    pub fn column_bytes(&self) -> impl Iterator<Item = (&str, &[u8])> {
+    pub fn column_bytes(&self) -> impl Iterator<Item = (&str, &[u8])> + Clone {
         self.fields
             .iter()
             .filter_map(|f| f.column.as_deref().map(|c| (&*f.name, c)))

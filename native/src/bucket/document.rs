@@ -57,20 +57,41 @@ pub fn build<'c>(
         doc.append(cstr!("meta"), value);
     }
     if let Some(columns) = columns {
-        let mut data = RawDocumentBuf::new();
-        for (name, column) in columns {
-            let name: &CStr = name.try_into().map_err(err)?;
-            data.append(
-                name,
-                RawBsonRef::Binary(RawBinaryRef {
-                    subtype: BinarySubtype::Column,
-                    bytes: column,
-                }),
-            );
-        }
-        doc.append(cstr!("data"), data);
+        doc.append(cstr!("data"), data_document(columns)?);
     }
     Ok(doc)
+}
+
+/// The document `build` makes with `data`, from the one it made without (`view`, its
+/// data-less view): `data` is its last field. The bucket's control and meta are not
+/// rendered again.
+pub fn with_data<'c>(
+    view: &RawDocument,
+    columns: impl Iterator<Item = (&'c str, &'c [u8])> + Clone,
+) -> Result<RawDocumentBuf, BuildError> {
+    let mut bytes = Vec::with_capacity(view.as_bytes().len() + data_len(columns.clone()));
+    bytes.extend_from_slice(view.as_bytes());
+    let mut doc = RawDocumentBuf::from_bytes(bytes).map_err(err)?;
+    doc.append(cstr!("data"), data_document(columns)?);
+    Ok(doc)
+}
+
+/// `data`: one BinData (subtype 7) element per column, in column order.
+fn data_document<'c>(
+    columns: impl Iterator<Item = (&'c str, &'c [u8])>,
+) -> Result<RawDocumentBuf, BuildError> {
+    let mut data = RawDocumentBuf::new();
+    for (name, column) in columns {
+        let name: &CStr = name.try_into().map_err(err)?;
+        data.append(
+            name,
+            RawBsonRef::Binary(RawBinaryRef {
+                subtype: BinarySubtype::Column,
+                bytes: column,
+            }),
+        );
+    }
+    Ok(data)
 }
 
 /// The bytes `data` adds to the document `build` makes without it: the element's type
@@ -120,10 +141,16 @@ mod tests {
         assert_eq!(doc.as_bytes(), want.as_bytes());
         let light = build(&parts, None::<std::iter::Empty<(&str, &[u8])>>).unwrap();
         assert!(light.get("data").unwrap().is_none());
-        let with_data = cols.iter().map(|&(n, c)| (n, c));
+        let columns = cols.iter().map(|&(n, c)| (n, c));
         assert_eq!(
-            light.as_bytes().len() + data_len(with_data),
+            light.as_bytes().len() + data_len(columns),
             doc.as_bytes().len()
+        );
+        assert_eq!(
+            with_data(&light, cols.iter().map(|&(n, c)| (n, c)))
+                .unwrap()
+                .as_bytes(),
+            doc.as_bytes()
         );
         let no_columns = build(&parts, Some(std::iter::empty::<(&str, &[u8])>())).unwrap();
         assert_eq!(
