@@ -4,6 +4,8 @@ as it came, and a failed flush loses only what was pending and says so."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from bson import Int64, ObjectId
 from bson.datetime_ms import DatetimeMS
@@ -195,6 +197,37 @@ def test_a_failed_flush_tells_the_owner_what_was_lost(tmp_path) -> None:
 
 
 @pytest.mark.skipif(not native_scan.AVAILABLE, reason="the native core is not built")
+def _keyed_per_flush(path: str, monkeypatch: pytest.MonkeyPatch, batch: Callable[[int], list[dict]],
+                     index_at: int, index: dict, deferred: DeferredBucketWrites
+                     ) -> tuple[list[dict], list[int]]:
+    """Six batches (`batch(b)`), each flushed, `index` created before flush `index_at`:
+    the stored buckets (validated) and how many documents each flush keyed."""
+    computed: list[int] = []
+    real = Collection._keys
+    monkeypatch.setattr(Collection, "_keys", staticmethod(
+        lambda rt, doc: computed.append(1) or real(rt, doc)))
+    cat = _open(path)
+    coll = cat.get_collection("db", "system.buckets.c")
+    buckets = BucketCatalog(id_seed=5)
+    per_flush = []
+    for b in range(6):
+        result = buckets.insert_batch("db.c", OPTS, sequence(batch(b)), None)
+        deferred.add("db", "system.buckets.c", result.writes)
+        buckets.commit(result)
+        if b == index_at:
+            with cat.transaction():
+                coll.create_indexes([index])
+        computed.clear()
+        deferred.flush(cat)
+        per_flush.append(len(computed))
+    check = coll.validate()
+    assert check.valid, check.errors
+    out = _stored(cat)
+    cat.close()
+    monkeypatch.setattr(Collection, "_keys", real)
+    return out, per_flush
+
+
 def test_an_update_takes_the_keys_its_version_was_written_with(
         tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A bucket updated flush after flush: each update takes the index keys of the version
@@ -202,34 +235,14 @@ def test_an_update_takes_the_keys_its_version_was_written_with(
     an index created between two flushes is keyed from the stored version instead. The
     indexes hold exactly what their documents give (validate), as when every key is
     computed."""
-    computed: list[int] = []
-    real = Collection._keys
-    monkeypatch.setattr(Collection, "_keys", staticmethod(
-        lambda rt, doc: computed.append(1) or real(rt, doc)))
+    def batch(b: int) -> list[dict]:
+        return [{"_id": b * 100 + i, "m": i % 2, "v": Int64(i),
+                 "t": DatetimeMS(T0 + 1000 * (b * 10 + i))} for i in range(4)]
 
     def run(path: str, remember: bool) -> tuple[list[dict], list[int]]:
-        cat = _open(path)
-        coll = cat.get_collection("db", "system.buckets.c")
-        buckets = BucketCatalog(id_seed=5)
-        deferred = DeferredBucketWrites(remember_keys=remember)
-        per_flush = []
-        for b in range(6):
-            docs = [{"_id": b * 100 + i, "m": i % 2, "v": Int64(i),
-                     "t": DatetimeMS(T0 + 1000 * (b * 10 + i))} for i in range(4)]
-            result = buckets.insert_batch("db.c", OPTS, sequence(docs), None)
-            deferred.add("db", "system.buckets.c", result.writes)
-            buckets.commit(result)
-            if b == 4:
-                with cat.transaction():
-                    coll.create_indexes([{"key": {"control.max.t": 1}, "name": "max_t"}])
-            computed.clear()
-            deferred.flush(cat)
-            per_flush.append(len(computed))
-        check = coll.validate()
-        assert check.valid, check.errors
-        out = _stored(cat)
-        cat.close()
-        return out, per_flush
+        return _keyed_per_flush(path, monkeypatch, batch, 4,
+                                {"key": {"control.max.t": 1}, "name": "max_t"},
+                                DeferredBucketWrites(remember_keys=remember))
 
     stored, remembered = run(str(tmp_path / "a"), True)
     reference, recomputed = run(str(tmp_path / "b"), False)
@@ -248,41 +261,19 @@ def test_native_writes_are_keyed_without_key_documents(
     id, meta keystring and time bounds (`bucket_keys`), no key document is keyed but the
     versions stored before the index came, and storage ends as when every key is made
     from a document (the same documents; validate finds every index entry right)."""
-    computed: list[int] = []
-    real = Collection._keys
-    monkeypatch.setattr(Collection, "_keys", staticmethod(
-        lambda rt, doc: computed.append(1) or real(rt, doc)))
+    def batch(b: int) -> list[dict]:
+        return [{"_id": ObjectId(bytes(8) + (b * 100 + i).to_bytes(4, "big")),
+                 "m": {"b": "x", "a": i % 3}, "v": Int64(i),
+                 "t": DatetimeMS(T0 + 1000 * (b * 10 + i))} for i in range(6)]
 
-    def run(path: str, direct: bool) -> tuple[list[dict], list[int]]:
-        if not direct:
-            monkeypatch.setattr(pending_writes._KeyedBy, "keys", lambda self, w: None)
-        cat = _open(path)
-        coll = cat.get_collection("db", "system.buckets.c")
-        buckets = BucketCatalog(id_seed=5)
-        deferred = DeferredBucketWrites()
-        per_flush = []
-        for b in range(6):
-            docs = [{"_id": ObjectId(bytes(8) + (b * 100 + i).to_bytes(4, "big")),
-                     "m": {"b": "x", "a": i % 3}, "v": Int64(i),
-                     "t": DatetimeMS(T0 + 1000 * (b * 10 + i))} for i in range(6)]
-            result = buckets.insert_batch("db.c", OPTS, sequence(docs), None)
-            deferred.add("db", "system.buckets.c", result.writes)
-            buckets.commit(result)
-            if b == 3:
-                with cat.transaction():
-                    coll.create_indexes([{"key": {"control.max.t": -1, "control.min.t": -1},
-                                          "name": "bounds"}])
-            computed.clear()
-            deferred.flush(cat)
-            per_flush.append(len(computed))
-        check = coll.validate()
-        assert check.valid, check.errors
-        out = _stored(cat)
-        cat.close()
-        return out, per_flush
+    def run(path: str) -> tuple[list[dict], list[int]]:
+        return _keyed_per_flush(path, monkeypatch, batch, 3,
+                                {"key": {"control.max.t": -1, "control.min.t": -1},
+                                 "name": "bounds"}, DeferredBucketWrites())
 
-    stored, keyed = run(str(tmp_path / "a"), True)
-    reference, reference_keyed = run(str(tmp_path / "b"), False)
+    stored, keyed = run(str(tmp_path / "a"))
+    monkeypatch.setattr(pending_writes._KeyedBy, "keys", lambda self, w: None)
+    reference, reference_keyed = run(str(tmp_path / "b"))
     assert stored == reference
     assert sum(d["control"]["count"] for d in stored) == 36
     # three buckets updated in 2 indexes (_id, the default one), then 3: from documents,
