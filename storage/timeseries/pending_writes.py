@@ -183,7 +183,9 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite],
     takes those keys instead of computing them again.
 
     When no index of the collection reads `data`, index maintenance uses the catalog's
-    data-less view of each bucket instead of decoding bucket documents. The collection's
+    data-less view of each bucket instead of decoding bucket documents; when every index
+    keys only the id, a whole meta and the time bounds, a native bucket's keys are joined
+    from those (`bucket_keys`), with no view keyed. The collection's
     memo of absent series (`absent_series`) learns the series written and when their
     buckets start."""
     stamp = buckets.write_stamp
