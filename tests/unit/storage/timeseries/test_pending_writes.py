@@ -196,7 +196,6 @@ def test_a_failed_flush_tells_the_owner_what_was_lost(tmp_path) -> None:
     cat.close()
 
 
-@pytest.mark.skipif(not native_scan.AVAILABLE, reason="the native core is not built")
 def _keyed_per_flush(path: str, monkeypatch: pytest.MonkeyPatch, batch: Callable[[int], list[dict]],
                      index_at: int, index: dict, deferred: DeferredBucketWrites
                      ) -> tuple[list[dict], list[int]]:
@@ -228,6 +227,7 @@ def _keyed_per_flush(path: str, monkeypatch: pytest.MonkeyPatch, batch: Callable
     return out, per_flush
 
 
+@pytest.mark.skipif(not native_scan.AVAILABLE, reason="the native core is not built")
 def test_an_update_takes_the_keys_its_version_was_written_with(
         tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A bucket updated flush after flush: each update takes the index keys of the version
