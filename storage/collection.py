@@ -29,6 +29,7 @@ Indexes and upkeep
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import uuid as uuid_mod
 from collections.abc import Iterator, Mapping, Sequence
@@ -91,6 +92,13 @@ def _inserted_keys(entry: CollectionEntry, keys: list[list[KeySet]],
     return [None if rid is None else
             IndexKeys(idents, tuple(tuple(kb for kb, _ in col[i].entries) for col in keys))
             for i, rid in enumerate(rids)]
+
+
+@functools.lru_cache(maxsize=64)
+def _single_keys(fields: int) -> KeySet:
+    """What `_note_multikey` reads of a document's single key, not multikey, in an index
+    of `fields` fields (the entries are not read)."""
+    return KeySet([], (frozenset(),) * fields, False)
 
 
 def _new_version(u: Replacement) -> Mapping[str, Any]:
@@ -573,9 +581,6 @@ class Collection:
         added: list[list[tuple[bytes, RecordId]]] = [[] for _ in runtimes]
         records: list[tuple[RecordId, bytes, bytes | None]] = []
         new_sets: list[list[KeySet]] = [[] for _ in runtimes]
-        # a caller's keys (`Replacement.new_keys`): one per index, none multikey
-        single = [KeySet([], (frozenset(),) * len(ix.spec.fields), False)
-                  for ix in entry.indexes]
         out = []
         for u in updates:
             old_keys = u.old_keys if u.old_keys is not None \
@@ -588,29 +593,10 @@ class Collection:
                 old_doc = bsonutil.decode(raw_old)
                 expected = raw_old
             records.append((u.rid, _replacement(u.new_doc, u.encoded), expected))
-            if u.new_keys is not None and u.new_keys.indexes == idents:
-                for i, rt in enumerate(runtimes):
-                    new_keys = u.new_keys.keys[i]
-                    if old_keys is not None:
-                        old: tuple[bytes, ...] | set[bytes] = old_keys.keys[i]
-                    else:
-                        assert old_doc is not None
-                        old = {kb for kb, _ in self._keys(rt, old_doc).entries}
-                    gained = [kb for kb in new_keys if kb not in old]
-                    if gained and entry.indexes[i].spec.unique:
-                        found = rt.store.lookup(gained)
-                        for kb in gained:
-                            if any(r != u.rid for r in found.get(kb, ())):
-                                new_doc = _new_version(u)
-                                raise self._dup_error(entry.indexes[i],
-                                                      dict(self._keys(rt, new_doc).entries)[kb])
-                    removed[i].extend((kb, u.rid) for kb in old if kb not in new_keys)
-                    added[i].extend((kb, u.rid) for kb in gained)
-                    new_sets[i].append(single[i])
-                out.append(u.new_keys)
-                continue
-            changes, sets, kept = self._index_changes(entry, runtimes, u.rid, u.new_doc,
-                                                      old_doc, old_keys)
+            given = u.new_keys.keys if u.new_keys is not None \
+                and u.new_keys.indexes == idents else None
+            changes, sets, kept = self._index_changes(entry, runtimes, u, old_doc, old_keys,
+                                                      given)
             for i, (_rt, gone, new) in enumerate(changes):
                 removed[i].extend(gone)
                 added[i].extend(new)
@@ -638,35 +624,44 @@ class Collection:
         return out
 
     def _index_changes(self, entry: CollectionEntry, runtimes: list[_IndexRuntime],
-                       rid: RecordId, new_doc: Mapping[str, Any],
-                       old_doc: Mapping[str, Any] | None, old_keys: IndexKeys | None
+                       u: Replacement, old_doc: Mapping[str, Any] | None,
+                       old_keys: IndexKeys | None, given: tuple[tuple[bytes, ...], ...] | None
                        ) -> tuple[list[tuple[_IndexRuntime, list[tuple[bytes, RecordId]],
                                              list[tuple[bytes, RecordId]]]],
                                   list[list[KeySet]], tuple[tuple[bytes, ...], ...]]:
-        """What replacing `old_doc` (or the version `old_keys` were made of) by `new_doc`
-        at `rid` changes in each index: (runtime, entries removed, entries added), the new
-        key sets (for multikey), and the new keys per index. DuplicateKey where a unique
+        """What replacing `old_doc` (or the version `old_keys` were made of) by the new
+        version of `u` changes in each index: (runtime, entries removed, entries added),
+        the new key sets (for multikey), and the new keys per index, made from `u.new_doc`
+        or `given` (the caller's: single keys, none multikey). DuplicateKey where a unique
         index would take a key another record holds."""
         changes = []
         new_sets = []
         kept: list[tuple[bytes, ...]] = []
+        rid = u.rid
         for i, (ix, rt) in enumerate(zip(entry.indexes, runtimes)):
             if old_keys is not None:
                 old = set(old_keys.keys[i])
             else:
                 assert old_doc is not None
                 old = {kb for kb, _ in self._keys(rt, old_doc).entries}
-            new_ks = self._keys(rt, new_doc)
+            if given is not None:
+                new_keys = given[i]
+                new_ks = _single_keys(len(ix.spec.fields))
+            else:
+                new_ks = self._keys(rt, u.new_doc)
+                new_keys = tuple(kb for kb, _ in new_ks.entries)
             new_sets.append([new_ks])
-            new_keys = dict(new_ks.entries)
-            kept.append(tuple(new_keys))
-            removed = [(kb, rid) for kb in old if kb not in new_keys]
+            kept.append(new_keys)
+            members = new_keys if len(new_keys) < 8 else set(new_keys)
+            removed = [(kb, rid) for kb in old if kb not in members]
             added = [kb for kb in new_keys if kb not in old]
             if ix.spec.unique and added:
                 found = rt.store.lookup(added)
                 for kb in added:
                     if any(r != rid for r in found.get(kb, ())):
-                        raise self._dup_error(ix, new_keys[kb])
+                        # the error names the key's values: the new version keyed again
+                        values = dict(self._keys(rt, _new_version(u)).entries)[kb]
+                        raise self._dup_error(ix, values)
             changes.append((rt, removed, [(kb, rid) for kb in added]))
         return changes, new_sets, tuple(kept)
 

@@ -33,8 +33,8 @@ class Replacement:
     stored bytes the caller read it from (`expected`, see `RecordStore.update`).
 
     `new_keys`: the new version's keys, when the caller made them (one key per index,
-    none multikey, no index unique); `new_doc` is then not read, and may be empty, when
-    `encoded` is given."""
+    none multikey; a unique index still checks them); `new_doc` is then not read, and
+    may be empty, when `encoded` is given."""
 
     rid: RecordId
     new_doc: Mapping[str, Any]
