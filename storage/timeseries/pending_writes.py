@@ -195,8 +195,9 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite],
         # (the views as kept: reading `index_doc` keeps the decoded one instead)
         views = [w.index_source for w in inserts]
         known = [keyed.keys(w) for w in inserts]
-        docs = [{} if k is not None else doc if (doc := _key_view(w, keyed)) is not None
-                else decode(w.document) for w, k in zip(inserts, known)]
+        # (a write whose keys are known is not keyed again: it goes in as its bytes)
+        docs = [{} if k is not None else _keyed_version(w, keyed)
+                for w, k in zip(inserts, known)]
         res = buckets.insert_many(docs, encoded=[w.document for w in inserts],
                                   shards=[meta_shard(d) for d in docs]
                                   if buckets.places_by_shard else None,
@@ -268,10 +269,14 @@ def _versions(w: BucketWrite, keyed: _KeyedBy, remembered: list[StoredKeys] | No
     index reads `data`), and the version it replaces as its kept keys (when its bucket's
     cell holds those of exactly that version) or its data-less view; None for both: the
     stored version must be read."""
-    new = _key_view(w, keyed)
-    if new is None:
-        new = decode(w.document)
-    return new, *_previous_version(w, keyed, remembered)
+    return _keyed_version(w, keyed), *_previous_version(w, keyed, remembered)
+
+
+def _keyed_version(w: BucketWrite, keyed: _KeyedBy) -> Mapping[str, Any]:
+    """What `w`'s version is keyed from: its data-less view when no index reads `data`
+    (`_key_view`), else its document decoded."""
+    view = _key_view(w, keyed)
+    return view if view is not None else decode(w.document)
 
 
 def _previous_version(w: BucketWrite, keyed: _KeyedBy, remembered: list[StoredKeys] | None
