@@ -164,11 +164,11 @@ class Bucket:
     """In-memory state of one open bucket."""
 
     __slots__ = (
-        "_meta", "bucket_id", "coll", "columns", "committed_size", "committed_write", "control",
-        "field_names", "index_doc", "kept_open_large",
-        "key", "last_time_ms", "memory_usage", "min_time_ms", "minmax",
+        "_meta", "_minmax", "_schema", "bucket_id", "coll", "columns", "committed_size",
+        "committed_write", "control", "field_names", "index_doc", "kept_open_large",
+        "key", "last_time_ms", "memory_usage", "min_time_ms",
         "num_committed", "num_measurements", "opened_due_to_metadata", "reopened",
-        "rollover_action", "rows", "run_signature", "schema", "schema_signatures", "size",
+        "rollover_action", "rows", "run_signature", "schema_signatures", "size",
         "sorted_by_time",
         "staged",
         "staged_estimate", "stored", "stored_keys",
@@ -183,8 +183,10 @@ class Bucket:
         self._meta = meta
         self.time_field = time_field
         self.min_time_ms = min_time_ms
-        self.minmax = MinMax()
-        self.schema = Schema()
+        # the reference's control.min/max and schema, made when first read: a native
+        # bucket never reads them (see `control`)
+        self._minmax: MinMax | None = None
+        self._schema: Schema | None = None
         # Top-level signatures already folded into `schema` (see Measurement.signature).
         self.schema_signatures: set[tuple] = set()
         # the signature `Stager.stage_run` last found known here, with all its fields
@@ -241,6 +243,28 @@ class Bucket:
         """Keep the meta value as the series key only, decoded when read: what a native
         bucket reads of it is the key."""
         self._meta = _FROM_KEY
+
+    @property
+    def minmax(self) -> MinMax:
+        """control.min/max in the Python reference."""
+        if self._minmax is None:
+            self._minmax = MinMax()
+        return self._minmax
+
+    @minmax.setter
+    def minmax(self, minmax: MinMax) -> None:
+        self._minmax = minmax
+
+    @property
+    def schema(self) -> Schema:
+        """The schema in the Python reference."""
+        if self._schema is None:
+            self._schema = Schema()
+        return self._schema
+
+    @schema.setter
+    def schema(self, schema: Schema) -> None:
+        self._schema = schema
 
     @property
     def all_committed(self) -> bool:
