@@ -94,6 +94,8 @@ class StoredBuckets:
         self.reopenable = reopenable
         self._reopen_index: str | bool | None = False
         self._index_facts: dict[str, _IndexFacts] = {}  # by index ident
+        # series key -> whether its meta is an identity meta (`_identity_meta`)
+        self._identity_of: dict[bytes, bool] = {}
 
     def fetch_bucket(self, coll: str, bucket_id: ObjectId) -> bytes | BucketWrite | None:
         entry = self.buckets.entry
@@ -110,7 +112,7 @@ class StoredBuckets:
             return None
         entry = self.buckets.entry
         # under a collation, strings equal to the query's are not only its series'
-        identity = _identity_meta(query.meta) and not (
+        identity = self._identity(query) and not (
             self._facts(index).collator is not None and has_string(query.meta))
         key = (series_key(query.meta) if query.series is None else query.series) \
             if identity else b""
@@ -129,6 +131,17 @@ class StoredBuckets:
                 return found  # type: ignore[return-value]
         self.flush()
         return self._first_match(index, query, {}, [])  # type: ignore[return-value]
+
+    def _identity(self, query: ReopeningQuery) -> bool:
+        """`_identity_meta` of the query's meta, remembered by series key (bounded)."""
+        if query.series is None:
+            return _identity_meta(query.meta)
+        known = self._identity_of.get(query.series)
+        if known is None:
+            if len(self._identity_of) >= _IDENTITY_MEMO_MAX:
+                self._identity_of.clear()
+            known = self._identity_of[query.series] = _identity_meta(query.meta)
+        return known
 
     def _first_match(self, index: str, query: ReopeningQuery,
                      pending: dict[ObjectId, BucketWrite], series: list[BucketWrite], *,
@@ -324,6 +337,8 @@ class StoredBuckets:
 
 
 _UNORDERED: Final = object()
+# series keys `StoredBuckets._identity` remembers (about 1 MB of TSBS-like keys)
+_IDENTITY_MEMO_MAX: Final = 4096
 
 
 @dataclass(frozen=True, slots=True)
