@@ -387,7 +387,7 @@ fn update_obj<'a>(
     umin: bool,
     umax: bool,
 ) -> Result<(), Fail> {
-    let mut loc = Locator::new();
+    let mut loc = Locator::with_room(&mut node.children, fields.size_hint().0);
     for item in fields {
         let (key, value) = item?;
         let at = loc.locate(&mut node.children, key);

@@ -107,6 +107,15 @@ impl Locator {
         }
     }
 
+    /// A walk of `fields` fields (at least) into `children`: a node without children yet
+    /// takes room for all of them at once, not growing child by child.
+    pub fn with_room<N>(children: &mut Vec<N>, fields: usize) -> Self {
+        if children.is_empty() {
+            children.reserve_exact(fields);
+        }
+        Self::new()
+    }
+
     fn insert<N: Named>(&mut self, children: &mut Vec<N>, at: usize, name: &CStr) {
         self.dup |= has_name(children, name.as_str());
         children.insert(at, N::named(Some(name.into())));

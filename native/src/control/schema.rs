@@ -103,7 +103,7 @@ fn update_obj<'a>(
     node: &mut SNode,
     fields: impl Iterator<Item = Result<Field<'a>, Fail>>,
 ) -> Result<bool, Fail> {
-    let mut loc = Locator::new();
+    let mut loc = Locator::with_room(&mut node.children, fields.size_hint().0);
     for item in fields {
         let (key, value) = item?;
         let at = loc.locate(&mut node.children, key);
