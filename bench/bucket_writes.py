@@ -23,7 +23,6 @@ Usage: python bench/bucket_writes.py [--measurements 200000] [--runs tsbs,highca
 from __future__ import annotations
 
 import argparse
-import gc
 import shutil
 import sqlite3
 import sys
@@ -41,6 +40,7 @@ if str(ROOT) not in sys.path:
 from _inprocess import create_buckets, ingest, open_catalog  # noqa: E402
 from catalog import _batches, _decode  # noqa: E402
 
+from server.collector import tune_collector  # noqa: E402
 from storage.vocabulary.raw_documents import RawDocuments  # noqa: E402
 
 _HOSTS = {"tsbs": 100, "highcard": 100_000, "backfill": 100}
@@ -116,9 +116,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     args = ap.parse_args()
     n = args.measurements
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(50_000, 50, 100)  # as the server runs (server/app.py)
+    tune_collector()  # as the server runs
     print(f"{n:,} measurements per run, batches of 1000, a flush every {args.flush_every}; "
           f"CPU µs per measurement, best of {args.repeat}")
     print(f"{'run':<9} {'decode_all':>10} {'replay':>8} {'whole path':>11} "

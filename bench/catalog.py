@@ -13,7 +13,6 @@ Usage: python bench/catalog.py [--measurements 200000] [--hosts 100] [--repeat 3
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
 import time
 from array import array
@@ -27,6 +26,7 @@ if str(ROOT) not in sys.path:
 
 from tsbs import measurements  # noqa: E402
 
+from server.collector import tune_collector  # noqa: E402
 from storage.timeseries.bucket_catalog import BucketCatalog  # noqa: E402
 from storage.timeseries.options import parse_timeseries_options  # noqa: E402
 from storage.vocabulary.raw_documents import RawDocuments  # noqa: E402
@@ -78,9 +78,7 @@ def main() -> None:
     args = ap.parse_args()
     batches = _batches(args.measurements, args.hosts)
     n = args.measurements
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(50_000, 50, 100)  # as the server runs (server/app.py)
+    tune_collector()  # as the server runs
     catalog, decode = [], []
     for _ in range(args.repeat):
         decode.append(_decode(batches))
