@@ -459,7 +459,7 @@ class Collection:
             col = keys[j]
             gen = rt.generator.keys
             flt = rt.filter
-            paths: tuple[frozenset[int], ...] = (frozenset(),) * len(entry.indexes[j].spec.fields)
+            paths = _single_keys(len(entry.indexes[j].spec.fields)).multikey_paths
             for i in todo:
                 if keygen_error and i in keygen_error:
                     continue
