@@ -619,7 +619,7 @@ class Collection:
                     rt.store.delete(gone)
                 if new:
                     rt.store.insert(new)
-            rs.update_many(records)
+            rs.update_many(records, [u.old_size for u in updates])
             self._note_multikey(entry, new_sets)
         return out
 

@@ -34,7 +34,8 @@ class Replacement:
 
     `new_keys`: the new version's keys, when the caller made them (one key per index,
     none multikey; a unique index still checks them); `new_doc` is then not read, and
-    may be empty, when `encoded` is given."""
+    may be empty, when `encoded` is given. `old_size`: the stored version's length, when
+    the caller knows it."""
 
     rid: RecordId
     new_doc: Mapping[str, Any]
@@ -43,6 +44,7 @@ class Replacement:
     old_keys: IndexKeys | None = None
     expected: bytes | None = None
     new_keys: IndexKeys | None = None
+    old_size: int | None = None
 
 
 @dataclass

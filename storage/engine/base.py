@@ -174,9 +174,11 @@ class RecordStore(ABC):
         WriteConflict (112) when the stored record is no longer that, so a concurrent
         change is never overwritten unseen; a single-process engine may skip the check."""
 
-    def update_many(self, updates: Sequence[tuple[RecordId, bytes, bytes | None]]) -> None:
+    def update_many(self, updates: Sequence[tuple[RecordId, bytes, bytes | None]],
+                    old_sizes: Sequence[int | None] | None = None) -> None:
         """`update` of each (rid, data, expected); KeyError for a missing one. Engines
-        write them in fewer statements where they can."""
+        write them in fewer statements where they can. `old_sizes`: the length of each
+        record replaced, where the caller knows it (an engine need not read it then)."""
         for rid, data, expected in updates:
             self.update(rid, data, expected=expected)
 

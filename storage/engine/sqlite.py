@@ -128,7 +128,8 @@ class SQLiteRecordStore(RecordStore):
         self._size += len(data) - row[0]
         self._stats_changed(*old)
 
-    def update_many(self, updates: Sequence[tuple[RecordId, bytes, bytes | None]]) -> None:
+    def update_many(self, updates: Sequence[tuple[RecordId, bytes, bytes | None]],
+                    old_sizes: Sequence[int | None] | None = None) -> None:
         # (`expected` goes unchecked, as in `update`: one process writes the file)
         rids = [rid for rid, _data, _expected in updates]
         if len(updates) < 2 or len(set(rids)) != len(rids):
@@ -136,19 +137,31 @@ class SQLiteRecordStore(RecordStore):
             return
         eng = self._engine
         eng._require_txn()
+        sizes = list(old_sizes) if old_sizes is not None else [None] * len(rids)
+        unknown = [rid for rid, size in zip(rids, sizes) if size is None]
+        lengths = self._lengths(unknown)
+        for rid in unknown:
+            if rid not in lengths:
+                raise KeyError(rid)
+        written = eng._execmany(self._sql_update,
+                                [(data, rid) for rid, data, _expected in updates])
+        if written != len(rids):  # a record of a known size is gone
+            found = self._lengths(rids)
+            raise KeyError(next(rid for rid in rids if rid not in found))
+        old = (self._count, self._size)
+        self._size += sum(len(data) for _rid, data, _expected in updates) - sum(
+            lengths[rid] if size is None else size for rid, size in zip(rids, sizes))
+        self._stats_changed(*old)
+
+    def _lengths(self, rids: Sequence[RecordId]) -> dict[RecordId, int]:
+        """The length of each of `rids`' records that exists."""
         lengths: dict[RecordId, int] = {}
         for i in range(0, len(rids), _IN_CHUNK):
             part = rids[i:i + _IN_CHUNK]
             sql = f"SELECT id, length(data) FROM {self._table} WHERE id IN " \
                   f"({','.join('?' * len(part))})"
-            lengths.update(eng._qall(sql, part))
-        for rid in rids:
-            if rid not in lengths:
-                raise KeyError(rid)
-        eng._execmany(self._sql_update, [(data, rid) for rid, data, _expected in updates])
-        old = (self._count, self._size)
-        self._size += sum(len(data) - lengths[rid] for rid, data, _expected in updates)
-        self._stats_changed(*old)
+            lengths.update(self._engine._qall(sql, part))
+        return lengths
 
     def delete(self, rid: RecordId, *, expected: bytes | None = None) -> None:
         eng = self._engine
@@ -447,10 +460,11 @@ class SQLiteEngine(StorageEngine):
         except sqlite3.Error as e:
             raise _storage_error(e) from e
 
-    def _execmany(self, sql: str, rows: Any) -> None:
-        """IntegrityError passes through (a unique index store resolves it)."""
+    def _execmany(self, sql: str, rows: Any) -> int:
+        """The rows the statements changed. IntegrityError passes through (a unique index
+        store resolves it)."""
         try:
-            self._conn.executemany(sql, rows)
+            return self._conn.executemany(sql, rows).rowcount
         except sqlite3.IntegrityError:
             raise
         except sqlite3.Error as e:

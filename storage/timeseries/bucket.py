@@ -30,6 +30,7 @@ from .rollover import RolloverAction
 
 if TYPE_CHECKING:
     from storage.collection_results import IndexKeys
+    from storage.engine.base import RecordId
 
     from .native_columns import NativeColumns
     from .native_control import NativeControl
@@ -145,19 +146,22 @@ def _value_lens(m: Measurement) -> list[tuple[str, int]]:
 
 @dataclass(slots=True)
 class StoredKeys:
-    """The index keys a bucket's stored version was written with by the group commit, and
-    that version's data-less view as its write kept it (the bytes object): the bucket's
-    next update replaces that view, and takes these keys instead of computing them
-    (`pending_writes.write_buckets`). Empty until the group commit writes the bucket."""
+    """The index keys a bucket's stored version was written with by the group commit, its
+    record and length, and that version's data-less view as its write kept it (the bytes
+    object): the bucket's next update replaces that view, and takes these instead of
+    computing or reading them (`pending_writes.write_buckets`). Empty until the group
+    commit writes the bucket."""
 
     view: object = None
     keys: IndexKeys | None = None
+    rid: RecordId | None = None
+    size: int | None = None
     # the keystring of the bucket's meta value when it is a document (`keystring.Keyed`):
     # the part of its keys each write's would encode again
     meta_keystring: bytes | None = None
 
     def forget(self) -> None:
-        self.view = self.keys = None
+        self.view = self.keys = self.rid = self.size = None
 
 
 class Bucket:

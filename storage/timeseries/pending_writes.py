@@ -50,6 +50,7 @@ from .index_schema import index_keys_meta_whole, index_keys_time_bounds, index_r
 if TYPE_CHECKING:
     from storage.catalog import Catalog, CollectionEntry
     from storage.collection import Collection
+    from storage.engine.base import RecordId
 
     from .bucket import StoredKeys
     from .write_batch import BucketWrite
@@ -205,9 +206,9 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite],
         if res.errors:
             raise res.errors[0][1]
         if remembered is not None and res.keys is not None:
-            for w, view, keys in zip(inserts, views, res.keys):
-                if keys is not None:
-                    _remember(remembered, w, view, keys)
+            for w, view, keys, rid in zip(inserts, views, res.keys, res.record_ids):
+                if keys is not None and rid is not None:
+                    _remember(remembered, w, view, keys, rid)
     updates = [w for w in writes if w.kind == "update"]
     if any(w.expected is not None for w in updates):
         _update_checked(buckets, updates, keyed, remembered)
@@ -219,28 +220,44 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite],
 def _update_together(buckets: Collection, updates: list[BucketWrite], keyed: _KeyedBy,
                      remembered: list[StoredKeys] | None) -> None:
     """The updates of `write_buckets` when no other process writes the buckets: their
-    records found and written together (`Collection.update_many`)."""
-    rids = buckets.record_ids([w.bucket_id for w in updates])
+    records found and written together (`Collection.update_many`). A record the group
+    commit wrote the replaced version to is known with its length (`_kept`); the others
+    are looked up."""
+    kept = [_kept(w, remembered) for w in updates]
+    unknown = [w.bucket_id for w, k in zip(updates, kept) if k is None]
+    found = iter(buckets.record_ids(unknown) if unknown else ())
     # the views as kept, before keying reads them (see the inserts)
     views = [w.index_source for w in updates]
     replacements = []
-    for w, rid in zip(updates, rids):
+    rids = []
+    for w, k in zip(updates, kept):
+        rid, size = (k.rid, k.size) if k is not None else (next(found), None)
         if rid is None:
-            raise MongoError(ErrorCode.WriteConflict,
-                             f"bucket {w.bucket_id} disappeared during the write")
+            raise _disappeared(w.bucket_id)
+        rids.append(rid)
         keys = keyed.keys(w)
         if keys is not None:
-            old, old_keys = _previous_version(w, keyed, remembered)
-            replacements.append(Replacement(rid, {}, w.document, old, old_keys, new_keys=keys))
+            old, old_keys = _previous_version(w, keyed, k)
+            replacements.append(Replacement(rid, {}, w.document, old, old_keys, new_keys=keys,
+                                            old_size=size))
             continue
-        new, old, old_keys = _versions(w, keyed, remembered)
+        new, old, old_keys = _versions(w, keyed, k)
         # (without `old` and `old_keys` the stored version is read)
-        replacements.append(Replacement(rid, new, w.document, old, old_keys))
+        replacements.append(Replacement(rid, new, w.document, old, old_keys, old_size=size))
     # the caller's transaction is undone whole on any failure: no savepoint of their own
-    all_keys = buckets.update_many(replacements, savepoint=False)
+    try:
+        all_keys = buckets.update_many(replacements, savepoint=False)
+    except KeyError as missing:
+        gone = next(w for w, rid in zip(updates, rids) if rid == missing.args[0])
+        raise _disappeared(gone.bucket_id) from None
     if remembered is not None:
-        for w, view, keys in zip(updates, views, all_keys):
-            _remember(remembered, w, view, keys)
+        for w, view, keys, rid in zip(updates, views, all_keys, rids):
+            _remember(remembered, w, view, keys, rid)
+
+
+def _disappeared(bucket_id: ObjectId) -> MongoError:
+    return MongoError(ErrorCode.WriteConflict,
+                      f"bucket {bucket_id} disappeared during the write")
 
 
 def _update_checked(buckets: Collection, updates: list[BucketWrite], keyed: _KeyedBy,
@@ -250,26 +267,25 @@ def _update_checked(buckets: Collection, updates: list[BucketWrite], keyed: _Key
     for w in updates:
         found = buckets.find_id(w.bucket_id)
         if found is None:
-            raise MongoError(ErrorCode.WriteConflict,
-                             f"bucket {w.bucket_id} disappeared during the write")
+            raise _disappeared(w.bucket_id)
         view = w.index_source
-        new, old, old_keys = _versions(w, keyed, remembered)
+        new, old, old_keys = _versions(w, keyed, _kept(w, remembered))
         if old_keys is None and old is None:
             old = decode(found[1])
         # another process changed the bucket since: the engine raises WriteConflict
         keys = buckets.update(found[0], new, encoded=w.document, old_doc=old,
                               expected=w.expected, old_keys=old_keys, savepoint=False)
         if remembered is not None:
-            _remember(remembered, w, view, keys)
+            _remember(remembered, w, view, keys, found[0])
 
 
-def _versions(w: BucketWrite, keyed: _KeyedBy, remembered: list[StoredKeys] | None
+def _versions(w: BucketWrite, keyed: _KeyedBy, kept: StoredKeys | None
               ) -> tuple[Mapping[str, Any], Mapping[str, Any] | None, IndexKeys | None]:
     """What an update of `w` is keyed by: its new version (the data-less view when no
-    index reads `data`), and the version it replaces as its kept keys (when its bucket's
-    cell holds those of exactly that version) or its data-less view; None for both: the
-    stored version must be read."""
-    return _keyed_version(w, keyed), *_previous_version(w, keyed, remembered)
+    index reads `data`), and the version it replaces as its kept keys (`kept`: those of
+    exactly that version) or its data-less view; None for both: the stored version must
+    be read."""
+    return _keyed_version(w, keyed), *_previous_version(w, keyed, kept)
 
 
 def _keyed_version(w: BucketWrite, keyed: _KeyedBy) -> Mapping[str, Any]:
@@ -279,23 +295,30 @@ def _keyed_version(w: BucketWrite, keyed: _KeyedBy) -> Mapping[str, Any]:
     return view if view is not None else decode(w.document)
 
 
-def _previous_version(w: BucketWrite, keyed: _KeyedBy, remembered: list[StoredKeys] | None
+def _previous_version(w: BucketWrite, keyed: _KeyedBy, kept: StoredKeys | None
                       ) -> tuple[Mapping[str, Any] | None, IndexKeys | None]:
     """What an update of `w` replaces, as `_versions` tells it."""
-    prev = w.previous_index_source
-    kept = w.stored_keys
-    old_keys = kept.keys if remembered is not None and kept is not None \
-        and kept.view is prev and type(prev) is bytes else None
+    old_keys = kept.keys if kept is not None else None
     old = w.previous_index_doc if keyed.light and old_keys is None else None
     return old, old_keys
 
 
+def _kept(w: BucketWrite, remembered: list[StoredKeys] | None) -> StoredKeys | None:
+    """What the group commit kept of the version `w` replaces (its keys, record and
+    length), when it wrote exactly that version (None otherwise)."""
+    kept = w.stored_keys
+    prev = w.previous_index_source
+    return kept if remembered is not None and kept is not None and kept.view is prev \
+        and type(prev) is bytes else None
+
+
 def _remember(remembered: list[StoredKeys], w: BucketWrite, view: object,
-              keys: IndexKeys) -> None:
-    """Keep the keys `w`'s version was written with, for its bucket's next update."""
+              keys: IndexKeys, rid: RecordId) -> None:
+    """Keep the keys, record and length of `w`'s version as written, for its bucket's
+    next update."""
     kept = w.stored_keys
     if kept is not None and type(view) is bytes:
-        kept.view, kept.keys = view, keys
+        kept.view, kept.keys, kept.rid, kept.size = view, keys, rid, len(w.document)
         remembered.append(kept)
 
 

@@ -335,3 +335,41 @@ def test_a_native_writes_keys_from_its_state_are_its_documents_keys(
         catalog.commit(result)
     # every batch has measurements with a date: some bucket was written natively
     assert synthesized
+
+
+@pytest.mark.skipif(not native_scan.AVAILABLE, reason="the native core is not built")
+def test_an_update_takes_the_record_and_length_its_version_was_written_with(
+        tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Flush after flush, the updates of buckets the group commit wrote find their records
+    and the stored lengths from those writes, with no lookup in the `_id` index, and the
+    collection's data size stays the sum of its records' lengths. A bucket gone from
+    storage behind the catalog's back still fails the flush that updates it."""
+    looked_up: list[object] = []
+    real = Collection.record_ids
+    monkeypatch.setattr(Collection, "record_ids",
+                        lambda self, values: looked_up.extend(values) or real(self, values))
+    cat = _open(str(tmp_path / "db"))
+    coll = cat.get_collection("db", "system.buckets.c")
+    buckets = BucketCatalog(id_seed=5)
+    deferred = DeferredBucketWrites()
+    for b in range(5):
+        docs = [{"_id": b * 100 + i, "m": i % 3, "v": Int64(b * 7 + i),
+                 "t": DatetimeMS(T0 + 1000 * (b * 10 + i))} for i in range(6)]
+        result = buckets.insert_batch("db.c", OPTS, sequence(docs), None)
+        deferred.add("db", "system.buckets.c", result.writes)
+        buckets.commit(result)
+        if b == 4:
+            # the last bucket written disappears behind the group commit's back
+            with cat.transaction():
+                rid, _raw = coll.find_id(result.writes[-1].bucket_id)
+                coll.delete(rid)
+            with pytest.raises(MongoError) as failed:
+                deferred.flush(cat)
+            assert failed.value.code == ErrorCode.WriteConflict
+            assert "disappeared" in str(failed.value)
+            break
+        deferred.flush(cat)
+        assert [w.kind for w in result.writes] == ["insert" if b == 0 else "update"] * 3
+        assert coll.data_size() == sum(len(raw) for _rid, raw in coll.scan())
+    assert looked_up == []
+    cat.close()
