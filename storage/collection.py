@@ -639,6 +639,11 @@ class Collection:
         kept: list[tuple[bytes, ...]] = []
         rid = u.rid
         for i, (ix, rt) in enumerate(zip(entry.indexes, runtimes)):
+            if given is not None and old_keys is not None and given[i] == old_keys.keys[i]:
+                changes.append((rt, [], []))  # the same keys (the `_id` index's, mostly)
+                new_sets.append([])
+                kept.append(given[i])
+                continue
             if old_keys is not None:
                 old = set(old_keys.keys[i])
             else:
