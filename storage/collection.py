@@ -634,8 +634,9 @@ class Collection:
         the new key sets (for multikey), and the new keys per index, made from `u.new_doc`
         or `given` (the caller's: single keys, none multikey). DuplicateKey where a unique
         index would take a key another record holds."""
-        changes = []
-        new_sets = []
+        changes: list[tuple[_IndexRuntime, list[tuple[bytes, RecordId]],
+                            list[tuple[bytes, RecordId]]]] = []
+        new_sets: list[list[KeySet]] = []
         kept: list[tuple[bytes, ...]] = []
         rid = u.rid
         for i, (ix, rt) in enumerate(zip(entry.indexes, runtimes)):

@@ -187,7 +187,7 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite],
     data-less view of each bucket instead of decoding bucket documents; when every index
     keys only the id, a whole meta and the time bounds, a native bucket's keys are joined
     from those (`bucket_keys`), with no view keyed. The collection's
-    memo of absent series (`absent_series`) learns the series written and when their
+    memo of absent series (`absent_series`) learns the series inserted and when their
     buckets start."""
     stamp = buckets.write_stamp
     keyed = _KeyedBy.of(buckets)
@@ -214,7 +214,8 @@ def write_buckets(buckets: Collection, writes: Sequence[BucketWrite],
         _update_checked(buckets, updates, keyed, remembered)
     elif updates:
         _update_together(buckets, updates, keyed, remembered)
-    note_written(buckets, stamp, [(w.series, w.min_time_ms) for w in writes])
+    # (an update's bucket was inserted while the memo lived: its series and start are in)
+    note_written(buckets, stamp, [(w.series, w.min_time_ms) for w in inserts])
 
 
 def _update_together(buckets: Collection, updates: list[BucketWrite], keyed: _KeyedBy,

@@ -23,8 +23,10 @@ from storage.timeseries import (
     parse_timeseries_options,
     pending_writes,
 )
+from storage.timeseries.absent_series import absent_series
 from storage.timeseries.bucket_catalog import BucketCatalog
 from storage.timeseries.index_schema import index_keys_meta_whole
+from storage.timeseries.metadata import series_key
 from storage.timeseries.pending_writes import (
     DeferredBucketWrites,
     LostWrites,
@@ -372,4 +374,37 @@ def test_an_update_takes_the_record_and_length_its_version_was_written_with(
         assert [w.kind for w in result.writes] == ["insert" if b == 0 else "update"] * 3
         assert coll.data_size() == sum(len(raw) for _rid, raw in coll.scan())
     assert looked_up == []
+    cat.close()
+
+
+def test_the_memo_of_absent_series_knows_every_stored_bucket(tmp_path) -> None:
+    """Group commits of inserts, updates, archives and reopenings (the memo learns from
+    the inserts alone): for every bucket storage holds, the memo of absent series never
+    says that storage holds none of its series, or none starting when it starts."""
+    cat = _open(str(tmp_path / "db"))
+    coll = cat.get_collection("db", "system.buckets.c")
+    buckets = BucketCatalog(id_seed=5)
+    deferred = DeferredBucketWrites()
+    assert absent_series(coll) is not None  # born over the empty collection
+    kinds = set()
+    # and a batch from days before the others: new buckets of the same series
+    before = [{"_id": 10_000 + i, "m": i % 4, "v": Int64(i),
+               "t": DatetimeMS(T0 - 3 * 86_400_000 + 1000 * i)} for i in range(8)]
+    for docs in [*_batches(), before]:
+        result = buckets.insert_batch("db.c", OPTS, docs, None)
+        kinds.update(w.kind for w in result.writes)
+        deferred.add("db", "system.buckets.c", result.writes)
+        buckets.commit(result)
+        deferred.flush(cat)
+    assert kinds == {"insert", "update"}
+    memo = absent_series(coll)
+    assert memo is not None
+    stored = _stored(cat)
+    assert len(stored) == 8
+    for b in stored:
+        series = series_key(b["meta"])
+        start = b["control"]["min"]["t"]
+        start_ms = int(start.timestamp() * 1000) if hasattr(start, "timestamp") else int(start)
+        assert not memo.holds_none_of(coll, series)
+        assert not memo.holds_none_starting(coll, series, start_ms - 1, start_ms)
     cat.close()
