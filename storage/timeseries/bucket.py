@@ -159,6 +159,10 @@ class StoredKeys:
     # the keystring of the bucket's meta value when it is a document (`keystring.Keyed`):
     # the part of its keys each write's would encode again
     meta_keystring: bytes | None = None
+    # the keystrings of the bucket's `_id` and of its start (with the start in ms), the
+    # other parts every write's keys share (`bucket_keys`)
+    id_keystring: bytes | None = None
+    start_keystring: tuple[int, bytes] | None = None
 
     def forget(self) -> None:
         self.view = self.keys = self.rid = self.size = None

@@ -16,10 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from bson import ObjectId
-
 from storage.indexes import IndexSpec
-from storage.keystring import encode_date_ms, encode_value, invert
+from storage.keystring import encode_date_ms, invert
 
 from .constants import META
 from .index_schema import time_bound_paths
@@ -39,7 +37,6 @@ class KeyPlans:
     """Per index, the parts its key joins (ascending or descending)."""
 
     indexes: tuple[tuple[int, ...], ...]
-    uses_id: bool
     descending: bool
 
 
@@ -59,16 +56,15 @@ def key_plans(specs: Sequence[IndexSpec], time_field: str) -> KeyPlans | None:
                 return None
             plan.append(part + _DESCENDING if d < 0 else part)
         plans.append(tuple(plan))
-    return KeyPlans(tuple(plans), any(p % _DESCENDING == _ID for plan in plans for p in plan),
-                    any(p >= _DESCENDING for plan in plans for p in plan))
+    return KeyPlans(tuple(plans), any(p >= _DESCENDING for plan in plans for p in plan))
 
 
-def bucket_keys(plans: KeyPlans, bucket_id: ObjectId, meta_keystring: bytes,
-                min_ms: int, max_ms: int) -> tuple[tuple[bytes], ...]:
-    """Per index, the one key of the bucket with this id, meta (as `encode_value` gives
-    it) and control.min/max.<time field> (milliseconds)."""
-    parts = [encode_value(bucket_id) if plans.uses_id else b"", meta_keystring,
-             encode_date_ms(min_ms), encode_date_ms(max_ms)]
+def bucket_keys(plans: KeyPlans, id_keystring: bytes, meta_keystring: bytes,
+                min_keystring: bytes, max_ms: int) -> tuple[tuple[bytes], ...]:
+    """Per index, the one key of the bucket with this id, meta and control.min.<time
+    field> (as `encode_value` gives them: the parts every write of a bucket shares) and
+    control.max.<time field> (milliseconds)."""
+    parts = [id_keystring, meta_keystring, min_keystring, encode_date_ms(max_ms)]
     if plans.descending:
         parts += [invert(p) for p in parts]
     return tuple([(parts[plan[0]] if len(plan) == 1 else b"".join([parts[p] for p in plan]),)

@@ -23,7 +23,7 @@ from bson.datetime_ms import DatetimeMS
 
 from storage.bsonutil import decode
 from storage.errors import MongoError
-from storage.keystring import EncodedValue, Keyed
+from storage.keystring import EncodedValue, Keyed, encode_date_ms, encode_value
 from storage.vocabulary.missing import MISSING
 
 from .bucket import Bucket, StoredKeys
@@ -245,7 +245,14 @@ class BucketWrite:
         bounds = state.control.date_bounds(time_field)
         if keystring is None or bounds is None:
             return None
-        return bucket_keys(plans, self.bucket_id, keystring, *bounds)
+        kept = self.stored_keys
+        assert kept is not None  # (as the meta's keystring is)
+        if kept.id_keystring is None:
+            kept.id_keystring = encode_value(self.bucket_id)
+        start = kept.start_keystring
+        if start is None or start[0] != bounds[0]:
+            start = kept.start_keystring = (bounds[0], encode_date_ms(bounds[0]))
+        return bucket_keys(plans, kept.id_keystring, keystring, start[1], bounds[1])
 
     def _meta_keystring(self, meta_key: bytes) -> bytes | None:
         """The keystring of the bucket's meta when it is a document (None otherwise, or

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from storage.indexes import IndexSpec, KeyGenerator
-from storage.keystring import encode_value
+from storage.keystring import encode_date_ms, encode_value
 from storage.timeseries.bucket_keys import bucket_keys, key_plans
 
 from . import strategies as gen
@@ -45,7 +45,7 @@ def test_the_keys_are_the_documents_keys(specs: list[IndexSpec], meta: dict[str,
     oid = ObjectId()
     doc = {"_id": oid, "control": {"min": {"t": DatetimeMS(lo)}, "max": {"t": DatetimeMS(hi)}},
            "meta": meta}
-    mine = bucket_keys(plans, oid, encode_value(meta), lo, hi)
+    mine = bucket_keys(plans, encode_value(oid), encode_value(meta), encode_date_ms(lo), hi)
     theirs = [KeyGenerator(spec).keys(doc) for spec in specs]
     assert list(mine) == [tuple(kb for kb, _ in ks.entries) for ks in theirs]
     assert not any(ks.is_multikey for ks in theirs)
