@@ -73,8 +73,10 @@ _RETAINED_PER_COMPRESSED_BYTE: Final = 1.5
 # own `__sizeof__`): no Python min/max and schema trees per field, the field names in
 # sets shared by the buckets of one shape, the meta value kept as the series key only;
 # little per compressed byte, the last write keeping the parts its document is built
-# from, not its bytes.
-_NATIVE_BUCKET_OVERHEAD: Final = 2100
+# from, not its bytes; and what the group commit keeps of a bucket it wrote for the next
+# update (`StoredKeys`: the index keys, the keystrings they are joined from, the record
+# id and stored length; about 500 bytes, measured with the writes flushed to storage).
+_NATIVE_BUCKET_OVERHEAD: Final = 2600
 _NATIVE_FIELD_OVERHEAD: Final = 30
 _NATIVE_RETAINED_PER_COMPRESSED_BYTE: Final = 0.25
 # An archived entry: its ObjectId, min time and two list slots; the first of a series
