@@ -236,17 +236,15 @@ class BucketWrite:
 
     def index_keys(self, time_field: str, plans: KeyPlans) -> tuple[tuple[bytes], ...] | None:
         """The document's keys in the indexes `plans` describe (`bucket_keys`), made from
-        the native state (None: no native state, a meta that is not a document, or time
-        bounds that are not dates)."""
-        state = self.native_state
-        if state is None or not state.meta_key:
+        the native state and the keystrings kept with the bucket (None: no native state or
+        bucket, a meta that is not a document, or time bounds that are not dates)."""
+        state, kept = self.native_state, self.stored_keys
+        if state is None or not state.meta_key or kept is None:
             return None
         keystring = self._meta_keystring(state.meta_key)
         bounds = state.control.date_bounds(time_field)
         if keystring is None or bounds is None:
             return None
-        kept = self.stored_keys
-        assert kept is not None  # (as the meta's keystring is)
         if kept.id_keystring is None:
             kept.id_keystring = encode_value(self.bucket_id)
         start = kept.start_keystring
