@@ -61,10 +61,11 @@ def _recording(engine: Any, log: list[Statement]) -> None:
     them: the group commit's (nothing else writes while a batch is ingested)."""
     execmany, execute = engine._execmany, engine._exec
 
-    def recorded_many(sql: str, rows: Iterable[Any]) -> None:
+    def recorded_many(sql: str, rows: Iterable[Any]) -> int:
         rows = list(rows)
         log.append((sql, rows, True))
-        execmany(sql, rows)
+        written: int = execmany(sql, rows)  # the engine checks the rows its updates changed
+        return written
 
     def recorded(sql: str, params: Any = ()) -> None:
         log.append((sql, params, False))

@@ -147,7 +147,9 @@ class SQLiteRecordStore(RecordStore):
                                 [(data, rid) for rid, data, _expected in updates])
         if written != len(rids):  # a record of a known size is gone
             found = self._lengths(rids)
-            raise KeyError(next(rid for rid in rids if rid not in found))
+            missing = [rid for rid in rids if rid not in found]
+            raise KeyError(missing[0] if missing else
+                           f"{written} of {len(rids)} records updated, none missing")
         old = (self._count, self._size)
         self._size += sum(len(data) for _rid, data, _expected in updates) - sum(
             lengths[rid] if size is None else size for rid, size in zip(rids, sizes))
