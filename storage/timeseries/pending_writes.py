@@ -249,16 +249,17 @@ def _update_together(buckets: Collection, updates: list[BucketWrite], keyed: _Ke
     try:
         all_keys = buckets.update_many(replacements, savepoint=False)
     except KeyError as missing:
-        gone = next(w for w, rid in zip(updates, rids) if rid == missing.args[0])
-        raise _disappeared(gone.bucket_id) from None
+        # (the engine names the record gone, when it can tell which)
+        gone = [w.bucket_id for w, rid in zip(updates, rids) if rid == missing.args[0]]
+        raise _disappeared(gone[0] if gone else None) from None
     if remembered is not None:
         for w, view, keys, rid in zip(updates, views, all_keys, rids):
             _remember(remembered, w, view, keys, rid)
 
 
-def _disappeared(bucket_id: ObjectId) -> MongoError:
-    return MongoError(ErrorCode.WriteConflict,
-                      f"bucket {bucket_id} disappeared during the write")
+def _disappeared(bucket_id: ObjectId | None) -> MongoError:
+    what = "a bucket" if bucket_id is None else f"bucket {bucket_id}"
+    return MongoError(ErrorCode.WriteConflict, f"{what} disappeared during the write")
 
 
 def _update_checked(buckets: Collection, updates: list[BucketWrite], keyed: _KeyedBy,

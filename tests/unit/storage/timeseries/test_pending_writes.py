@@ -408,3 +408,36 @@ def test_the_memo_of_absent_series_knows_every_stored_bucket(tmp_path) -> None:
         assert not memo.holds_none_of(coll, series)
         assert not memo.holds_none_starting(coll, series, start_ms - 1, start_ms)
     cat.close()
+
+
+def test_an_update_storage_did_not_make_fails_the_flush_as_a_write_conflict(
+        tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When SQLite's updates change fewer records than the group commit wrote, with none
+    of them missing (it cannot tell which bucket), the flush still fails with
+    WriteConflict, and storage keeps what it held before."""
+    cat = _open(str(tmp_path / "db"))
+    coll = cat.get_collection("db", "system.buckets.c")
+    buckets = BucketCatalog(id_seed=5)
+    deferred = DeferredBucketWrites()
+    engine = cat.engine
+    real = engine._execmany
+    for b in range(2):
+        docs = [{"_id": b * 100 + i, "m": i % 3, "v": Int64(i),
+                 "t": DatetimeMS(T0 + 1000 * (b * 10 + i))} for i in range(6)]
+        result = buckets.insert_batch("db.c", OPTS, docs, None)
+        deferred.add("db", "system.buckets.c", result.writes)
+        buckets.commit(result)
+        if b == 0:
+            deferred.flush(cat)
+            before = sorted(raw for _rid, raw in coll.scan())
+    assert [w.kind for w in result.writes] == ["update"] * 3
+    # the records' updates report one record fewer than they changed
+    monkeypatch.setattr(engine, "_execmany",
+                        lambda sql, rows: real(sql, rows) - (" SET data = ?" in sql))
+    with pytest.raises(MongoError) as failed:
+        deferred.flush(cat)
+    assert failed.value.code == ErrorCode.WriteConflict
+    assert "a bucket disappeared" in str(failed.value)
+    monkeypatch.undo()
+    assert sorted(raw for _rid, raw in coll.scan()) == before
+    cat.close()
