@@ -22,7 +22,9 @@ from .test_operations import slow_pipeline
 
 DB = "async_breadth"
 T0 = dt.datetime(2024, 8, 1)
-N = 1000  # the slow pipeline reads N * N documents: it runs until killed
+# the slow pipeline reads N * N documents: several seconds here, killed long before it
+# ends (1000 took 0.7 s, and under load a run ended before the killOp reached it)
+N = 4000
 
 
 @pytest.fixture
